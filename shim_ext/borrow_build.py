@@ -1,0 +1,65 @@
+"""cffi build script for ``shim_ext._borrow``, the prototype borrow shim.
+
+Out-of-line API mode: ``setup.py`` names ``ffibuilder`` in ``cffi_modules``;
+``python shim_ext/borrow_build.py`` builds the module in place for quick
+experiments. The C++ lives in ``borrow.cpp`` and the declaration in
+``include/torch_borrow/shim.h``, so C is edited as C.
+
+The build needs the installed torch's headers and libraries, so it imports
+torch and must run without pip's build isolation (``--no-build-isolation``),
+or pip would fetch a second multi-GB torch into a throw-away environment.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+import cffi
+import torch
+import torch.utils.cpp_extension as cpp_extension
+from packaging.version import Version
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+# torch 2.14+ headers use C++20 features; older ones build with C++17.
+_CXX_STD = "c++20" if Version(torch.__version__).release >= (2, 14) else "c++17"
+_TORCH_LIB = cpp_extension.library_paths()
+
+ffibuilder = cffi.FFI()
+# Matches torch's own typedef (aoti_torch/c/shim.h), so the handle is an
+# opaque pointer on both sides.
+ffibuilder.cdef(
+    """
+    typedef struct AtenTensorOpaque* AtenTensorHandle;
+    typedef int32_t AOTITorchError;
+    AOTITorchError torch_tensor_borrow_from_pyobject(void* py_obj, AtenTensorHandle* ret);
+    AOTITorchError torch_is_conj(AtenTensorHandle tensor, bool* ret_is_conj);
+    AOTITorchError torch_is_neg(AtenTensorHandle tensor, bool* ret_is_neg);
+    """
+)
+ffibuilder.set_source(
+    "shim_ext._borrow",
+    "#include <torch_borrow/shim.h>\n",
+    # setuptools wants source paths relative to the working directory.
+    sources=[os.path.relpath(HERE / "borrow.cpp")],
+    source_extension=".cpp",
+    include_dirs=[str(HERE / "include"), *cpp_extension.include_paths()],
+    library_dirs=_TORCH_LIB,
+    # Already loaded by `import torch` when the module is imported; the
+    # rpath only helps a process that imports shim_ext first.
+    runtime_library_dirs=_TORCH_LIB,
+    libraries=["torch_python", "torch_cpu", "torch", "c10"],
+    define_macros=[
+        # torch's headers need the full C API, not the limited one cffi
+        # selects by default.
+        ("_CFFI_NO_LIMITED_API", None),
+        ("_GLIBCXX_USE_CXX11_ABI", str(int(torch._C._GLIBCXX_USE_CXX11_ABI))),
+    ],
+    extra_compile_args=[f"-std={_CXX_STD}", "-O2", "-fvisibility=hidden"],
+    # The full C API is used (above), so the module must not be tagged abi3.
+    py_limited_api=False,
+)
+
+if __name__ == "__main__":
+    ffibuilder.compile(verbose=True)
