@@ -1,0 +1,62 @@
+"""Tensor -> metadata view through torch's stable C ABI, on one of three paths.
+
+``bridge.view(t)`` returns a ``TensorView`` (data pointer, shape, strides in elements,
+dtype, itemsize in bytes, device type and index) of a dense strided ``torch.Tensor``.
+The handle it reads through comes from one of three sources:
+
+========== ============================================ ================== =============
+path       source                                       handle             torch
+========== ============================================ ================== =============
+owned      ``torch_tensor_from_pyobject``               new reference,     2.14+
+                                                        deleted after use
+borrow     ``torch_tensor_borrow_from_pyobject``         borrowed           any with
+           (libtorch's if exported, else ``shim_ext``)                     ``shim_ext``
+fallback   ``(char*)obj + sizeof(PyObject)``            borrowed           2.10+, offset
+                                                                           proven at run
+========== ============================================ ================== =============
+
+``set_path("auto")`` (the default) takes borrow, else owned, else fallback; which
+exists is decided by symbol presence, never by torch's version string. Nothing is
+resolved at import: the first ``view`` (or ``available_paths()``) does it, and needs
+``import torch`` to have happened. ``python -m bridge info`` prints what was found.
+"""
+
+from bridge._bridge import (
+    TensorView,
+    path_counts,
+    reset_path_counts,
+    view,
+    view_borrow,
+    view_fallback,
+    view_owned,
+)
+from bridge._resolve import PathInfo
+from bridge._select import (
+    CHOICES,
+    PATHS,
+    PathUnavailableError,
+    available_paths,
+    get_path,
+    requested_path,
+    set_path,
+    using_path,
+)
+
+__all__ = [
+    "CHOICES",
+    "PATHS",
+    "PathInfo",
+    "PathUnavailableError",
+    "TensorView",
+    "available_paths",
+    "get_path",
+    "path_counts",
+    "requested_path",
+    "reset_path_counts",
+    "set_path",
+    "using_path",
+    "view",
+    "view_borrow",
+    "view_fallback",
+    "view_owned",
+]

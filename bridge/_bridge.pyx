@@ -1,0 +1,629 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The bridge's hot path: tensor -> TensorView through one of three handle sources.
+
+Nothing here imports torch or looks a symbol up: ``bridge._select`` resolves the
+symbols (``bridge._resolve``) and installs their addresses with ``_install``. The
+module holds only C state, so a ``view`` call does no Python-level lookup.
+
+Handle sources (``AtenTensorHandle`` is an ``at::Tensor*``, torch/csrc/inductor/
+aoti_torch/c/shim.h):
+
+- owned: ``torch_tensor_from_pyobject`` (torch 2.14+, new reference), deleted
+  with ``aoti_torch_delete_tensor_object`` once the metadata is read;
+- borrow: ``torch_tensor_borrow_from_pyobject`` (libtorch's, or ``shim_ext``'s
+  prototype), borrowed reference, nothing to delete;
+- fallback: ``(char*)obj + sizeof(PyObject)``, the address of ``THPVariable::cdata``
+  on torch 2.10+, installed only after ``bridge._resolve`` proved the offset for
+  the running torch.
+
+All three read the metadata with the same seven ``aoti_torch_get_*`` getters,
+behind the same checks, so their views are identical field by field.
+"""
+
+cimport cython
+from cpython.long cimport PyLong_FromVoidPtr
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.object cimport PyObject, PyTypeObject
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint64_t, uintptr_t
+from libc.string cimport memcpy
+from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
+
+
+cdef extern from "Python.h":
+    PyTypeObject* Py_TYPE(object o)
+    bint PyType_IsSubtype(PyTypeObject* a, PyTypeObject* b)
+    object PyObject_Vectorcall(object callable, PyObject** args, size_t nargsf, PyObject* kwnames)
+
+
+# --- the stable C ABI, as opaque types (no torch header is needed) -----------------------
+cdef struct AtenTensorOpaque
+ctypedef AtenTensorOpaque* AtenTensorHandle
+ctypedef int32_t AOTITorchError
+
+ctypedef AOTITorchError (*from_pyobject_fn)(void*, AtenTensorHandle*) noexcept nogil
+ctypedef AOTITorchError (*delete_fn)(AtenTensorHandle) noexcept nogil
+ctypedef AOTITorchError (*get_ptr_fn)(AtenTensorHandle, void**) noexcept nogil
+ctypedef AOTITorchError (*get_i64_fn)(AtenTensorHandle, int64_t*) noexcept nogil
+ctypedef AOTITorchError (*get_i64p_fn)(AtenTensorHandle, int64_t**) noexcept nogil
+ctypedef AOTITorchError (*get_i32_fn)(AtenTensorHandle, int32_t*) noexcept nogil
+ctypedef AOTITorchError (*get_flag_fn)(AtenTensorHandle, uint8_t*) noexcept nogil  # bool*
+ctypedef const char* (*what_fn)() noexcept nogil
+
+cdef struct Getters:
+    get_i32_fn layout
+    get_ptr_fn data_ptr
+    get_i64_fn dim
+    get_i64p_fn sizes
+    get_i64p_fn strides
+    get_i32_fn dtype
+    get_i32_fn device_type
+    get_i32_fn device_index
+    get_flag_fn is_conj       # NULL: ask torch.Tensor.is_conj() at Python level instead
+    get_flag_fn is_neg
+
+
+# --- public constants ---------------------------------------------------------------------
+#: Path codes, in the order of ``PATHS``.
+DEF OWNED = 0
+DEF BORROW = 1
+DEF FALLBACK = 2
+DEF NPATHS = 3
+#: Dimensions stored inline in a view; more go to the heap.
+DEF INLINE_DIMS = 8
+#: Dtype codes the table covers (c10::ScalarType has fewer than 64 today).
+DEF NCODES = 256
+#: Device type codes the table covers (c10::DeviceType has fewer than 32 today).
+DEF NDEVICES = 64
+
+cdef extern from *:
+    """
+    #if defined(__clang__)
+    static const char* bridge_compiler = "clang " __clang_version__;
+    #elif defined(__GNUC__)
+    static const char* bridge_compiler = "gcc " __VERSION__;
+    #else
+    static const char* bridge_compiler = "unknown";
+    #endif
+    """
+    const char* bridge_compiler
+
+#: Path names by code (the order of the counters and of ``TensorView.path``).
+PATHS = ("owned", "borrow", "fallback")
+#: The C compiler that built this module.
+COMPILER = bridge_compiler.decode()
+#: sizeof(PyObject) of the CPython this module was compiled for: the fallback's offset.
+PYOBJECT_SIZE = sizeof(PyObject)
+#: Dimensions a view stores without a heap allocation.
+INLINE_DIMENSIONS = INLINE_DIMS
+
+
+# --- C state, filled by _install ------------------------------------------------------------
+cdef Getters _g
+cdef bint _getters_ok = False
+cdef from_pyobject_fn _owned_fn = NULL
+cdef delete_fn _delete_fn = NULL
+cdef from_pyobject_fn _borrow_fn = NULL
+cdef what_fn _what_fn = NULL
+cdef bint _fallback_ok = False
+cdef Py_ssize_t _fallback_offset = sizeof(PyObject)
+cdef object _tensor_type = None        # torch.Tensor, kept alive here
+cdef PyTypeObject* _tensor_tp = NULL
+cdef object _is_conj = None            # method descriptors torch.Tensor.is_conj / .is_neg
+cdef object _is_neg = None
+cdef int32_t _layout_strided = -1
+cdef int32_t _device_meta = -1
+# Per dtype code: itemsize in bytes, 0 for unknown, -1 for refused.
+cdef int8_t _itemsize[NCODES]
+# Per device type code: whether the bridge knows its name.
+cdef bint _device_known[NDEVICES]
+cdef list _dtype_objs = [None] * NCODES
+cdef dict _refused_dtypes = {}         # code -> reason
+cdef dict _device_names = {}           # device type code -> "cpu", "cuda", ...
+cdef dict _layout_names = {}           # layout code -> "sparse_coo", ...
+
+cdef int _active = -1                  # path used by view(); -1 until chosen
+cdef uint64_t _counts[NPATHS]
+
+
+cdef void* _addr(dict symbols, str name) except? NULL:
+    a = symbols.get(name)
+    return NULL if a is None else <void*><uintptr_t>a
+
+
+def _install_symbols(dict symbols, object tensor_type, bint fallback_ok):
+    """Install resolved symbol addresses (``bridge._select`` only).
+
+    ``symbols`` maps a symbol name to its address (int) or None; ``aoti_torch_get_layout``
+    and the seven metadata getters must all be present for any path to work;
+    ``tensor_type`` is ``torch.Tensor``; ``fallback_ok`` says the offset was proven.
+    Un-chooses the active path and clears the tables (``_install_tables`` refills them);
+    counters are kept.
+    """
+    global _getters_ok, _owned_fn, _delete_fn, _borrow_fn, _what_fn, _fallback_ok
+    global _tensor_type, _tensor_tp, _is_conj, _is_neg, _active
+
+    _active = -1
+    _g.layout = <get_i32_fn>_addr(symbols, "aoti_torch_get_layout")
+    _g.data_ptr = <get_ptr_fn>_addr(symbols, "aoti_torch_get_data_ptr")
+    _g.dim = <get_i64_fn>_addr(symbols, "aoti_torch_get_dim")
+    _g.sizes = <get_i64p_fn>_addr(symbols, "aoti_torch_get_sizes")
+    _g.strides = <get_i64p_fn>_addr(symbols, "aoti_torch_get_strides")
+    _g.dtype = <get_i32_fn>_addr(symbols, "aoti_torch_get_dtype")
+    _g.device_type = <get_i32_fn>_addr(symbols, "aoti_torch_get_device_type")
+    _g.device_index = <get_i32_fn>_addr(symbols, "aoti_torch_get_device_index")
+    _g.is_conj = <get_flag_fn>_addr(symbols, "torch_is_conj")
+    _g.is_neg = <get_flag_fn>_addr(symbols, "torch_is_neg")
+    if _g.is_conj == NULL or _g.is_neg == NULL:
+        _g.is_conj = _g.is_neg = NULL
+    _getters_ok = (_g.layout != NULL and _g.data_ptr != NULL and _g.dim != NULL
+                   and _g.sizes != NULL and _g.strides != NULL and _g.dtype != NULL
+                   and _g.device_type != NULL and _g.device_index != NULL)
+    _owned_fn = <from_pyobject_fn>_addr(symbols, "torch_tensor_from_pyobject")
+    _delete_fn = <delete_fn>_addr(symbols, "aoti_torch_delete_tensor_object")
+    if _delete_fn == NULL:
+        _owned_fn = NULL
+    _borrow_fn = <from_pyobject_fn>_addr(symbols, "torch_tensor_borrow_from_pyobject")
+    _what_fn = <what_fn>_addr(symbols, "torch_exception_get_what_without_backtrace")
+    _fallback_ok = fallback_ok
+    _tensor_type = tensor_type
+    _tensor_tp = NULL if tensor_type is None else <PyTypeObject*>tensor_type
+    _is_conj = None if tensor_type is None else tensor_type.is_conj
+    _is_neg = None if tensor_type is None else tensor_type.is_neg
+    _install_tables({}, {}, {}, {}, -1, -1)
+
+
+def _install_tables(dict dtypes, dict refused, dict device_names, dict layout_names,
+                    int32_t layout_strided, int32_t device_meta):
+    """Install the code tables (``bridge._select`` only).
+
+    ``dtypes`` maps a c10::ScalarType code to ``(torch.dtype, itemsize in bytes)``;
+    ``refused`` maps a code to the reason its tensors get no view; ``device_names`` and
+    ``layout_names`` map codes to names; the last two are the codes of the strided
+    layout and of the meta device.
+    """
+    global _dtype_objs, _refused_dtypes, _device_names, _layout_names
+    global _layout_strided, _device_meta
+    cdef int code
+    for code in range(NCODES):
+        _itemsize[code] = 0
+    for code in range(NDEVICES):
+        _device_known[code] = False
+    _dtype_objs = [None] * NCODES
+    for code, (dtype, itemsize) in dtypes.items():
+        if 0 <= code < NCODES and 0 < itemsize < 128:
+            _dtype_objs[code] = dtype
+            _itemsize[code] = itemsize
+    _refused_dtypes = dict(refused)
+    for code in _refused_dtypes:
+        if 0 <= code < NCODES:
+            _itemsize[code] = -1
+    _device_names = dict(device_names)
+    for code in _device_names:
+        if 0 <= code < NDEVICES:
+            _device_known[code] = True
+    _layout_names = dict(layout_names)
+    _layout_strided = layout_strided
+    _device_meta = device_meta
+
+
+def _installed():
+    """Which handle sources are installed: {path name: bool} (diagnostics)."""
+    return {"owned": _getters_ok and _owned_fn != NULL,
+            "borrow": _getters_ok and _borrow_fn != NULL,
+            "fallback": _getters_ok and _fallback_ok}
+
+
+def _activate(int path):
+    """Make ``path`` (a code, index into PATHS) the one ``view`` uses; -1 un-chooses."""
+    global _active
+    if path != -1 and not _installed()[PATHS[path]]:
+        raise RuntimeError(f"path {PATHS[path]!r} is not installed")
+    _active = path
+
+
+def _active_path():
+    """The code of the path ``view`` uses, or -1 when none is chosen yet."""
+    return _active
+
+
+# --- errors ---------------------------------------------------------------------------------
+cdef str _torch_message():
+    if _what_fn == NULL:
+        return "torch_exception_get_what_without_backtrace is not exported by this torch"
+    cdef const char* msg = _what_fn()
+    if msg == NULL:
+        return "no message"
+    return (<bytes>msg).decode("utf-8", "replace")
+
+
+cdef int _raise_handle_error(int path) except -1:
+    name = "torch_tensor_from_pyobject" if path == OWNED else "torch_tensor_borrow_from_pyobject"
+    raise BufferError(f"{name} failed: {_torch_message()}")
+
+
+cdef int _raise_getter_error(object obj) except -1:
+    raise BufferError(f"cannot read the metadata of this {type(obj).__name__}: "
+                      f"{_torch_message()}")
+
+
+cdef int _raise_not_tensor(object obj) except -1:
+    raise TypeError(f"expected a torch.Tensor (or an instance of a subclass), "
+                    f"got {type(obj).__module__}.{type(obj).__qualname__}")
+
+
+# --- the metadata record ---------------------------------------------------------------------
+cdef struct Meta:
+    uintptr_t ptr
+    int64_t ndim
+    int64_t* sizes        # borrowed from the TensorImpl: copy before the handle goes
+    int64_t* strides
+    int32_t dtype
+    int32_t device_type
+    int32_t device_index
+
+
+cdef inline bint _is_tensor(object obj) noexcept:
+    cdef PyTypeObject* tp = Py_TYPE(obj)
+    # The real type, never isinstance(): __class__ can lie, the memory layout cannot.
+    return tp == _tensor_tp or (_tensor_tp != NULL and PyType_IsSubtype(tp, _tensor_tp))
+
+
+cdef inline int _read(AtenTensorHandle h, Meta* m, object obj) except -1:
+    """The seven getters (plus the layout) through one handle; checks what they return."""
+    cdef int32_t layout
+    cdef int64_t numel = 1
+    cdef int64_t i
+    cdef uint8_t flag = 0
+    if _g.layout(h, &layout):
+        _raise_getter_error(obj)
+    if layout != _layout_strided:
+        name = _layout_names.get(layout, f"code {layout}")
+        raise BufferError(f"a tensor with layout {name} has no pointer + strides description; "
+                          f"only strided tensors can be viewed (call .to_dense() first)")
+    if (_g.data_ptr(h, <void**>&m.ptr) or _g.dim(h, &m.ndim) or _g.sizes(h, &m.sizes)
+            or _g.strides(h, &m.strides) or _g.dtype(h, &m.dtype)
+            or _g.device_type(h, &m.device_type) or _g.device_index(h, &m.device_index)):
+        _raise_getter_error(obj)
+    if _g.is_conj != NULL:
+        if _g.is_conj(h, &flag) or (not flag and _g.is_neg(h, &flag)):
+            _raise_getter_error(obj)
+        if flag:
+            _raise_math_bit(obj)
+    if m.dtype < 0 or m.dtype >= NCODES or _itemsize[m.dtype] <= 0:
+        _raise_bad_dtype(m.dtype)
+    if m.device_type == _device_meta:
+        raise BufferError("a meta tensor has no data; only tensors with storage can be viewed")
+    if m.device_type < 0 or m.device_type >= NDEVICES or not _device_known[m.device_type]:
+        raise BufferError(f"device type code {m.device_type} is unknown to the bridge")
+    if m.ptr == 0:
+        for i in range(m.ndim):
+            numel *= m.sizes[i]
+        if numel != 0:
+            raise BufferError(f"the tensor has {numel} elements but no data pointer "
+                              f"(a fake or lazy tensor?)")
+    return 0
+
+
+cdef int _raise_bad_dtype(int32_t code) except -1:
+    if 0 <= code < NCODES and code in _refused_dtypes:
+        raise BufferError(_refused_dtypes[code])
+    raise BufferError(f"dtype code {code} is unknown to the bridge (a dtype newer than the "
+                      f"table built at resolution?)")
+
+
+cdef int _raise_math_bit(object obj) except -1:
+    if obj.is_conj():
+        raise BufferError("the tensor has its conjugate bit set: its memory holds the "
+                          "unconjugated values; call .resolve_conj() first")
+    raise BufferError("the tensor has its negative bit set: its memory holds the "
+                      "negated values; call .resolve_neg() first")
+
+
+cdef inline int _check_bits_slow(object obj) except -1:
+    """Refuse conjugate and negative views when no torch_is_conj / torch_is_neg exists:
+    through torch.Tensor.is_conj / .is_neg (about 100 ns each)."""
+    cdef PyObject* args[1]
+    args[0] = <PyObject*>obj
+    if (PyObject_Vectorcall(_is_conj, args, 1, NULL) is True
+            or PyObject_Vectorcall(_is_neg, args, 1, NULL) is True):
+        _raise_math_bit(obj)
+    return 0
+
+
+cdef inline int _acquire_read(object obj, int path, Meta* m) except -1:
+    """Get a handle for obj through ``path``, read its metadata, let go of the handle.
+
+    ``m.sizes`` / ``m.strides`` point into the TensorImpl: valid while obj is alive and
+    not resized; the caller copies them before returning to Python.
+    """
+    cdef AtenTensorHandle h
+    if not _is_tensor(obj):
+        _raise_not_tensor(obj)
+    if path == BORROW:
+        if _borrow_fn(<void*>obj, &h):  # borrowed: aliases THPVariable::cdata
+            _raise_handle_error(path)
+        _read(h, m, obj)
+    elif path == FALLBACK:
+        h = <AtenTensorHandle>((<char*><PyObject*>obj) + _fallback_offset)  # borrowed
+        _read(h, m, obj)
+    else:
+        if _owned_fn(<void*>obj, &h):  # new reference: ours to delete below
+            _raise_handle_error(path)
+        try:
+            _read(h, m, obj)
+        finally:
+            _delete_fn(h)
+    if _g.is_conj == NULL:
+        _check_bits_slow(obj)
+    return 0
+
+
+# --- the view ---------------------------------------------------------------------------------
+@cython.freelist(32)
+cdef class TensorView:
+    """Metadata of a strided tensor, read through one handle source.
+
+    Attributes
+    ----------
+    obj : torch.Tensor
+        The tensor; the view holds a strong reference, so ``ptr`` stays valid (for the
+        storage it had) as long as the view lives.
+    ptr : int
+        Address of the first element, storage offset included (``t.data_ptr()``).
+    shape : tuple of int
+        Sizes in elements (``tuple(t.shape)``); built on first access.
+    strides : tuple of int
+        Strides in elements, not bytes (``t.stride()``); built on first access.
+    ndim : int
+        Number of dimensions.
+    dtype : torch.dtype
+        Element type (from ``aoti_torch_get_dtype``'s c10::ScalarType code).
+    dtype_code : int
+        That code, as the stable ABI reports it.
+    itemsize : int
+        Bytes per element (``t.element_size()``).
+    device_type : str
+        ``"cpu"``, ``"cuda"``, ... (``t.device.type``).
+    device_index : int
+        Device ordinal; -1 for CPU tensors, as torch reports it.
+    path : str
+        ``"owned"``, ``"borrow"`` or ``"fallback"``: the source that made the view.
+
+    Views are made by ``bridge.view`` and its per-path variants, never directly. The
+    sizes and strides are copied at creation: resizing the tensor afterwards does not
+    change the view (nor does it keep ``ptr`` valid, since resize may reallocate).
+    """
+
+    cdef readonly object obj
+    cdef uintptr_t _ptr
+    cdef int64_t _ndim
+    cdef int64_t* _sizes
+    cdef int64_t* _strides
+    cdef int64_t _inline[2 * INLINE_DIMS]
+    cdef int32_t _dtype
+    cdef int32_t _device_type
+    cdef int32_t _device_index
+    cdef int _path
+    cdef object _shape_t
+    cdef object _strides_t
+
+    def __cinit__(self):
+        self._sizes = self._inline
+        self._strides = self._inline + INLINE_DIMS
+
+    def __dealloc__(self):
+        if self._sizes != self._inline:
+            PyMem_Free(self._sizes)
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("TensorView is made by bridge.view(tensor), not directly")
+
+    @property
+    def ptr(self):
+        return PyLong_FromVoidPtr(<void*>self._ptr)
+
+    @property
+    def ndim(self):
+        return self._ndim
+
+    @property
+    def shape(self):
+        if self._shape_t is None:
+            self._shape_t = tuple([self._sizes[i] for i in range(self._ndim)])
+        return self._shape_t
+
+    @property
+    def strides(self):
+        if self._strides_t is None:
+            self._strides_t = tuple([self._strides[i] for i in range(self._ndim)])
+        return self._strides_t
+
+    @property
+    def dtype(self):
+        return _dtype_objs[self._dtype]
+
+    @property
+    def dtype_code(self):
+        return self._dtype
+
+    @property
+    def itemsize(self):
+        return _itemsize[self._dtype]
+
+    @property
+    def device_type(self):
+        return _device_names[self._device_type]
+
+    @property
+    def device_index(self):
+        return self._device_index
+
+    @property
+    def path(self):
+        return PATHS[self._path]
+
+    def __repr__(self):
+        return (f"TensorView(ptr={self.ptr:#x}, shape={self.shape}, strides={self.strides}, "
+                f"dtype={self.dtype}, device='{self.device_type}:{self.device_index}', "
+                f"path='{self.path}')")
+
+
+cdef TensorView _make(object obj, int path):
+    cdef Meta m
+    cdef TensorView v
+    cdef size_t nbytes
+    _acquire_read(obj, path, &m)
+    v = TensorView.__new__(TensorView)
+    if m.ndim > INLINE_DIMS:
+        v._sizes = <int64_t*>PyMem_Malloc(2 * m.ndim * sizeof(int64_t))
+        if v._sizes == NULL:
+            raise MemoryError()
+        v._strides = v._sizes + m.ndim
+    nbytes = m.ndim * sizeof(int64_t)
+    memcpy(v._sizes, m.sizes, nbytes)
+    memcpy(v._strides, m.strides, nbytes)
+    v.obj = obj
+    v._ptr = m.ptr
+    v._ndim = m.ndim
+    v._dtype = m.dtype
+    v._device_type = m.device_type
+    v._device_index = m.device_index
+    v._path = path
+    _counts[path] += 1
+    return v
+
+
+cdef int _choose_default() except -1:
+    from bridge import _select
+    _select.ensure_active()
+    return 0
+
+
+def view(obj):
+    """Metadata view of a dense strided tensor, through the path chosen by ``set_path``.
+
+    Parameters
+    ----------
+    obj : torch.Tensor
+        A tensor, or an instance of a subclass, with strided layout and storage.
+
+    Returns
+    -------
+    TensorView
+        ``ptr``, ``shape``, ``strides`` (elements), ``dtype``, ``itemsize`` (bytes),
+        ``device_type``, ``device_index``, ``obj`` and ``path``; it keeps ``obj`` alive.
+
+    Raises
+    ------
+    TypeError
+        ``obj``'s real type does not derive from ``torch.Tensor``.
+    BufferError
+        The tensor has no pointer + strides description: sparse or other non-strided
+        layouts, meta / fake tensors, wrapper tensors without storage, conjugate or
+        negative views, quantized or sub-byte dtypes.
+    bridge.PathUnavailableError
+        No path works on this torch (``bridge.available_paths()`` says why).
+    """
+    if _active < 0:
+        _choose_default()
+    return _make(obj, _active)
+
+
+cdef int _require(int path) except -1:
+    if not _installed()[PATHS[path]]:
+        from bridge import _select
+        _select.require(PATHS[path])
+    return 0
+
+
+def view_owned(obj):
+    """``view`` through torch's owned shim (``torch_tensor_from_pyobject``), whatever
+    path is chosen; raises ``PathUnavailableError`` where this torch lacks it."""
+    if not (_getters_ok and _owned_fn != NULL):
+        _require(OWNED)
+    return _make(obj, OWNED)
+
+
+def view_borrow(obj):
+    """``view`` through ``torch_tensor_borrow_from_pyobject`` (libtorch's, else
+    ``shim_ext``'s), whatever path is chosen; raises ``PathUnavailableError`` without it."""
+    if not (_getters_ok and _borrow_fn != NULL):
+        _require(BORROW)
+    return _make(obj, BORROW)
+
+
+def view_fallback(obj):
+    """``view`` through the proven ``THPVariable`` offset, whatever path is chosen;
+    raises ``PathUnavailableError`` where the offset check failed."""
+    if not (_getters_ok and _fallback_ok):
+        _require(FALLBACK)
+    return _make(obj, FALLBACK)
+
+
+# --- counters and diagnostics -----------------------------------------------------------------
+def path_counts():
+    """Views made per path since the last reset: ``{"owned": n, "borrow": n, "fallback": n}``."""
+    return {PATHS[i]: _counts[i] for i in range(NPATHS)}
+
+
+def reset_path_counts():
+    """Zero the per-path view counters."""
+    cdef int i
+    for i in range(NPATHS):
+        _counts[i] = 0
+
+
+def _dtype_code(obj, int path):
+    """The c10::ScalarType code of ``obj`` read through ``path``, without any table
+    (used by ``bridge._select`` to build the dtype table)."""
+    cdef AtenTensorHandle h
+    cdef int32_t code
+    cdef int rc
+    if not _is_tensor(obj):
+        _raise_not_tensor(obj)
+    if path == FALLBACK:
+        if not _fallback_ok:
+            raise RuntimeError("fallback not installed")
+        h = <AtenTensorHandle>((<char*><PyObject*>obj) + _fallback_offset)
+        rc = _g.dtype(h, &code)
+    else:
+        fn = _borrow_fn if path == BORROW else _owned_fn
+        if fn == NULL:
+            raise RuntimeError(f"{PATHS[path]} not installed")
+        if fn(<void*>obj, &h):
+            _raise_handle_error(path)
+        rc = _g.dtype(h, &code)
+        if path == OWNED:
+            _delete_fn(h)
+    if rc:
+        _raise_getter_error(obj)
+    return code
+
+
+cdef inline uint64_t _now_ns() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return <uint64_t>ts.tv_sec * 1000000000ULL + <uint64_t>ts.tv_nsec
+
+
+def _native_loop(obj, path, Py_ssize_t n):
+    """Time ``n`` handle acquisitions + metadata reads of ``obj`` in C; ns per call.
+
+    Each iteration is exactly what a view costs minus the Python call and the view
+    object: the type check, the handle (made and, for owned, deleted), the layout and
+    seven ``aoti_torch_get_*`` reads, and the same checks ``view`` makes. ``path`` is a
+    name from ``PATHS``. Raises what ``view`` raises, on the first iteration.
+    """
+    cdef int p = PATHS.index(path)
+    cdef Meta m
+    cdef Py_ssize_t i
+    cdef uint64_t t0, t1
+    if n <= 0:
+        raise ValueError("n must be positive")
+    _require(p)
+    _acquire_read(obj, p, &m)  # raise here, outside the timed loop
+    t0 = _now_ns()
+    for i in range(n):
+        _acquire_read(obj, p, &m)
+    t1 = _now_ns()
+    return (t1 - t0) / <double>n

@@ -1,0 +1,54 @@
+"""What ``python -m bridge info`` reports: the facts a reviewer asks for first."""
+
+from __future__ import annotations
+
+import platform
+import sys
+
+from bridge import _bridge, _select
+
+
+def report() -> dict:
+    """Torch and Python versions, the build's compiler, each path's availability and
+    origin, the fallback's offset check and the path ``view`` would use. Imports torch."""
+    import torch
+
+    res = _select.resolution()
+    try:
+        active = _select.get_path()
+    except _select.PathUnavailableError as exc:
+        active = f"none ({exc})"
+    return {
+        "torch": torch.__version__,
+        "torch_file": torch.__file__,
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "python_compiler": platform.python_compiler(),
+        "bridge_compiler": _bridge.COMPILER,
+        "platform": platform.platform(),
+        "sizeof_PyObject": _bridge.PYOBJECT_SIZE,
+        "fallback_check": res.fallback_check,
+        "paths": {p: info._asdict() for p, info in _select.available_paths().items()},
+        "symbols": {name: sym.origin for name, sym in sorted(res.symbols.items())},
+        "requested_path": _select.requested_path(),
+        "active_path": active,
+        "executable": sys.executable,
+    }
+
+
+def format_report(info: dict) -> str:
+    """The report as aligned text lines."""
+    lines = [
+        f"torch            {info['torch']}  ({info['torch_file']})",
+        f"python           {info['python']}  [{info['python_compiler']}]",
+        f"bridge built by  {info['bridge_compiler']}",
+        f"platform         {info['platform']}",
+        f"fallback check   {info['fallback_check']}",
+        "paths:",
+    ]
+    for name, p in info["paths"].items():
+        state = f"available   from {p['origin']}" if p["available"] else f"unavailable: {p['reason']}"
+        lines.append(f"  {name:<9} {state}")
+    lines.append(f"view() uses      {info['active_path']} (requested: {info['requested_path']})")
+    lines.append("symbols:")
+    lines += [f"  {name:<44} {origin}" for name, origin in info["symbols"].items()]
+    return "\n".join(lines)

@@ -1,0 +1,280 @@
+"""Symbol resolution: find each path's functions in what ``import torch`` loaded.
+
+Presence decides, never the version string. Symbols are looked up with
+``dlopen(RTLD_NOLOAD)`` on the torch libraries already in the process, so nothing
+is loaded twice and nothing enters the global symbol namespace (cuda.core instead
+reloads ``torch._C`` with ``RTLD_GLOBAL``). The borrow function is looked up in
+libtorch first, so an upstream implementation wins over ``shim_ext``'s prototype
+without a code change.
+
+The fallback's offset is proven, not assumed: the 8 bytes at
+``id(t) + sizeof(PyObject)`` must equal ``t._cdata`` (the TensorImpl address) for
+two fresh tensors, and must lie inside ``torch._C.TensorBase.__basicsize__``, which
+is checked before any byte is read.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import sys
+import warnings
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+#: ``aoti_torch_get_*`` functions every path reads through (torch/csrc/inductor/
+#: aoti_torch/c/shim.h); the layout comes first so that sparse tensors are refused
+#: before their data pointer is asked for.
+GETTERS = (
+    "aoti_torch_get_layout",
+    "aoti_torch_get_data_ptr",
+    "aoti_torch_get_dim",
+    "aoti_torch_get_sizes",
+    "aoti_torch_get_strides",
+    "aoti_torch_get_dtype",
+    "aoti_torch_get_device_type",
+    "aoti_torch_get_device_index",
+)
+OWNED = "torch_tensor_from_pyobject"
+DELETE = "aoti_torch_delete_tensor_object"
+BORROW = "torch_tensor_borrow_from_pyobject"
+#: Flag getters without which a metadata reader returns wrong values for lazy
+#: conj()/neg views; like BORROW, prototyped by shim_ext until libtorch exports them.
+IS_CONJ = "torch_is_conj"
+IS_NEG = "torch_is_neg"
+#: Optional: the per-thread error message (torch 2.13+).
+WHAT = "torch_exception_get_what_without_backtrace"
+#: torch's shared libraries, in lookup order: libtorch_cpu exports the stable C ABI.
+LIBRARIES = ("libtorch_cpu", "libtorch_python", "libtorch", "libc10")
+#: Names of the ``aoti_torch_device_type_<name>`` / ``aoti_torch_layout_<name>`` codes.
+DEVICE_TYPES = ("cpu", "cuda", "meta", "xpu", "mps", "privateuse1")
+LAYOUTS = ("strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr",
+           "sparse_bsc", "_mkldnn", "jagged")
+#: Fault-injection names understood by ``resolve(hide=...)`` besides symbol names.
+HIDE_TORCH = "<torch>"
+HIDE_SHIM_EXT = "<shim_ext>"
+HIDE_FALLBACK_CHECK = "<fallback-offset>"
+
+
+class PathInfo(NamedTuple):
+    """Availability of one path.
+
+    ``available``: whether ``bridge.view`` can use it; ``origin``: where its handle
+    comes from (the library that exports the function, or the proven offset);
+    ``reason``: why it is unavailable (None when available).
+    """
+
+    available: bool
+    origin: str | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """A resolved function: its name, address (int) and the library file it came from."""
+
+    name: str
+    address: int
+    origin: str
+
+
+@dataclass
+class Resolution:
+    """What ``resolve`` found: symbols, per-path availability and the fallback proof."""
+
+    torch_version: str | None
+    symbols: dict[str, Symbol] = field(default_factory=dict)
+    paths: dict[str, PathInfo] = field(default_factory=dict)
+    fallback_check: str = ""
+    tensor_type: object = None
+    final: bool = True  # False when torch was not imported yet: resolve again later
+
+
+def torch_module(hide=frozenset()):
+    """The fully imported ``torch`` module, or None. Never imports it."""
+    torch = None if HIDE_TORCH in hide else sys.modules.get("torch")
+    if torch is None or not hasattr(torch, "Tensor") or not hasattr(torch, "_C"):
+        return None
+    return torch
+
+
+def _loaded_libraries(torch):
+    """(file name, ctypes.CDLL) for each torch library already loaded, in LIBRARIES order."""
+    libdir = os.path.join(os.path.dirname(torch.__file__), "lib")
+    found = []
+    for stem in LIBRARIES:
+        for ext in (".so", ".dylib"):
+            path = os.path.join(libdir, stem + ext)
+            if not os.path.exists(path):
+                continue
+            try:
+                # RTLD_NOLOAD: a handle only if `import torch` loaded it already.
+                lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+            except OSError:
+                continue
+            found.append((stem + ext, lib))
+    return found
+
+
+def _lookup(name, libraries, hide):
+    if name in hide:
+        return None
+    for origin, lib in libraries:
+        try:
+            fn = getattr(lib, name)
+        except AttributeError:
+            continue
+        return Symbol(name, ctypes.cast(fn, ctypes.c_void_p).value, origin)
+    return None
+
+
+def _lookup_prototype(name, libraries, hide):
+    """A function shim_ext prototypes: libtorch's own export wins, else shim_ext's.
+
+    Returns ``(Symbol or None, why it is missing)``.
+    """
+    sym = _lookup(name, libraries, hide)
+    if sym is not None:
+        return sym, None
+    if HIDE_SHIM_EXT in hide or name in hide:
+        return None, "shim_ext is hidden (fault injection)"
+    try:
+        from shim_ext import _borrow
+    except ImportError as exc:
+        return None, f"shim_ext._borrow is not built or does not load ({exc})"
+    lib = ctypes.CDLL(_borrow.__file__, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    origin = "shim_ext/" + os.path.basename(_borrow.__file__)
+    sym = _lookup(name, [(origin, lib)], hide)
+    return sym, None if sym else f"{origin} does not export {name}"
+
+
+def prove_fallback_offset(torch, offset, hide=frozenset()):
+    """Check that ``THPVariable::cdata`` sits at ``offset`` in this torch build.
+
+    Returns ``(ok, description)``. Reads 8 bytes inside two fresh tensors only after
+    checking ``offset + 8 <= torch._C.TensorBase.__basicsize__``; never dereferences
+    what it reads. Works for torch 2.10+, where ``cdata`` is a plain ``at::Tensor``
+    (one ``intrusive_ptr<TensorImpl>``); on 1.9-2.9 a ``MaybeOwned`` flag sits there and
+    the check fails, as it must.
+    """
+    if HIDE_FALLBACK_CHECK in hide:
+        return False, "offset check failed (fault injection)"
+    base = getattr(torch._C, "TensorBase", None) or getattr(torch._C, "_TensorBase", None)
+    if base is None:
+        return False, "torch._C.TensorBase not found"
+    size = base.__basicsize__
+    if offset + 8 > size:
+        return False, f"offset {offset} + 8 lies outside THPVariable ({size} bytes)"
+    for t in (torch.empty(0), torch.zeros(3, dtype=torch.float64)):
+        cdata = getattr(t, "_cdata", None)
+        if not isinstance(cdata, int) or cdata == 0:
+            return False, "Tensor._cdata is not a TensorImpl address on this torch"
+        word = ctypes.c_uint64.from_address(id(t) + offset).value
+        if word != cdata:
+            return False, (f"the word at offset {offset} ({word:#x}) is not the TensorImpl "
+                           f"address ({cdata:#x}): THPVariable's layout differs")
+    return True, (f"THPVariable::cdata at offset {offset} holds the TensorImpl* "
+                  f"(= Tensor._cdata), inside the {size}-byte instance")
+
+
+def resolve(pyobject_size, hide=frozenset()):
+    """Resolve every path's symbols in the running process.
+
+    ``pyobject_size`` is ``sizeof(PyObject)`` as the bridge was compiled (the fallback's
+    offset); ``hide`` names symbols (or ``HIDE_*`` tokens) to treat as missing, for fault
+    injection in tests. Returns a ``Resolution``; never raises for a missing symbol.
+    """
+    torch = torch_module(hide)
+    if torch is None:
+        reason = "torch is not imported yet: `import torch` before using the bridge"
+        return Resolution(None, paths={p: PathInfo(False, None, reason)
+                                       for p in ("owned", "borrow", "fallback")},
+                          final=False)
+    res = Resolution(torch.__version__, tensor_type=torch.Tensor)
+    libs = _loaded_libraries(torch)
+    if not libs:
+        reason = "none of torch's libraries is loaded in this process"
+        res.paths = {p: PathInfo(False, None, reason) for p in ("owned", "borrow", "fallback")}
+        return res
+    for name in (*GETTERS, OWNED, DELETE, WHAT):
+        sym = _lookup(name, libs, hide)
+        if sym is not None:
+            res.symbols[name] = sym
+    missing = [g for g in GETTERS if g not in res.symbols]
+    getters_reason = (f"torch {torch.__version__} exports no {', '.join(missing)}"
+                      if missing else None)
+
+    def info(origin, reason):
+        reason = getters_reason or reason
+        return PathInfo(reason is None, origin if reason is None else None, reason)
+
+    owned = [n for n in (OWNED, DELETE) if n not in res.symbols]
+    res.paths["owned"] = info(
+        res.symbols[OWNED].origin if not owned else None,
+        f"torch {torch.__version__} exports no {' or '.join(owned)}" if owned else None)
+
+    for name in (IS_CONJ, IS_NEG):
+        sym, _ = _lookup_prototype(name, libs, hide)
+        if sym is not None:  # else the bridge asks torch.Tensor.is_conj() / .is_neg()
+            res.symbols[name] = sym
+    borrow, why = _lookup_prototype(BORROW, libs, hide)
+    if borrow is not None:
+        res.symbols[BORROW] = borrow
+    res.paths["borrow"] = info(borrow.origin if borrow else None,
+                               None if borrow else f"no {BORROW} in libtorch, and {why}")
+
+    ok, res.fallback_check = prove_fallback_offset(torch, pyobject_size, hide)
+    res.paths["fallback"] = info(f"THPVariable offset {pyobject_size} (proven)" if ok else None,
+                                 None if ok else res.fallback_check)
+    return res
+
+
+def _code(sym):
+    return ctypes.CFUNCTYPE(ctypes.c_int32)(sym.address)()
+
+
+def code_tables(torch, res, dtype_code_of, hide=frozenset()):
+    """Build the code tables the hot path indexes.
+
+    ``dtype_code_of(tensor)`` reads a tensor's c10::ScalarType code through an installed
+    handle source. Returns ``(dtypes, refused, device_names, layout_names,
+    layout_strided, device_meta)``: ``dtypes`` maps code -> (torch.dtype, itemsize in
+    bytes) for every dtype torch exposes and can allocate; ``refused`` maps code -> the
+    reason tensors of that dtype get no view (quantized dtypes need a scale and zero
+    point; sub-byte ``intN`` / ``uintN`` have no whole-byte element).
+    """
+    libs = _loaded_libraries(torch)
+    dtypes, refused = {}, {}
+    for dtype in sorted({v for v in vars(torch).values() if isinstance(v, torch.dtype)},
+                        key=str):
+        try:
+            with warnings.catch_warnings():  # "experimental dtype" / "deprecated" notices
+                warnings.simplefilter("ignore")
+                probe = torch.empty(0, dtype=dtype)
+        except Exception:  # a dtype torch itself cannot allocate has no tensors to view
+            continue
+        code = dtype_code_of(probe)
+        name = str(dtype).removeprefix("torch.")
+        if name.startswith(("qint", "quint")):
+            refused[code] = (f"{dtype} is quantized: its memory holds integers that need a "
+                             f"scale and zero point; call .dequantize() first")
+        elif re.fullmatch(r"u?int[1-7]", name):
+            refused[code] = (f"{dtype} is a sub-byte dtype without a fixed itemsize in bytes; "
+                             f"no path can describe it as pointer + strides")
+        else:
+            dtypes[code] = (dtype, dtype.itemsize)
+    devices, layouts = {}, {}
+    for name in DEVICE_TYPES:
+        sym = _lookup(f"aoti_torch_device_type_{name}", libs, hide)
+        if sym is not None:
+            if name == "privateuse1":
+                name = torch._C._get_privateuse1_backend_name()
+            devices[_code(sym)] = name
+    for name in LAYOUTS:
+        sym = _lookup(f"aoti_torch_layout_{name}", libs, hide)
+        if sym is not None:
+            layouts[_code(sym)] = name
+    strided = {v: k for k, v in layouts.items()}.get("strided", -1)
+    meta = {v: k for k, v in devices.items()}.get("meta", -1)
+    return dtypes, refused, devices, layouts, strided, meta

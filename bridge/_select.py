@@ -1,0 +1,155 @@
+"""The one place that chooses a path: resolution cache, ``set_path`` and friends.
+
+State is process-global, like torch's own backend switches: ``set_path`` in one thread
+changes the path every thread's next ``view`` uses (a ``view`` already running finishes
+on the path it started with). ``using_path`` restores the previous choice on exit, but
+is not thread-local either; threads that need their own path call ``view_owned``,
+``view_borrow`` or ``view_fallback`` directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+from bridge import _bridge, _resolve
+from bridge._resolve import PathInfo
+
+#: The concrete paths, in ``auto``'s order of preference.
+PATHS = ("borrow", "owned", "fallback")
+#: What ``set_path`` accepts.
+CHOICES = ("auto", *PATHS)
+
+_lock = threading.RLock()
+_resolution: _resolve.Resolution | None = None
+_requested = "auto"
+_hide: frozenset = frozenset()
+
+
+class PathUnavailableError(RuntimeError):
+    """The requested path cannot run on this torch; the message says why."""
+
+
+def resolution() -> _resolve.Resolution:
+    """Resolve once (again if torch was not imported last time) and install the result."""
+    global _resolution
+    res = _resolution
+    if res is not None and res.final:
+        return res
+    with _lock:
+        if _resolution is not None and _resolution.final:
+            return _resolution
+        res = _resolve.resolve(_bridge.PYOBJECT_SIZE, _hide)
+        _install(res)
+        _resolution = res
+        return res
+
+
+def _install(res):
+    symbols = {name: sym.address for name, sym in res.symbols.items()}
+    if not res.paths["borrow"].available:
+        symbols.pop(_resolve.BORROW, None)
+    if not res.paths["owned"].available:
+        symbols.pop(_resolve.OWNED, None)
+    _bridge._install_symbols(symbols, res.tensor_type, res.paths["fallback"].available)
+    source = next((p for p in PATHS if res.paths[p].available), None)
+    if source is None:
+        return
+    torch = _resolve.torch_module(_hide)
+    code = _bridge.PATHS.index(source)
+    tables = _resolve.code_tables(torch, res, lambda t: _bridge._dtype_code(t, code), _hide)
+    if tables[4] == -1:  # no aoti_torch_layout_strided: nothing can be checked
+        reason = f"torch {res.torch_version} exports no aoti_torch_layout_strided"
+        res.paths = {p: PathInfo(False, None, reason) for p in PATHS}
+        _bridge._install_symbols({}, None, False)
+        return
+    _bridge._install_tables(*tables)
+
+
+def available_paths() -> dict[str, PathInfo]:
+    """Each path's availability: ``{"owned" | "borrow" | "fallback": PathInfo}``.
+
+    ``PathInfo.origin`` names the library that exports the path's function (or the
+    proven offset); ``PathInfo.reason`` says why a path is unavailable.
+    """
+    res = resolution()
+    return {p: res.paths[p] for p in _bridge.PATHS}
+
+
+def _choose(name):
+    if name not in CHOICES:
+        raise ValueError(f"unknown path {name!r}; choose one of {', '.join(CHOICES)}")
+    paths = resolution().paths
+    if name == "auto":
+        for p in PATHS:
+            if paths[p].available:
+                return p
+        raise PathUnavailableError(
+            "no path can run on this torch: "
+            + "; ".join(f"{p}: {paths[p].reason}" for p in PATHS))
+    if not paths[name].available:
+        raise PathUnavailableError(f"path {name!r} is unavailable: {paths[name].reason}")
+    return name
+
+
+def set_path(name: str) -> None:
+    """Choose the path ``bridge.view`` uses: ``"auto"`` (default: borrow, else owned, else
+    fallback), ``"owned"``, ``"borrow"`` or ``"fallback"``.
+
+    Raises ValueError for an unknown name and PathUnavailableError, with the reason, for
+    a path this torch cannot run. Process-global: see the module docstring on threads.
+    """
+    global _requested
+    with _lock:
+        concrete = _choose(name)
+        _bridge._activate(_bridge.PATHS.index(concrete))
+        _requested = name
+
+
+def get_path() -> str:
+    """The concrete path ``bridge.view`` uses now (``auto`` resolved), choosing it if needed."""
+    ensure_active()
+    return _bridge.PATHS[_bridge._active_path()]
+
+
+def requested_path() -> str:
+    """What was asked for with ``set_path`` (``"auto"`` unless changed)."""
+    return _requested
+
+
+def ensure_active() -> None:
+    """Choose the requested path if none is active (called by ``view``'s cold branch)."""
+    if _bridge._active_path() < 0:
+        set_path(_requested)
+
+
+def require(name: str) -> None:
+    """Raise PathUnavailableError with the reason if ``name`` cannot run here."""
+    _choose(name)
+
+
+@contextlib.contextmanager
+def using_path(name: str):
+    """``with bridge.using_path("owned"): ...`` runs the block on that path, then restores
+    the previous choice (even on error). Process-global, like ``set_path``."""
+    with _lock:
+        before = _requested
+        set_path(name)
+    try:
+        yield get_path()
+    finally:
+        set_path(before)
+
+
+def _resolve_again(hide=()) -> _resolve.Resolution:
+    """Forget the resolution and resolve again with ``hide``'s symbols treated as missing.
+
+    Fault injection for tests, not a production switch: names are symbol names or the
+    ``bridge._resolve.HIDE_*`` tokens. ``_resolve_again()`` restores the real state.
+    Keeps the requested path; the next ``view`` chooses again.
+    """
+    global _resolution, _hide
+    with _lock:
+        _hide = frozenset(hide)
+        _resolution = None
+        return resolution()
