@@ -1,0 +1,72 @@
+# The two jobs, each setting itself up on a fresh machine:
+#   make bench   benchmark evidence on the default torch (the main job)
+#   make test    the test suite on every supported torch (or: make test TORCH=2.14.1)
+# Environments live in .venv/torch-<version>/ inside the checkout; `make clean` removes them.
+# `make help` lists every target.
+
+PYTHON         ?= python3
+# The default torch: the newest release. TORCH=... on the command line picks another.
+TORCH          ?= 2.15.0
+TORCH_VERSIONS := 2.15.0 2.14.1 2.13.0
+# `make test` runs every version unless TORCH was given on the command line.
+TEST_TORCH     := $(if $(filter command line,$(origin TORCH)),$(TORCH),$(TORCH_VERSIONS))
+
+VENVS    := .venv
+env       = $(VENVS)/torch-$(1)
+# -P: never import bridge/ from the source tree, which holds no compiled module;
+# the package under test is the one built into the environment.
+py        = $(call env,$(1))/bin/python -P
+SOURCES  := pyproject.toml setup.py $(wildcard bridge/*.py bridge/*.pyx shim_ext/*.py \
+            shim_ext/*.cpp shim_ext/include/torch_borrow/*.h)
+BUILD_DEPS := "cython>=3.0" "cffi>=1.17" "setuptools>=68" wheel packaging
+# Quiet pip, but keep its errors; the local-index warnings of this machine are noise.
+PIP_QUIET := 2>&1 | { grep -v '^WARNING: Location' || true; }
+
+SHELL := /bin/bash
+# The environment stamps are made by pattern rules; keep them (never "intermediate").
+.SECONDARY:
+
+.PHONY: help bench bench-quick test info clean $(addprefix test-,$(TORCH_VERSIONS))
+.DEFAULT_GOAL := help
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
+
+# --- environments ------------------------------------------------------------------------
+# One virtual environment per torch version. PIP_CONSTRAINT pins torch to exactly that
+# version and replaces any machine-wide pip constraint (which may cap torch lower).
+$(VENVS)/torch-%/.ready:
+	@echo ">>> creating $(call env,$*) (torch $*; several GB on first use, then pip's cache)"
+	@mkdir -p $(VENVS)
+	$(PYTHON) -m venv $(call env,$*)
+	@echo "torch==$*" > $(call env,$*)/constraints.txt
+	set -o pipefail; PIP_CONSTRAINT=$(CURDIR)/$(call env,$*)/constraints.txt \
+	  $(call env,$*)/bin/pip install -q --disable-pip-version-check "torch==$*" $(BUILD_DEPS) $(PIP_QUIET)
+	@touch $@
+
+# The build: the cffi shim against this torch's headers, and the Cython bridge.
+$(VENVS)/torch-%/.built: $(VENVS)/torch-%/.ready $(SOURCES)
+	@echo ">>> building shim_ext and bridge against torch $* (about 1.5 min)"
+	set -o pipefail; PIP_CONSTRAINT=$(CURDIR)/$(call env,$*)/constraints.txt \
+	  $(call env,$*)/bin/pip install -q --disable-pip-version-check --no-build-isolation \
+	  ".[test,bench]" $(PIP_QUIET)
+	@touch $@
+
+# --- the jobs ----------------------------------------------------------------------------
+bench: $(VENVS)/torch-$(TORCH)/.built  ## benchmark evidence on the default torch (TORCH=...)
+	$(call py,$(TORCH)) bench/seed_protocol.py --out bench/results
+
+bench-quick: $(VENVS)/torch-$(TORCH)/.built  ## every benchmark briefly (what CI runs)
+	$(call py,$(TORCH)) bench/seed_protocol.py --quick --out bench/results/scratch
+
+test: $(addprefix test-,$(TEST_TORCH))  ## the suite on torch 2.15.0, 2.14.1 and 2.13.0 (or TORCH=...)
+
+$(addprefix test-,$(TORCH_VERSIONS)): test-%: $(VENVS)/torch-%/.built
+	@echo ">>> tests on torch $*"
+	$(call py,$*) -m pytest $(PYTEST_ARGS)
+
+info: $(VENVS)/torch-$(TORCH)/.built  ## what `python -m bridge info` says on TORCH
+	$(call py,$(TORCH)) -m bridge info
+
+clean:  ## remove the environments and build directories
+	rm -rf $(VENVS) build *.egg-info bridge/_bridge.c .pytest_cache .hypothesis
