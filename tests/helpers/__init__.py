@@ -1,0 +1,1 @@
+"""Shared test helpers (imported by tests, not by conftest magic)."""

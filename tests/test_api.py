@@ -1,0 +1,121 @@
+"""The public API: names, path selection, counters, errors, the info command."""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import bridge
+from helpers.expect import expected_paths, torch_answer, view_fields
+
+
+def test_all_public_names_exist():
+    for name in bridge.__all__:
+        assert hasattr(bridge, name), name
+
+
+def test_view_matches_torch(view_on, path):
+    t = torch.randn(32, 32)
+    v = view_on(t)
+    assert view_fields(v) == torch_answer(t)
+    assert v.path == path
+    assert v.obj is t
+
+
+def test_view_keeps_the_tensor_alive(view_on):
+    t = torch.arange(6, dtype=torch.int64).reshape(2, 3)
+    v = view_on(t)
+    ptr = t.data_ptr()
+    del t
+    assert v.obj.data_ptr() == ptr
+    assert v.obj.tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+def test_set_path_routes_view(path):
+    bridge.set_path(path)
+    assert bridge.get_path() == path
+    assert bridge.requested_path() == path
+    assert bridge.view(torch.ones(3)).path == path
+
+
+def test_using_path_restores(path):
+    bridge.set_path("auto")
+    before = bridge.get_path()
+    with bridge.using_path(path) as chosen:
+        assert chosen == path == bridge.view(torch.ones(1)).path
+    assert bridge.get_path() == before
+    assert bridge.requested_path() == "auto"
+
+
+def test_using_path_restores_after_an_error(path):
+    with pytest.raises(TypeError):
+        with bridge.using_path(path):
+            bridge.view(None)
+    assert bridge.requested_path() == "auto"
+
+
+def test_unknown_path_is_a_value_error():
+    with pytest.raises(ValueError, match="unknown path 'fast'"):
+        bridge.set_path("fast")
+
+
+def test_unavailable_path_says_why():
+    missing = [p for p, ok in expected_paths().items() if not ok]
+    if not missing:
+        pytest.skip("every path is available on this torch")
+    for p in missing:
+        with pytest.raises(bridge.PathUnavailableError, match=p):
+            bridge.set_path(p)
+
+
+def test_counters_count_each_view_once(view_on, path):
+    bridge.reset_path_counts()
+    t = torch.zeros(2)
+    for _ in range(5):
+        view_on(t)
+    with pytest.raises(TypeError):
+        view_on(object())
+    counts = bridge.path_counts()
+    assert counts == {p: (5 if p == path else 0) for p in counts}
+
+
+def test_not_a_tensor_is_a_type_error(view_on):
+    for bad in (None, 1, 2.0, [1, 2], "t", torch.float32, torch.device("cpu")):
+        with pytest.raises(TypeError, match="expected a torch.Tensor"):
+            view_on(bad)
+
+
+def test_conjugate_and_negative_views_are_refused(view_on):
+    c = torch.randn(3, dtype=torch.complex64)
+    with pytest.raises(BufferError, match="resolve_conj"):
+        view_on(c.conj())
+    with pytest.raises(BufferError, match="resolve_neg"):
+        view_on(c.conj().imag)
+    assert view_on(c.conj().resolve_conj()).ptr != c.data_ptr()
+
+
+def test_sparse_and_meta_are_refused(view_on):
+    with pytest.raises(BufferError, match="sparse_coo"):
+        view_on(torch.eye(3).to_sparse())
+    with pytest.raises(BufferError, match="meta"):
+        view_on(torch.empty(3, device="meta"))
+
+
+def test_view_cannot_be_made_directly():
+    with pytest.raises(TypeError):
+        bridge.TensorView()
+
+
+def test_native_loop_returns_ns_per_call(path):
+    ns = bridge._bridge._native_loop(torch.ones(4), path, 1000)
+    assert 0 < ns < 1e6
+
+
+def test_info_command_reports_paths():
+    out = subprocess.run([sys.executable, "-P", "-m", "bridge", "info"], check=True,
+                         capture_output=True, text=True).stdout
+    assert torch.__version__ in out
+    for name, ok in expected_paths().items():
+        assert any(line.split()[:2] == [name, "available" if ok else "unavailable:"]
+                   for line in out.splitlines()), out
