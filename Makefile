@@ -44,11 +44,12 @@ $(VENVS)/torch-%/.ready:
 	  $(call env,$*)/bin/pip install -q --disable-pip-version-check "torch==$*" $(BUILD_DEPS) $(PIP_QUIET)
 	@touch $@
 
-# The build: the cffi shim against this torch's headers, and the Cython bridge.
+# The build: the cffi shim against this torch's headers, and the Cython bridge. flock
+# keeps two makes that share a checkout from installing into one environment at once.
 $(VENVS)/torch-%/.built: $(VENVS)/torch-%/.ready $(SOURCES)
 	@echo ">>> building shim_ext and bridge against torch $* (about 1.5 min)"
 	set -o pipefail; PIP_CONSTRAINT=$(CURDIR)/$(call env,$*)/constraints.txt \
-	  $(call env,$*)/bin/pip install -q --disable-pip-version-check --no-build-isolation \
+	  flock $(call env,$*)/.lock $(call env,$*)/bin/pip install -q --disable-pip-version-check --no-build-isolation \
 	  ".[test,bench]" $(PIP_QUIET)
 	@touch $@
 
