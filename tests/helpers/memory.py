@@ -72,7 +72,10 @@ def torch_bytes(t: torch.Tensor) -> np.ndarray:
         return np.empty(0, dtype=np.uint8)
     storage = t.untyped_storage()
     u8 = torch.empty(0, dtype=torch.uint8).set_(storage, 0, (storage.nbytes(),), (1,))
-    elems = u8.as_strided((*t.shape, k), (*(s * k for s in t.stride()), 1),
+    # Size-1 dims do not move the address: drop them, so that the extra byte dim fits
+    # within torch's 64-dim limit even for a 64-dim tensor.
+    dims = [(n, s * k) for n, s in zip(t.shape, t.stride()) if n != 1]
+    elems = u8.as_strided((*(n for n, _ in dims), k), (*(s for _, s in dims), 1),
                           t.storage_offset() * k)
     return elems.contiguous().numpy().reshape(-1).copy()
 
