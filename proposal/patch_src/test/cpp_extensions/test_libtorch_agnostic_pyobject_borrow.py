@@ -1,0 +1,156 @@
+# Owner(s): ["module: cpp"]
+
+import sys
+import weakref
+from pathlib import Path
+
+import torch
+from torch.testing._internal.common_utils import (
+    install_cpp_extension,
+    IS_WINDOWS,
+    run_tests,
+    TestCase,
+)
+
+
+# aoti_torch_dtype_*() / aoti_torch_device_type_*() codes (c10::ScalarType and
+# c10::DeviceType values), for comparing what the borrowed handle reports.
+DTYPE_CODES = {
+    torch.uint8: 0,
+    torch.int8: 1,
+    torch.int16: 2,
+    torch.int32: 3,
+    torch.int64: 4,
+    torch.float16: 5,
+    torch.float32: 6,
+    torch.float64: 7,
+    torch.complex64: 9,
+    torch.complex128: 10,
+    torch.bool: 11,
+    torch.bfloat16: 15,
+}
+DEVICE_TYPE_CODES = {"cpu": 0, "cuda": 1, "meta": 9}
+
+
+def expected_metadata(t):
+    """What a borrowed handle must report for t, from torch's own accessors."""
+    return (
+        t.data_ptr(),
+        tuple(t.shape),
+        t.stride(),
+        t.storage_offset(),
+        DTYPE_CODES[t.dtype],
+        DEVICE_TYPE_CODES[t.device.type],
+        -1 if t.device.index is None else t.device.index,
+        t.is_conj(),
+        t.is_neg(),
+    )
+
+
+class Impostor:
+    """Claims to be a torch.Tensor: isinstance() believes it, the shim must not."""
+
+    @property
+    def __class__(self):
+        return torch.Tensor
+
+
+# TODO: Fix this error in Windows:
+# LINK : error LNK2001: unresolved external symbol PyInit__C
+if not IS_WINDOWS:
+
+    class TestLibtorchAgnosticPyObjectBorrow(TestCase):
+        """torch_tensor_borrow_from_pyobject (2.16) through libtorch_agn_2_16."""
+
+        @classmethod
+        def setUpClass(cls):
+            try:
+                import libtorch_agn_2_16
+            except ImportError:
+                install_cpp_extension(
+                    extension_root=Path(__file__).parent
+                    / "libtorch_agn_2_16_extension"
+                )
+                import libtorch_agn_2_16
+            cls.interop = libtorch_agn_2_16._interop
+
+        def test_metadata_matches_torch(self):
+            base = torch.arange(24, dtype=torch.float32).reshape(4, 6)
+            cases = [
+                base,
+                base.t(),  # non-contiguous strides, in elements
+                base[1:, 2:],  # storage offset, included in data_ptr
+                torch.zeros(0, 3, dtype=torch.int64),
+                torch.tensor(3.5, dtype=torch.float64),  # 0-d
+                torch.ones(5, dtype=torch.bfloat16),
+            ]
+            if torch.cuda.is_available():
+                cases.append(base.cuda())
+            for t in cases:
+                self.assertEqual(
+                    self.interop.borrow_metadata(t), expected_metadata(t)
+                )
+
+        def test_borrow_takes_no_reference(self):
+            t = torch.ones(3)
+            refs = sys.getrefcount(t)
+            first = self.interop.borrow_handle(t)
+            self.assertEqual(self.interop.borrow_handle(t), first)
+            self.assertEqual(sys.getrefcount(t), refs)
+            alive = weakref.ref(t)
+            del t
+            self.assertIsNone(alive())
+
+        def test_handle_follows_the_python_object(self):
+            # t.data = ... and t.set_() change the TensorImpl in place; the
+            # handle stays the same and reads the new metadata. swap_tensors
+            # exchanges the tensors two Python objects hold; the handle belongs
+            # to the Python object, so it reads what that object now holds.
+            t = torch.zeros(2, 3)
+            handle = self.interop.borrow_handle(t)
+            t.data = torch.arange(7, dtype=torch.int64)
+            self.assertEqual(self.interop.borrow_handle(t), handle)
+            self.assertEqual(self.interop.borrow_metadata(t), expected_metadata(t))
+            t.set_(torch.arange(16).reshape(4, 4)[::2])  # same dtype: int64
+            self.assertEqual(self.interop.borrow_handle(t), handle)
+            self.assertEqual(self.interop.borrow_metadata(t), expected_metadata(t))
+            other = torch.full((5,), 2.0)  # swap_tensors allows another dtype
+            torch.utils.swap_tensors(t, other)
+            self.assertEqual(self.interop.borrow_handle(t), handle)
+            self.assertEqual(self.interop.borrow_metadata(t), expected_metadata(t))
+
+        def test_subclasses_are_accepted(self):
+            class MyTensor(torch.Tensor):
+                pass
+
+            for t in (
+                torch.nn.Parameter(torch.randn(2, 2)),
+                torch.randn(3).as_subclass(MyTensor),
+            ):
+                self.assertEqual(
+                    self.interop.borrow_metadata(t), expected_metadata(t)
+                )
+
+        def test_non_tensors_are_refused_by_real_type(self):
+            impostor = Impostor()
+            self.assertIsInstance(impostor, torch.Tensor)
+            for bad in (impostor, None, 1, [1.0, 2.0], torch.float32):
+                with self.assertRaisesRegex(RuntimeError, "expected torch.Tensor"):
+                    self.interop.borrow_handle(bad)
+
+        def test_refuses_without_the_gil(self):
+            with self.assertRaisesRegex(RuntimeError, "requires the GIL"):
+                self.interop.borrow_without_gil(torch.ones(1))
+
+        def test_conjugate_and_negative_bits_are_visible(self):
+            c = torch.randn(3, dtype=torch.complex64)
+            for t in (c, c.conj(), c.conj().imag, c.conj().resolve_conj()):
+                self.assertEqual(
+                    self.interop.borrow_metadata(t), expected_metadata(t)
+                )
+            self.assertTrue(self.interop.borrow_metadata(c.conj())[-2])
+            self.assertTrue(self.interop.borrow_metadata(c.conj().imag)[-1])
+
+
+if __name__ == "__main__":
+    run_tests()

@@ -1,0 +1,99 @@
+"""``_interop`` of the patch's test extension, in ctypes over ``shim_ext._borrow``.
+
+Each function mirrors the one of the same name in the patch's
+``csrc/pyobject_interop_module.cpp``: the same C calls in the same order, the
+same result tuple, and a ``RuntimeError`` carrying the shim's per-thread
+message (``torch_exception_get_what_without_backtrace``) on failure.
+
+Functions are called through ``ctypes.PyDLL``, which keeps the GIL held as a C
+extension does; ``borrow_without_gil`` uses ``ctypes.CDLL``, which releases it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import pathlib
+
+import torch
+
+import shim_ext._borrow as _borrow_module
+
+_SUCCESS = 0
+_HANDLE = ctypes.c_void_p
+
+
+@functools.cache
+def _libs() -> tuple[ctypes.PyDLL, ctypes.CDLL, ctypes.PyDLL]:
+    """(shim with GIL held, shim with GIL released, libtorch_cpu), loaded once."""
+    shim_path = _borrow_module.__file__
+    torch_cpu = pathlib.Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"
+    with_gil, without_gil, cpu = (ctypes.PyDLL(shim_path), ctypes.CDLL(shim_path),
+                                  ctypes.PyDLL(str(torch_cpu)))
+    for lib in (with_gil, without_gil):
+        lib.torch_tensor_borrow_from_pyobject.argtypes = [ctypes.py_object,
+                                                          ctypes.POINTER(_HANDLE)]
+        lib.torch_tensor_borrow_from_pyobject.restype = ctypes.c_int32
+    cpu.torch_exception_get_what_without_backtrace.restype = ctypes.c_char_p
+    return with_gil, without_gil, cpu
+
+
+def _raise_shim_error() -> None:
+    message = _libs()[2].torch_exception_get_what_without_backtrace()
+    raise RuntimeError(message.decode())
+
+
+def _borrow(lib, obj) -> int:
+    handle = _HANDLE()
+    if lib.torch_tensor_borrow_from_pyobject(obj, ctypes.byref(handle)) != _SUCCESS:
+        _raise_shim_error()
+    return handle.value
+
+
+def borrow_handle(obj) -> int:
+    """The borrowed handle as an int (the same object gives the same handle)."""
+    return _borrow(_libs()[0], obj)
+
+
+def borrow_without_gil(obj) -> int:
+    """Call the shim with the GIL released, which it must refuse."""
+    return _borrow(_libs()[1], obj)
+
+
+def borrow_metadata(obj) -> tuple:
+    """(data_ptr, sizes, strides, storage_offset, dtype, device_type,
+    device_index, is_conj, is_neg) read through the borrowed handle."""
+    shim, _, cpu = _libs()
+    handle = _HANDLE(_borrow(shim, obj))
+    data_ptr, dim = ctypes.c_void_p(), ctypes.c_int64()
+    sizes, strides = ctypes.POINTER(ctypes.c_int64)(), ctypes.POINTER(ctypes.c_int64)()
+    storage_offset = ctypes.c_int64()
+    dtype, device_type, device_index = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_int32()
+    is_conj, is_neg = ctypes.c_bool(), ctypes.c_bool()
+    calls = [
+        (cpu.aoti_torch_get_data_ptr, data_ptr),
+        (cpu.aoti_torch_get_dim, dim),
+        (cpu.aoti_torch_get_sizes, sizes),
+        (cpu.aoti_torch_get_strides, strides),
+        (cpu.aoti_torch_get_storage_offset, storage_offset),
+        (cpu.aoti_torch_get_dtype, dtype),
+        (cpu.aoti_torch_get_device_type, device_type),
+        (cpu.aoti_torch_get_device_index, device_index),
+        (shim.torch_is_conj, is_conj),
+        (shim.torch_is_neg, is_neg),
+    ]
+    for function, out in calls:
+        if function(handle, ctypes.byref(out)) != _SUCCESS:
+            _raise_shim_error()
+    n = dim.value
+    return (
+        data_ptr.value or 0,
+        tuple(sizes[i] for i in range(n)),
+        tuple(strides[i] for i in range(n)),
+        storage_offset.value,
+        dtype.value,
+        device_type.value,
+        device_index.value,
+        is_conj.value,
+        is_neg.value,
+    )
