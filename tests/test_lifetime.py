@@ -1,0 +1,146 @@
+"""Lifetime: a view keeps its tensor (and so its memory) alive, and making views leaks
+neither Python references nor TensorImpl references on any path.
+
+The TensorImpl's reference count is read with ``torch.Tensor._use_count()`` (private,
+present on torch 2.13, 2.14 and 2.15; ``test_use_count_accessor_counts_tensorimpl_
+references`` proves it moves). The owned path makes a new ``at::Tensor`` reference per
+view and must delete it; the borrow and fallback paths must never make one.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import weakref
+
+import numpy as np
+import pytest
+import torch
+
+import bridge
+from helpers.cases import filled
+from helpers.memory import raw_bytes, torch_bytes
+
+N_VIEWS = 100_000
+
+
+def counts(t) -> tuple[int, int]:
+    """(Python refcount of ``t``, its TensorImpl's use count)."""
+    return sys.getrefcount(t), t._use_count()
+
+
+def test_use_count_accessor_counts_tensorimpl_references():
+    """``_use_count`` exists here and rises when C++ holds another reference to the same
+    TensorImpl (autograd saving ``x`` for backward), so a leaked handle would show."""
+    assert callable(getattr(torch.Tensor, "_use_count", None)), torch.__version__
+    x = torch.ones(3, requires_grad=True)
+    alone = x._use_count()
+    y = x * x  # saves x (the same TensorImpl) for backward
+    assert x._use_count() > alone
+    del y
+    assert x._use_count() == alone
+
+
+# --- a view keeps its tensor alive -----------------------------------------------------------------
+def _plain():
+    t = filled((64,), torch.float64)
+    return t, [t]
+
+
+def _slice_of_a_base():
+    base = filled((40, 8), torch.int32, seed=5)
+    return base[3::4, 1:7], [base]
+
+
+def _from_numpy():
+    a = np.arange(48, dtype=np.int64).reshape(6, 8) * 7 - 100
+    t = torch.from_numpy(a)[1:, ::3]
+    return t, [a]
+
+
+def _from_buffer():
+    buf = bytearray(bytes((i * 11 + 3) % 256 for i in range(256)))
+    return torch.frombuffer(buf, dtype=torch.int16, count=100, offset=6), [buf]
+
+
+OWNERS = {"plain": _plain, "slice-of-a-base": _slice_of_a_base, "from-numpy": _from_numpy,
+          "from-buffer": _from_buffer}
+
+
+@pytest.mark.parametrize("make", OWNERS.values(), ids=OWNERS.keys())
+def test_view_keeps_its_tensor_and_memory_alive(view_on, make):
+    t, owners = make()
+    expected = torch_bytes(t)
+    ref = weakref.ref(t)
+    v = view_on(t)
+    del t, owners, make  # the view is now the only way to the memory
+    gc.collect()
+    # Reuse the allocator's free memory: freed data would be overwritten here.
+    churn = [torch.zeros(512, dtype=torch.float64) for _ in range(64)]
+    churn += [np.zeros(512) for _ in range(64)] + [bytearray(256) for _ in range(64)]
+    assert ref() is v.obj
+    assert np.array_equal(raw_bytes(v), expected)
+    del v
+    gc.collect()
+    assert ref() is None, "the view did not let go of its tensor"
+    del churn
+
+
+# --- no leaks ---------------------------------------------------------------------------------------
+def test_many_views_leave_refcount_and_use_count_unchanged(view_on, path):
+    t = torch.randn(8, 8)
+    gc.collect()
+    before = counts(t)
+    bridge.reset_path_counts()
+    for _ in range(N_VIEWS):
+        view_on(t)
+    gc.collect()
+    assert counts(t) == before, f"{path}: (refcount, use count) {before} -> {counts(t)}"
+    assert bridge.path_counts() == {p: (N_VIEWS if p == path else 0) for p in bridge.PATHS}
+
+
+def test_live_views_hold_python_references_not_tensorimpl_references(view_on, path):
+    """Each live view holds one reference to the Python tensor and none to the
+    TensorImpl (the owned path's handle is already deleted)."""
+    t = torch.randn(4).as_subclass(torch.nn.Parameter)
+    refcount, use = counts(t)
+    views = [view_on(t) for _ in range(1000)]
+    assert counts(t) == (refcount + 1000, use), path
+    del views
+    assert counts(t) == (refcount, use), path
+
+
+REFUSED_TENSORS = {
+    "conjugate-bit": lambda: torch.randn(3, dtype=torch.complex64).conj(),
+    "negative-bit": lambda: torch.randn(3, dtype=torch.complex64).conj().imag,
+    "quantized": lambda: torch.quantize_per_tensor(torch.ones(3), 0.5, 0, torch.qint8),
+    "sub-byte": lambda: torch.empty(3, dtype=torch.uint4),
+    "sparse": lambda: torch.eye(3).to_sparse(),
+}
+
+
+@pytest.mark.parametrize("make", REFUSED_TENSORS.values(), ids=REFUSED_TENSORS.keys())
+def test_refusals_leave_refcount_and_use_count_unchanged(view_on, path, make):
+    """A refusal after the handle was made (owned: deleted on the error path too) leaks
+    nothing, and counts no view."""
+    t = make()
+    gc.collect()
+    before = counts(t)
+    bridge.reset_path_counts()
+    refused = 0
+    for _ in range(N_VIEWS // 5):
+        try:
+            view_on(t)
+        except BufferError:
+            refused += 1
+    gc.collect()
+    assert refused == N_VIEWS // 5
+    assert counts(t) == before, f"{path}: (refcount, use count) {before} -> {counts(t)}"
+    assert set(bridge.path_counts().values()) == {0}
+
+
+def test_native_loop_leaves_refcount_and_use_count_unchanged(path):
+    t = torch.randn(8, 8)
+    before = counts(t)
+    assert bridge._bridge._native_loop(t, path, N_VIEWS) > 0
+    assert counts(t) == before, f"{path}: (refcount, use count) {before} -> {counts(t)}"
