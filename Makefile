@@ -26,7 +26,7 @@ SHELL := /bin/bash
 # The environment stamps are made by pattern rules; keep them (never "intermediate").
 .SECONDARY:
 
-.PHONY: help bench bench-quick test info clean $(addprefix test-,$(TORCH_VERSIONS))
+.PHONY: help bench bench-quick bench-report test info clean $(addprefix test-,$(TORCH_VERSIONS))
 .DEFAULT_GOAL := help
 
 help:  ## list the targets
@@ -55,10 +55,14 @@ $(VENVS)/torch-%/.built: $(VENVS)/torch-%/.ready $(SOURCES)
 
 # --- the jobs ----------------------------------------------------------------------------
 bench: $(VENVS)/torch-$(TORCH)/.built  ## benchmark evidence on the default torch (TORCH=...)
-	$(call py,$(TORCH)) bench/seed_protocol.py --out bench/results
+	$(call py,$(TORCH)) bench/run.py --out bench/results
 
 bench-quick: $(VENVS)/torch-$(TORCH)/.built  ## every benchmark briefly (what CI runs)
-	$(call py,$(TORCH)) bench/seed_protocol.py --quick --out bench/results/scratch
+	$(call py,$(TORCH)) bench/run.py --quick --out bench/results/scratch
+
+bench-report: $(VENVS)/torch-$(TORCH)/.built  ## redo the tables and chart from the saved JSON
+	$(call py,$(TORCH)) bench/report.py bench/results/bench-torch-$(TORCH).json \
+	  --md bench/results/bench-torch-$(TORCH).md --chart bench/results/bench-torch-$(TORCH).svg
 
 test: $(addprefix test-,$(TEST_TORCH))  ## the suite on torch 2.15.0, 2.14.1 and 2.13.0 (or TORCH=...)
 

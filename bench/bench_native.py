@@ -1,0 +1,77 @@
+"""Scenario 2 (native per-call cost) and the native half of scenario 3 (peers in C).
+
+All timed in C loops, interleaved round by round in one measurement so every pair of
+contenders can be compared round by round:
+
+- ``owned`` / ``borrow`` / ``fallback``: ``bridge._bridge._native_loop`` (type check,
+  handle, layout + seven ``aoti_torch_get_*`` reads, ``torch_is_conj`` /
+  ``torch_is_neg``, the bridge's checks; the owned handle deleted): a view minus the
+  Python call and the ``TensorView`` object;
+- ``dlpack_dltensor``: ``DLPackExchangeAPI.dltensor_from_py_object_no_sync`` into a
+  caller-owned ``DLTensor`` (+ the same type check, + reading the fields);
+- ``dlpack_managed``: ``managed_tensor_from_py_object_no_sync`` + its deleter;
+- ``typecheck``: the real-type check alone, the floor;
+- ``handle_<path>``: the handle alone (no metadata read) and ``getters7``: the seven
+  getters alone through a borrowed handle: the parts the first three are made of.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import interleave
+import views
+
+GROUP = "2 native: handle + metadata per call, C loop, 32x32 float32"
+PARTS_GROUP = "2b native parts: handle alone, seven getters alone, type check"
+PATH_NAMES = views.VIEWERS
+PEER_NAMES = ("dlpack_dltensor", "dlpack_managed", "typecheck")
+PART_NAMES = ("handle_owned", "handle_borrow", "handle_fallback", "getters7")
+
+
+@pytest.fixture(scope="module")
+def native_run(torch, bridge, available, native_peers, protocol, notes):
+    t = torch.randn(32, 32, dtype=torch.float32)
+    core = bridge._bridge
+    notes["native_compiler"] = native_peers.compiler
+    notes["dlpack_exchange_api"] = {"version": native_peers.dlpack_version,
+                                    "unavailable": native_peers.dlpack_reason}
+    contenders = []
+    for p in PATH_NAMES:
+        if available[p]:
+            contenders.append(interleave.native(p, lambda n, p=p: core._native_loop(t, p, n)))
+            contenders.append(interleave.native(
+                f"handle_{p}", lambda n, p=p: native_peers.handle_loop(p, t, n)))
+    if native_peers.dlpack_reason is None:
+        contenders.append(interleave.native("dlpack_dltensor",
+                                            lambda n: native_peers.dltensor_loop(t, n)))
+        contenders.append(interleave.native("dlpack_managed",
+                                            lambda n: native_peers.managed_loop(t, n)))
+    else:
+        for name in ("dlpack_dltensor", "dlpack_managed"):
+            notes["unavailable"][name] = native_peers.dlpack_reason
+    contenders.append(interleave.native("typecheck", lambda n: native_peers.typecheck_loop(t, n)))
+    if available["fallback"]:
+        contenders.append(interleave.native("getters7", lambda n: native_peers.getters_loop(t, n)))
+    for c in contenders:  # any error surfaces here, before timing
+        c.run(1)
+    return interleave.measure(contenders, protocol.rounds, protocol.native_calls,
+                              protocol.native_warmup)
+
+
+def _record(benchmark, run, protocol, notes, name, group):
+    benchmark.group = group
+    if name not in run:
+        why = notes["unavailable"].get(name) or notes["unavailable"].get(name.split("_")[-1])
+        pytest.skip(f"{name}: {why}")
+    interleave.record(benchmark, run[name], protocol.native_calls, path=name, level="native")
+
+
+@pytest.mark.parametrize("name", PATH_NAMES + PEER_NAMES)
+def test_native(benchmark, native_run, protocol, notes, name):
+    _record(benchmark, native_run, protocol, notes, name, GROUP)
+
+
+@pytest.mark.parametrize("name", PART_NAMES)
+def test_native_parts(benchmark, native_run, protocol, notes, name):
+    _record(benchmark, native_run, protocol, notes, name, PARTS_GROUP)

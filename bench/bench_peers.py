@@ -1,0 +1,66 @@
+"""Scenario 3, Python level: what a user would call instead of the bridge, same run.
+
+Contenders, each a ``timeit`` statement on one 32x32 float32 CPU tensor ``t``,
+interleaved round by round with the bridge's own paths:
+
+- ``empty``: ``empty(t)``, an empty METH_O C function (the call floor);
+- ``owned`` / ``borrow`` / ``fallback``: ``view_<path>(t)``;
+- ``data_ptr``: ``t.data_ptr()`` alone;
+- ``python_attrs``: ``(t.data_ptr(), t.shape, t.stride(), t.dtype, t.device)``;
+- ``to_dlpack``: ``torch.utils.dlpack.to_dlpack(t)``;
+- ``dunder_dlpack``: ``t.__dlpack__()``;
+- ``cuda_core``: cuda.core's ``StridedMemoryView`` of ``t`` (``cuda_core_peer``), when
+  it installs and imports here; the path it took is recorded in the notes.
+
+A capsule or view made in a round is freed in that round (its deleter is timed too).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import cuda_core_peer
+import interleave
+import views
+
+GROUP = "3 peers: Python level, 32x32 float32"
+NAMES = ("empty", "owned", "borrow", "fallback", "data_ptr", "python_attrs", "to_dlpack",
+         "dunder_dlpack", "cuda_core")
+
+
+@pytest.fixture(scope="module")
+def peers_run(torch, bridge, available, native_peers, protocol, notes):
+    import torch.utils.dlpack
+
+    t = torch.randn(32, 32, dtype=torch.float32)
+    paths = [p for p in views.VIEWERS if available[p]]
+    views.check_paths(bridge, [t], paths)
+    ns = {"t": t, "empty": native_peers.empty_function(),
+          "to_dlpack": torch.utils.dlpack.to_dlpack}
+    contenders = [interleave.statement("empty", "empty(t)", ns)]
+    contenders += [interleave.statement(p, "f(t)", {**ns, "f": views.viewer(bridge, p)})
+                   for p in paths]
+    contenders += [
+        interleave.statement("data_ptr", "t.data_ptr()", ns),
+        interleave.statement("python_attrs",
+                             "(t.data_ptr(), t.shape, t.stride(), t.dtype, t.device)", ns),
+        interleave.statement("to_dlpack", "to_dlpack(t)", ns),
+        interleave.statement("dunder_dlpack", "t.__dlpack__()", ns),
+    ]
+    smv, info = cuda_core_peer.load(torch)
+    notes["cuda_core"] = info
+    if smv is None:
+        notes["unavailable"]["cuda_core"] = info["unavailable"]
+    else:
+        contenders.append(interleave.statement("cuda_core", "smv(t)", {**ns, "smv": smv}))
+    return interleave.measure(contenders, protocol.rounds, protocol.calls, protocol.warmup)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_peers(benchmark, peers_run, protocol, notes, name):
+    benchmark.group = GROUP
+    if name not in peers_run:
+        pytest.skip(f"{name}: {notes['unavailable'].get(name)}")
+    extra = {"cuda_core_path": notes["cuda_core"].get("path")} if name == "cuda_core" else {}
+    interleave.record(benchmark, peers_run[name], protocol.calls, path=name, level="python",
+                      **extra)

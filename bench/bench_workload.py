@@ -1,0 +1,58 @@
+"""Scenario 5: a real workload, the tensors of a transformer decode step (``workload``).
+
+Each contender bridges every tensor of every kernel launch of one decode step,
+op by op (``for args in ops: for x in args: f(x)``), as a kernel-launch library would;
+``empty`` does the same with an empty C function (the Python call floor). Only the
+bridging is timed, never the model's arithmetic. Reported: cost per step per path,
+and (in the report) the saving per 1,000 ops.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+
+import interleave
+import views
+import workload
+
+GROUP = "5 workload: one TransformerDecoder decode step, every launch's tensors"
+NAMES = ("empty",) + views.VIEWERS
+STEP_LOOP = "for args in ops:\n    for x in args:\n        f(x)"
+
+
+@pytest.fixture(scope="module")
+def step(torch, bridge, notes):
+    s = workload.decode_step_ops(torch, bridge)
+    notes["workload"] = {
+        **s.config, "ops_per_step": len(s.ops),
+        "tensors_per_step": sum(len(op) for op in s.ops),
+        "dropped_tensors": s.dropped,
+        "ops_by_name": dict(collections.Counter(s.names).most_common()),
+    }
+    return s
+
+
+@pytest.fixture(scope="module")
+def workload_run(bridge, available, native_peers, protocol, step):
+    paths = [p for p in views.VIEWERS if available[p]]
+    views.check_paths(bridge, [t for op in step.ops for t in op], paths)
+    fns = {"empty": native_peers.empty_function(),
+           **{p: views.viewer(bridge, p) for p in paths}}
+    calls = max(1, protocol.calls // 100)  # steps per round: each step is hundreds of views
+    contenders = [interleave.statement(name, STEP_LOOP, {"f": f, "ops": step.ops})
+                  for name, f in fns.items()]
+    return calls, interleave.measure(contenders, protocol.rounds, calls,
+                                     max(1, protocol.warmup // 100))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_workload(benchmark, workload_run, step, notes, name):
+    benchmark.group = GROUP
+    calls, run = workload_run
+    if name not in run:
+        pytest.skip(f"{name}: {notes['unavailable'].get(name)}")
+    interleave.record(benchmark, run[name], calls, path=name, level="python", unit="step",
+                      ops_per_step=len(step.ops),
+                      tensors_per_step=sum(len(op) for op in step.ops))

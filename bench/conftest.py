@@ -1,0 +1,109 @@
+"""Shared fixtures of the benchmark suite (run through ``bench/run.py`` / ``make bench``).
+
+- ``--bench-quick``: every scenario with a handful of short rounds (CI's check that the
+  code runs; its numbers are not evidence).
+- ``protocol``: rounds / calls / warm-up per level (the seed's 30 x 10,000 after 2,000
+  at Python level; 100,000 calls per round natively, where a call is 10-100x cheaper).
+- ``notes``: per-session facts that are not timings (unavailable contenders and why,
+  which path cuda.core took, the workload's shape); written into the JSON under
+  ``"evidence"`` by ``pytest_benchmark_update_json``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+import machine_info
+
+
+def pytest_addoption(parser):
+    parser.addoption("--bench-quick", action="store_true",
+                     help="every scenario briefly: checks the code runs, not a measurement")
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """Rounds and calls of one run; ``*_calls`` are calls per round and contender."""
+
+    quick: bool
+    rounds: int
+    calls: int
+    warmup: int
+    native_calls: int
+    native_warmup: int
+
+
+@pytest.fixture(scope="session")
+def protocol(request) -> Protocol:
+    if request.config.getoption("--bench-quick"):
+        return Protocol(True, rounds=3, calls=200, warmup=50, native_calls=1_000,
+                        native_warmup=100)
+    return Protocol(False, rounds=30, calls=10_000, warmup=2_000, native_calls=100_000,
+                    native_warmup=10_000)
+
+
+_NOTES: dict = {"unavailable": {}, "protocol": None}
+
+
+@pytest.fixture(scope="session")
+def notes(protocol) -> dict:
+    """Facts for the report, keyed by scenario; filled by the benchmark modules."""
+    _NOTES["protocol"] = protocol.__dict__
+    return _NOTES
+
+
+@pytest.fixture(scope="session")
+def torch():
+    import torch as _torch
+
+    return _torch
+
+
+@pytest.fixture(scope="session")
+def bridge(torch):
+    import bridge as _bridge
+
+    return _bridge
+
+
+@pytest.fixture(scope="session")
+def native_peers(torch, bridge):
+    import peers_native
+
+    return peers_native.NativePeers(torch, bridge)
+
+
+@pytest.fixture(scope="session")
+def available(bridge, notes):
+    """``{path: bool}`` for owned / borrow / fallback; reasons go to the notes."""
+    paths = bridge.available_paths()
+    for p, info in paths.items():
+        if not info.available:
+            notes["unavailable"][p] = info.reason
+    return {p: info.available for p, info in paths.items()}
+
+
+def pytest_sessionstart(session):
+    _machine()  # the load average before anything runs
+
+
+def pytest_benchmark_update_machine_info(config, machine_info):
+    machine_info.update({"bench": _machine()})
+
+
+_MACHINE: dict = {}
+
+
+def _machine() -> dict:
+    if not _MACHINE:
+        _MACHINE.update(machine_info.collect())
+    return _MACHINE
+
+
+def pytest_benchmark_update_json(config, benchmarks, output_json):
+    m = dict(_machine())
+    m["load_average_at_end"] = machine_info.load_average()
+    output_json["machine_info"]["bench"] = m
+    output_json["evidence"] = _NOTES

@@ -1,0 +1,96 @@
+"""Interleaved rounds: the seed's protocol, for any set of contenders.
+
+Why not pytest-benchmark's own loop: it times one callable to completion before the
+next test starts, so on this shared 2-core machine a burst of load from a neighbour
+lands on whichever path happened to run then, and the difference between two paths
+(the quantity the RFC argues from) absorbs it. Here every round runs every contender
+once, in an order that rotates from round to round, so drift hits all alike and
+round ``r`` of one path can be *paired* with round ``r`` of another (the per-round
+difference removes load common to both). The garbage collector is off for the whole
+measurement, warm-up included.
+
+The per-round samples are then handed to pytest-benchmark (``record``), so its stats
+(min / median / stddev / rounds), its grouping, its ``--benchmark-json`` and its
+tables are the ones reported; pytest-benchmark has no public call for submitting
+rounds measured elsewhere, so ``record`` uses ``BenchmarkFixture._make_stats``, the
+constructor its own ``pedantic`` uses (checked to exist, with a clear error if a
+pytest-benchmark release removes it).
+"""
+
+from __future__ import annotations
+
+import gc
+import timeit
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Contender:
+    """One thing to time: ``run(n)`` makes ``n`` calls and returns ns per call.
+
+    ``name`` is its key in the results; ``level`` is ``"python"`` (timed by ``timeit``
+    around a Python statement) or ``"native"`` (timed in C by the callee).
+    """
+
+    name: str
+    run: Callable[[int], float]
+    level: str = "python"
+
+
+def statement(name: str, stmt: str, namespace: dict) -> Contender:
+    """A Python-level contender: ``stmt`` (e.g. ``"f(t)"``) compiled by ``timeit`` into
+    its own loop, so no extra Python call wraps it; ``namespace`` holds its names."""
+    timer = timeit.Timer(stmt, globals=namespace)
+    return Contender(name, lambda n: timer.timeit(n) / n * 1e9, "python")
+
+
+def native(name: str, loop: Callable[[int], float]) -> Contender:
+    """A native contender: ``loop(n)`` times ``n`` calls in C and returns ns per call."""
+    return Contender(name, loop, "native")
+
+
+def measure(contenders: list[Contender], rounds: int, calls: int, warmup: int) -> dict:
+    """Run ``rounds`` interleaved rounds of ``calls`` calls per contender.
+
+    ``warmup`` calls per contender come first (untimed for the results). Round ``r``
+    runs the contenders in the list order rotated by ``r``. Returns
+    ``{name: [ns per call in round 0, round 1, ...]}`` (lists in round order, so index
+    ``r`` pairs across contenders).
+    """
+    gc_was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        for c in contenders:
+            c.run(warmup)
+        samples = {c.name: [] for c in contenders}
+        k = len(contenders)
+        for r in range(rounds):
+            for c in contenders[r % k:] + contenders[:r % k]:
+                samples[c.name].append(c.run(calls))
+        return samples
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def record(benchmark, samples_ns: list[float], calls: int, **extra) -> None:
+    """Hand one contender's per-round samples (ns per call) to pytest-benchmark.
+
+    Each round counts as ``calls`` iterations, so pytest-benchmark's stats are per call
+    (in seconds, its unit). The raw samples, in round order, also go to
+    ``benchmark.extra_info["samples_ns"]`` for the paired statistics of ``report.py``,
+    with ``extra`` (path, level, correctness checks, ...).
+    """
+    make_stats = getattr(benchmark, "_make_stats", None)
+    if make_stats is None:
+        raise RuntimeError("this pytest-benchmark has no BenchmarkFixture._make_stats; "
+                           "bench/interleave.py needs a release that has (4.x, 5.x)")
+    benchmark._mode = "interleaved rounds (bench/interleave.py)"
+    meta = make_stats(calls)
+    for ns in samples_ns:
+        meta.update(ns * calls * 1e-9)
+    benchmark.extra_info.update(extra)
+    benchmark.extra_info["calls_per_round"] = calls
+    benchmark.extra_info["samples_ns"] = [round(x, 4) for x in samples_ns]

@@ -1,0 +1,246 @@
+/* Native (C) timing loops for the peers of torch_tensor_borrow_from_pyobject.
+ *
+ * Compiled by bench/peers_native_build.py (cffi, out-of-line API mode) against the
+ * installed torch's ATen/dlpack.h (DLPack 1.3: DLPackExchangeAPI). Plain C: dlpack.h
+ * is a C header and nothing here needs a torch C++ header.
+ *
+ * Every loop: the first call runs untimed (so an error surfaces before timing and
+ * caches are warm), then n calls between two clock_gettime(CLOCK_MONOTONIC) reads,
+ * like bridge._bridge._native_loop. Results go to a volatile sink so the compiler
+ * cannot drop the reads. Each loop returns ns per call, or a negative value on error
+ * (peers_last_error() says why).
+ *
+ * cffi releases the GIL around calls made through `lib.`; the exchange API and torch's
+ * shim functions need it, so each loop takes it back (PyGILState_Ensure) outside the
+ * timed region.
+ */
+#include <Python.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#include <ATen/dlpack.h>
+
+typedef int32_t AOTITorchError;
+typedef struct AtenTensorOpaque* AtenTensorHandle;
+typedef AOTITorchError (*from_pyobject_fn)(void*, AtenTensorHandle*);
+typedef AOTITorchError (*delete_fn)(AtenTensorHandle);
+typedef AOTITorchError (*get_ptr_fn)(AtenTensorHandle, void**);
+typedef AOTITorchError (*get_i64_fn)(AtenTensorHandle, int64_t*);
+typedef AOTITorchError (*get_i64p_fn)(AtenTensorHandle, int64_t**);
+typedef AOTITorchError (*get_i32_fn)(AtenTensorHandle, int32_t*);
+
+static volatile uintptr_t peers_sink;
+static char peers_error[512];
+
+#if defined(__clang__)
+static const char* peers_compiler_name = "clang " __clang_version__;
+#elif defined(__GNUC__)
+static const char* peers_compiler_name = "gcc " __VERSION__;
+#else
+static const char* peers_compiler_name = "unknown";
+#endif
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void set_error(const char* what) {
+  snprintf(peers_error, sizeof peers_error, "%s", what);
+}
+
+/* Copy the pending Python exception (if any) into peers_error and clear it. */
+static void take_python_error(const char* where) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  const char* msg = "no Python exception set";
+  PyObject* s = value ? PyObject_Str(value) : NULL;
+  if (s) msg = PyUnicode_AsUTF8(s);
+  snprintf(peers_error, sizeof peers_error, "%s: %s", where, msg ? msg : "?");
+  Py_XDECREF(s);
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+  PyErr_Clear();
+}
+
+/* The real-type check every native consumer makes before trusting a layout. */
+static inline int is_instance(PyObject* obj, PyTypeObject* tp) {
+  return Py_TYPE(obj) == tp || PyType_IsSubtype(Py_TYPE(obj), tp);
+}
+
+const char* peers_last_error(void) { return peers_error; }
+const char* peers_compiler(void) { return peers_compiler_name; }
+
+int peers_dlpack_version(uintptr_t api, int* major, int* minor) {
+  const DLPackExchangeAPI* a = (const DLPackExchangeAPI*)api;
+  if (!a) return -1;
+  *major = (int)a->header.version.major;
+  *minor = (int)a->header.version.minor;
+  return a->dltensor_from_py_object_no_sync ? 0 : 1;
+}
+
+static inline void consume(const DLTensor* t) {
+  /* What a kernel launcher reads: the seven facts the aoti getters give. */
+  peers_sink = (uintptr_t)t->data + (uintptr_t)t->byte_offset + (uintptr_t)t->ndim +
+               (uintptr_t)t->shape + (uintptr_t)t->strides + (uintptr_t)t->dtype.code +
+               (uintptr_t)t->device.device_type + (uintptr_t)t->device.device_id;
+}
+
+/* DLPackExchangeAPI.dltensor_from_py_object_no_sync: fills a caller-owned DLTensor. */
+double peers_dltensor_loop(uintptr_t api, uintptr_t obj_addr, uintptr_t type_addr, int64_t n) {
+  const DLPackExchangeAPI* a = (const DLPackExchangeAPI*)api;
+  PyObject* obj = (PyObject*)obj_addr;
+  PyTypeObject* tp = (PyTypeObject*)type_addr;
+  DLTensor t;
+  double result = -1.0;
+  PyGILState_STATE g = PyGILState_Ensure();
+  if (!a->dltensor_from_py_object_no_sync) {
+    set_error("this torch's DLPackExchangeAPI has no dltensor_from_py_object_no_sync");
+    goto done;
+  }
+  if (!is_instance(obj, tp) || a->dltensor_from_py_object_no_sync(obj, &t) != 0) {
+    take_python_error("dltensor_from_py_object_no_sync");
+    goto done;
+  }
+  uint64_t t0 = now_ns();
+  for (int64_t i = 0; i < n; i++) {
+    if (!is_instance(obj, tp) || a->dltensor_from_py_object_no_sync(obj, &t) != 0) {
+      take_python_error("dltensor_from_py_object_no_sync");
+      goto done;
+    }
+    consume(&t);
+  }
+  result = (double)(now_ns() - t0) / (double)n;
+done:
+  PyGILState_Release(g);
+  return result;
+}
+
+/* DLPackExchangeAPI.managed_tensor_from_py_object_no_sync + its deleter. */
+double peers_managed_loop(uintptr_t api, uintptr_t obj_addr, uintptr_t type_addr, int64_t n) {
+  const DLPackExchangeAPI* a = (const DLPackExchangeAPI*)api;
+  PyObject* obj = (PyObject*)obj_addr;
+  PyTypeObject* tp = (PyTypeObject*)type_addr;
+  DLManagedTensorVersioned* m = NULL;
+  double result = -1.0;
+  PyGILState_STATE g = PyGILState_Ensure();
+  if (!is_instance(obj, tp) || a->managed_tensor_from_py_object_no_sync(obj, &m) != 0) {
+    take_python_error("managed_tensor_from_py_object_no_sync");
+    goto done;
+  }
+  consume(&m->dl_tensor);
+  if (m->deleter) m->deleter(m);
+  uint64_t t0 = now_ns();
+  for (int64_t i = 0; i < n; i++) {
+    if (!is_instance(obj, tp) || a->managed_tensor_from_py_object_no_sync(obj, &m) != 0) {
+      take_python_error("managed_tensor_from_py_object_no_sync");
+      goto done;
+    }
+    consume(&m->dl_tensor);
+    if (m->deleter) m->deleter(m);  /* new reference: the consumer must release it */
+  }
+  result = (double)(now_ns() - t0) / (double)n;
+done:
+  PyGILState_Release(g);
+  return result;
+}
+
+/* The floor of every native path: the type check alone. */
+double peers_typecheck_loop(uintptr_t obj_addr, uintptr_t type_addr, int64_t n) {
+  PyObject* obj = (PyObject*)obj_addr;
+  PyTypeObject* tp = (PyTypeObject*)type_addr;
+  PyGILState_STATE g = PyGILState_Ensure();
+  uint64_t t0 = now_ns();
+  for (int64_t i = 0; i < n; i++) peers_sink = (uintptr_t)is_instance(obj, tp);
+  double result = (double)(now_ns() - t0) / (double)n;
+  PyGILState_Release(g);
+  return result;
+}
+
+/* The handle alone, no metadata read: fn != 0 calls it (and delete_addr != 0 deletes
+ * the new reference it returns); fn == 0 takes (char*)obj + offset, the fallback. */
+double peers_handle_loop(uintptr_t fn_addr, uintptr_t delete_addr, uintptr_t obj_addr,
+                         int64_t offset, int64_t n) {
+  from_pyobject_fn fn = (from_pyobject_fn)fn_addr;
+  delete_fn del = (delete_fn)delete_addr;
+  PyObject* obj = (PyObject*)obj_addr;
+  AtenTensorHandle h = NULL;
+  double result = -1.0;
+  PyGILState_STATE g = PyGILState_Ensure();
+  if (fn && fn(obj, &h) != 0) {
+    set_error("the handle function failed on the first call");
+    goto done;
+  }
+  if (fn && del) del(h);
+  uint64_t t0 = now_ns();
+  for (int64_t i = 0; i < n; i++) {
+    if (fn) {
+      if (fn(obj, &h) != 0) {
+        set_error("the handle function failed");
+        goto done;
+      }
+    } else {
+      h = (AtenTensorHandle)((char*)obj + offset);
+    }
+    peers_sink = (uintptr_t)h;
+    if (fn && del) del(h);
+  }
+  result = (double)(now_ns() - t0) / (double)n;
+done:
+  PyGILState_Release(g);
+  return result;
+}
+
+/* The seven aoti_torch_get_* reads through one borrowed handle (getters[0..6]:
+ * data_ptr, dim, sizes, strides, dtype, device_type, device_index). */
+double peers_getters_loop(const uintptr_t* getters, uintptr_t handle, int64_t n) {
+  get_ptr_fn data_ptr = (get_ptr_fn)getters[0];
+  get_i64_fn dim = (get_i64_fn)getters[1];
+  get_i64p_fn sizes = (get_i64p_fn)getters[2];
+  get_i64p_fn strides = (get_i64p_fn)getters[3];
+  get_i32_fn dtype = (get_i32_fn)getters[4];
+  get_i32_fn device_type = (get_i32_fn)getters[5];
+  get_i32_fn device_index = (get_i32_fn)getters[6];
+  AtenTensorHandle h = (AtenTensorHandle)handle;
+  void* p;
+  int64_t nd;
+  int64_t *sz, *st;
+  int32_t dt, dv, di;
+  double result = -1.0;
+  PyGILState_STATE g = PyGILState_Ensure();
+  uint64_t t0 = now_ns();
+  for (int64_t i = 0; i < n; i++) {
+    if (data_ptr(h, &p) | dim(h, &nd) | sizes(h, &sz) | strides(h, &st) | dtype(h, &dt) |
+        device_type(h, &dv) | device_index(h, &di)) {
+      set_error("a getter failed");
+      goto done;
+    }
+    peers_sink = (uintptr_t)p + (uintptr_t)nd + (uintptr_t)sz + (uintptr_t)st + (uintptr_t)dt +
+                 (uintptr_t)dv + (uintptr_t)di;
+  }
+  result = (double)(now_ns() - t0) / (double)n;
+done:
+  PyGILState_Release(g);
+  return result;
+}
+
+/* An empty METH_O C function: the floor of a Python-level call into C with one
+ * argument, the calling convention of the bridge's view functions. */
+static PyObject* peers_empty(PyObject* self, PyObject* arg) {
+  (void)self;
+  (void)arg;
+  Py_RETURN_NONE;
+}
+static PyMethodDef peers_empty_def = {"empty", peers_empty, METH_O,
+                                      "empty(obj) -> None: does nothing (the call floor)"};
+static PyObject* peers_empty_obj = NULL;
+
+uintptr_t peers_empty_function(void) {
+  PyGILState_STATE g = PyGILState_Ensure();
+  if (!peers_empty_obj) peers_empty_obj = PyCFunction_New(&peers_empty_def, NULL);  /* kept forever */
+  PyGILState_Release(g);
+  return (uintptr_t)peers_empty_obj;
+}

@@ -1,0 +1,130 @@
+"""Native (C) timing loops for the peers, and for the parts of a handle.
+
+``load()`` builds ``peers_native.c`` (``peers_native_build.py``) into
+``build/bench-<torch version>/`` when the module is missing or older than its sources,
+then imports it. Each ``*_loop`` method runs ``n`` calls in C between two
+``clock_gettime(CLOCK_MONOTONIC)`` reads, the first call untimed, and returns ns per
+call; it raises ``RuntimeError`` with the C side's message when a call fails.
+
+Symbols come from ``bridge._resolve`` (the same addresses the bridge installs) and from
+the PyCapsule ``torch.Tensor.__dlpack_c_exchange_api__`` (name ``"dlpack_exchange_api"``,
+a ``DLPackExchangeAPI*``, header ``ATen/dlpack.h``, DLPack 1.3).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import pathlib
+import sys
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+
+_PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
+_PyCapsule_GetPointer.restype = ctypes.c_void_p
+_PyCapsule_GetPointer.argtypes = (ctypes.py_object, ctypes.c_char_p)
+
+
+def build_dir(torch_version: str) -> pathlib.Path:
+    """``build/bench-<torch version>/``: where the module of this torch is compiled."""
+    return REPO / "build" / f"bench-{torch_version}"
+
+
+def _module(torch_version: str):
+    import peers_native_build as b
+
+    out = build_dir(torch_version)
+    built = sorted(out.glob(f"{b.MODULE}.*.so"))
+    newest_source = max(p.stat().st_mtime for p in b.SOURCES)
+    if not built or built[0].stat().st_mtime < newest_source:
+        b.build(out)
+    if str(out) not in sys.path:
+        sys.path.insert(0, str(out))
+    return importlib.import_module(b.MODULE)
+
+
+class NativePeers:
+    """The compiled loops, bound to one torch's symbols.
+
+    Attributes
+    ----------
+    compiler : str
+        The C compiler that built the loops (``gcc <version>``).
+    dlpack_version : tuple of int or None
+        ``(major, minor)`` of torch's ``DLPackExchangeAPI``; None when torch has none.
+    dlpack_reason : str or None
+        Why there is no exchange API (None when there is).
+    """
+
+    def __init__(self, torch, bridge_module):
+        from bridge import _resolve
+        from bridge import _bridge as core
+
+        mod = _module(torch.__version__.split("+")[0])
+        self._ffi, self._lib = mod.ffi, mod.lib
+        self._tensor_type = torch.Tensor
+        self._type_addr = id(torch.Tensor)
+        self.compiler = self._ffi.string(self._lib.peers_compiler()).decode()
+        self._offset = core.PYOBJECT_SIZE
+        res = _resolve.resolve(core.PYOBJECT_SIZE)
+        self._sym = {name: s.address for name, s in res.symbols.items()}
+        self.paths = {p: i.available for p, i in res.paths.items()}
+        self._api = 0
+        self.dlpack_version = None
+        self.dlpack_reason = None
+        capsule = getattr(torch.Tensor, "__dlpack_c_exchange_api__", None)
+        if capsule is None:
+            self.dlpack_reason = f"torch {torch.__version__} has no __dlpack_c_exchange_api__"
+        else:
+            self._api = _PyCapsule_GetPointer(capsule, b"dlpack_exchange_api") or 0
+            major, minor = self._ffi.new("int*"), self._ffi.new("int*")
+            rc = self._lib.peers_dlpack_version(self._api, major, minor)
+            self.dlpack_version = (major[0], minor[0])
+            if rc != 0 or major[0] != 1:
+                self.dlpack_reason = (f"DLPackExchangeAPI {major[0]}.{minor[0]} "
+                                      f"{'has no dltensor_from_py_object_no_sync' if rc else ''}")
+                self._api = 0 if major[0] != 1 else self._api
+
+    def _check(self, ns: float) -> float:
+        if ns < 0:
+            raise RuntimeError(self._ffi.string(self._lib.peers_last_error()).decode())
+        return ns
+
+    def dltensor_loop(self, t, n: int) -> float:
+        """ns per ``dltensor_from_py_object_no_sync(t, &dltensor)`` (+ type check, + reading
+        the DLTensor's fields); fills a caller-owned DLTensor, nothing to free."""
+        return self._check(self._lib.peers_dltensor_loop(self._api, id(t), self._type_addr, n))
+
+    def managed_loop(self, t, n: int) -> float:
+        """ns per ``managed_tensor_from_py_object_no_sync(t, &m)`` + reading + ``m->deleter(m)``
+        (a heap-allocated ``DLManagedTensorVersioned``, new reference)."""
+        return self._check(self._lib.peers_managed_loop(self._api, id(t), self._type_addr, n))
+
+    def typecheck_loop(self, t, n: int) -> float:
+        """ns per real-type check (``Py_TYPE(t) == torch.Tensor`` or subtype): the floor."""
+        return self._check(self._lib.peers_typecheck_loop(id(t), self._type_addr, n))
+
+    def handle_loop(self, path: str, t, n: int) -> float:
+        """ns per handle alone, no metadata read: ``owned`` = ``torch_tensor_from_pyobject`` +
+        ``aoti_torch_delete_tensor_object``; ``borrow`` = ``torch_tensor_borrow_from_pyobject``;
+        ``fallback`` = ``(char*)t + sizeof(PyObject)``."""
+        if path == "owned":
+            fn, dl = self._sym["torch_tensor_from_pyobject"], self._sym[
+                "aoti_torch_delete_tensor_object"]
+        elif path == "borrow":
+            fn, dl = self._sym["torch_tensor_borrow_from_pyobject"], 0
+        else:
+            fn, dl = 0, 0
+        return self._check(self._lib.peers_handle_loop(fn, dl, id(t), self._offset, n))
+
+    def getters_loop(self, t, n: int) -> float:
+        """ns per seven ``aoti_torch_get_*`` reads (data_ptr, dim, sizes, strides, dtype,
+        device_type, device_index) through the proven borrowed handle ``id(t) + offset``."""
+        names = ("data_ptr", "dim", "sizes", "strides", "dtype", "device_type", "device_index")
+        arr = self._ffi.new("uintptr_t[7]", [self._sym[f"aoti_torch_get_{x}"] for x in names])
+        return self._check(self._lib.peers_getters_loop(arr, id(t) + self._offset, n))
+
+    def empty_function(self):
+        """An empty METH_O C function, ``empty(obj) -> None``: the Python-level call floor."""
+        addr = self._lib.peers_empty_function()
+        return ctypes.cast(ctypes.c_void_p(addr), ctypes.py_object).value

@@ -1,0 +1,56 @@
+"""cffi build script for ``_bench_peers``, the native timing loops of the peers.
+
+Out-of-line API mode, like ``shim_ext/borrow_build.py``: ``ffibuilder`` holds the
+cdef and the source (``peers_native.c``); ``build(tmpdir)`` compiles it against the
+installed torch's ``ATen/dlpack.h`` into ``tmpdir`` (``build/bench-<torch version>/``,
+git-ignored). The C is plain C: ``dlpack.h`` needs no C++ and no torch library, and
+the aoti functions are called through addresses resolved at run time by ``bridge``.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import cffi
+import torch.utils.cpp_extension as cpp_extension
+
+HERE = pathlib.Path(__file__).resolve().parent
+MODULE = "_bench_peers"
+SOURCES = (HERE / "peers_native.c", pathlib.Path(__file__).resolve())
+
+ffibuilder = cffi.FFI()
+ffibuilder.cdef(
+    """
+    const char* peers_last_error(void);
+    const char* peers_compiler(void);
+    int peers_dlpack_version(uintptr_t api, int* major, int* minor);
+    double peers_dltensor_loop(uintptr_t api, uintptr_t obj, uintptr_t type, int64_t n);
+    double peers_managed_loop(uintptr_t api, uintptr_t obj, uintptr_t type, int64_t n);
+    double peers_typecheck_loop(uintptr_t obj, uintptr_t type, int64_t n);
+    double peers_handle_loop(uintptr_t fn, uintptr_t del, uintptr_t obj, int64_t offset,
+                             int64_t n);
+    double peers_getters_loop(const uintptr_t* getters, uintptr_t handle, int64_t n);
+    uintptr_t peers_empty_function(void);
+    """
+)
+ffibuilder.set_source(
+    MODULE,
+    (HERE / "peers_native.c").read_text(),
+    include_dirs=cpp_extension.include_paths(),
+    # The full C API (PyGILState_*, PyCFunction_New), not the limited one cffi picks.
+    define_macros=[("_CFFI_NO_LIMITED_API", None)],
+    extra_compile_args=["-O2"],
+    py_limited_api=False,
+)
+
+
+def build(tmpdir: pathlib.Path) -> pathlib.Path:
+    """Compile ``_bench_peers`` into ``tmpdir``; returns the path of the built module."""
+    tmpdir.mkdir(parents=True, exist_ok=True)
+    return pathlib.Path(ffibuilder.compile(tmpdir=str(tmpdir), verbose=False))
+
+
+if __name__ == "__main__":
+    import torch
+
+    print(build(HERE.parent / "build" / f"bench-{torch.__version__}"))

@@ -1,0 +1,376 @@
+"""Turn a benchmark JSON (pytest-benchmark's ``--benchmark-json``) into the RFC's tables
+and chart.
+
+Usage: ``python -P bench/report.py RESULT.json [--md OUT.md] [--chart OUT.svg]``
+(``bench/run.py`` calls it after the benchmarks). Nothing here times anything: every
+figure comes from the JSON. Per contender the best / median / stdev are
+pytest-benchmark's own stats (per call; ns unless a table says otherwise). The paired
+statistics use the per-round samples (``extra_info["samples_ns"]``, in round order):
+round ``r`` of two contenders ran back to back in the same interleaved round, so the
+per-round difference (and ratio) cancels load common to both. Their centre is the
+median of the per-round values; the 95% interval is a percentile bootstrap of that
+median (``scipy.stats.bootstrap``, 9,999 resamples, fixed seed, so a report is
+reproducible from its JSON).
+
+Goals (reported, never asserted): borrow within 1.5 ns of the fallback natively and
+within 3% at Python level; owned - borrow with its interval; borrow at least 3x faster
+than DLPack's ``dltensor_from_py_object_no_sync`` natively; a borrow view no dearer
+than one ``t.data_ptr()``. A goal is *met* when its whole interval is on the right
+side, *missed* when it is all on the wrong side, *undecided* otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+
+import numpy as np
+
+# Groups by the number that starts their name (bench_*.py set the names).
+SEED, NATIVE, PARTS, PEERS, NDIM, NTENS, WORK = "1", "2", "2b", "3", "4a", "4b", "5"
+
+
+# --- reading -----------------------------------------------------------------------------
+class Results:
+    """The JSON, indexed: ``get(group_prefix, name)`` -> the benchmark dict or None."""
+
+    def __init__(self, data: dict):
+        self.data = data
+        self.by = {}
+        for b in data["benchmarks"]:
+            key = (b["group"].split(" ")[0], b["extra_info"].get("path"))
+            self.by.setdefault(key, []).append(b)
+        self.machine = data["machine_info"].get("bench", {})
+        self.evidence = data.get("evidence", {})
+
+    def get(self, group: str, name: str, **params):
+        for b in self.by.get((group, name), []):
+            if all(b["extra_info"].get(k) == v for k, v in params.items()):
+                return b
+        return None
+
+    def samples(self, group, name, **params):
+        b = self.get(group, name, **params)
+        return None if b is None else np.asarray(b["extra_info"]["samples_ns"], dtype=float)
+
+
+def ns(b, stat: str) -> float:
+    """pytest-benchmark's stat (seconds per call) in ns."""
+    return b["stats"][stat] * 1e9
+
+
+# --- paired statistics ----------------------------------------------------------------------
+def paired(a, b, kind: str = "diff", confidence: float = 0.95):
+    """Median over rounds of ``a_r - b_r`` (kind ``"diff"``, ns) or ``a_r / b_r``
+    (``"ratio"``), with a percentile-bootstrap ``confidence`` interval of that median.
+    Returns ``(centre, low, high)``; the interval is (nan, nan) with fewer than 3 rounds."""
+    from scipy import stats
+
+    values = a - b if kind == "diff" else a / b
+    centre = float(np.median(values))
+    if len(values) < 3 or np.ptp(values) == 0:
+        return centre, float("nan"), float("nan")
+    res = stats.bootstrap((values,), np.median, confidence_level=confidence,
+                          n_resamples=9_999, method="percentile",
+                          rng=np.random.default_rng(20261129))
+    return centre, float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def fmt_ci(c, unit=""):
+    centre, low, high = c
+    if np.isnan(low):
+        return f"{centre:+.2f}{unit} [no interval]" if unit == " ns" else f"{centre:.3f}{unit}"
+    if unit == " ns":
+        return f"{centre:+.2f} ns [{low:+.2f}, {high:+.2f}]"
+    return f"{centre:.3f}x [{low:.3f}, {high:.3f}]"
+
+
+def verdict(c, limit, better="below"):
+    """'met' / 'missed' / 'undecided' for an interval against ``limit``."""
+    centre, low, high = c
+    if np.isnan(low):
+        low = high = centre
+        suffix = " (no interval)"
+    else:
+        suffix = ""
+    if better == "below":
+        return ("met" if high <= limit else "missed" if low > limit else "undecided") + suffix
+    return ("met" if low >= limit else "missed" if high < limit else "undecided") + suffix
+
+
+# --- tables ------------------------------------------------------------------------------------
+LABELS = {
+    "owned": "view_owned(t): torch_tensor_from_pyobject + delete",
+    "borrow": "view_borrow(t): torch_tensor_borrow_from_pyobject",
+    "fallback": "view_fallback(t): THPVariable offset",
+    "empty": "empty METH_O C call (floor)",
+    "data_ptr": "t.data_ptr()",
+    "python_attrs": "t.data_ptr(), t.shape, t.stride(), t.dtype, t.device",
+    "to_dlpack": "torch.utils.dlpack.to_dlpack(t)",
+    "dunder_dlpack": "t.__dlpack__()",
+    "cuda_core": "cuda.core StridedMemoryView",
+    "dlpack_dltensor": "DLPack dltensor_from_py_object_no_sync",
+    "dlpack_managed": "DLPack managed_tensor_from_py_object_no_sync + deleter",
+    "typecheck": "real-type check alone (floor)",
+    "handle_owned": "handle alone: torch_tensor_from_pyobject + delete",
+    "handle_borrow": "handle alone: torch_tensor_borrow_from_pyobject",
+    "handle_fallback": "handle alone: (char*)obj + sizeof(PyObject)",
+    "getters7": "seven aoti_torch_get_* alone",
+}
+
+
+def group_table(r: Results, group: str, names, ref: str | None, unit_div=1.0, unit="ns"):
+    """Rows: contender, best, median, stdev (pytest-benchmark), paired ratio to ``ref``."""
+    head = f"| contender | best ({unit}) | median ({unit}) | stdev ({unit}) |"
+    sep = "|---|---:|---:|---:|"
+    if ref:
+        head += f" paired ratio to {ref} [95% CI] |"
+        sep += "---:|"
+    rows = [head, sep]
+    ref_s = r.samples(group, ref) if ref else None
+    for name in names:
+        b = r.get(group, name)
+        if b is None:
+            why = r.evidence.get("unavailable", {}).get(name) or r.evidence.get(
+                "unavailable", {}).get(name.split("_")[-1], "not measured")
+            rows.append(f"| {LABELS.get(name, name)} | unavailable: {why} | | |" +
+                        (" |" if ref else ""))
+            continue
+        row = (f"| {LABELS.get(name, name)} | {ns(b, 'min') / unit_div:.1f} | "
+               f"{ns(b, 'median') / unit_div:.1f} | {ns(b, 'stddev') / unit_div:.1f} |")
+        if ref:
+            row += (" 1 |" if name == ref or ref_s is None else
+                    f" {fmt_ci(paired(r.samples(group, name), ref_s, 'ratio'))} |")
+        rows.append(row)
+    return "\n".join(rows)
+
+
+def goals(r: Results):
+    """The goal rows: (goal, measured, target, status)."""
+    out = []
+
+    def have(group, *names):
+        return all(r.get(group, n) is not None for n in names)
+
+    if have(NATIVE, "borrow", "fallback"):
+        c = paired(r.samples(NATIVE, "borrow"), r.samples(NATIVE, "fallback"))
+        out.append(("borrow - fallback, native (C loop)", fmt_ci(c, " ns"), "<= 1.5 ns",
+                    verdict(c, 1.5)))
+    if have(SEED, "borrow", "fallback"):
+        c = paired(r.samples(SEED, "borrow"), r.samples(SEED, "fallback"), "ratio")
+        out.append(("borrow / fallback, Python level (seed protocol)", fmt_ci(c, "x"),
+                    "<= 1.03x", verdict(c, 1.03)))
+    for group, label in ((NATIVE, "native"), (SEED, "Python level (seed protocol)")):
+        if have(group, "owned", "borrow"):
+            c = paired(r.samples(group, "owned"), r.samples(group, "borrow"))
+            q = paired(r.samples(group, "owned"), r.samples(group, "borrow"), "ratio")
+            out.append((f"owned - borrow, {label}", f"{fmt_ci(c, ' ns')}; {fmt_ci(q, 'x')}",
+                        "reported", "reported"))
+    if have(NATIVE, "dlpack_dltensor", "borrow"):
+        c = paired(r.samples(NATIVE, "dlpack_dltensor"), r.samples(NATIVE, "borrow"), "ratio")
+        out.append(("DLPack dltensor_from_py_object_no_sync / borrow, native", fmt_ci(c, "x"),
+                    ">= 3x", verdict(c, 3.0, "above")))
+    if have(PEERS, "borrow", "data_ptr"):
+        c = paired(r.samples(PEERS, "borrow"), r.samples(PEERS, "data_ptr"), "ratio")
+        out.append(("view_borrow(t) / t.data_ptr(), Python level", fmt_ci(c, "x"), "<= 1x",
+                    verdict(c, 1.0)))
+    return out
+
+
+def goals_table(r):
+    rows = ["| goal | measured: median of per-round values [95% bootstrap CI] | target | status |",
+            "|---|---|---|---|"]
+    rows += [f"| {g} | {m} | {t} | {s} |" for g, m, t, s in goals(r)]
+    return "\n".join(rows)
+
+
+def headline(r: Results) -> str:
+    """The table ``make bench`` prints last: one 32x32 float32 view, every way, this run."""
+    rows = ["| contender | level | best (ns) | median (ns) | stdev (ns) |",
+            "|---|---|---:|---:|---:|"]
+    for group, level, names in (
+            (SEED, "Python (seed protocol)", ("owned", "borrow", "fallback")),
+            (PEERS, "Python", ("empty", "data_ptr", "python_attrs", "to_dlpack",
+                               "dunder_dlpack", "cuda_core")),
+            (NATIVE, "native C loop", ("owned", "borrow", "fallback", "dlpack_dltensor",
+                                       "dlpack_managed", "typecheck"))):
+        for name in names:
+            b = r.get(group, name)
+            if b is None:
+                why = r.evidence.get("unavailable", {}).get(name, "not measured")
+                rows.append(f"| {LABELS.get(name, name)} | {level} | unavailable: {why} | | |")
+            else:
+                rows.append(f"| {LABELS.get(name, name)} | {level} | {ns(b, 'min'):.1f} | "
+                            f"{ns(b, 'median'):.1f} | {ns(b, 'stddev'):.1f} |")
+    return "\n".join(rows)
+
+
+def scaling_tables(r: Results) -> str:
+    paths = [p for p in ("owned", "borrow", "fallback") if r.get(NDIM, p, ndim=0)]
+    out = ["| ndim | " + " | ".join(f"{p} median (ns)" for p in paths) +
+           " | borrow - fallback [95% CI] |",
+           "|---:|" + "---:|" * (len(paths) + 1)]
+    for d in range(9):
+        bs = [r.get(NDIM, p, ndim=d) for p in paths]
+        if any(b is None for b in bs):
+            continue
+        cell = ""
+        if "borrow" in paths and "fallback" in paths:
+            cell = fmt_ci(paired(r.samples(NDIM, "borrow", ndim=d),
+                                 r.samples(NDIM, "fallback", ndim=d)), " ns")
+        out.append(f"| {d} | " + " | ".join(f"{ns(b, 'median'):.1f}" for b in bs) +
+                   f" | {cell} |")
+    out += ["", "| N tensors | " + " | ".join(f"{p}: per launch / per tensor (ns)" for p in paths)
+            + " | owned - borrow per launch [95% CI] |",
+            "|---:|" + "---:|" * (len(paths) + 1)]
+    for n in (1, 3, 8, 14):
+        bs = [r.get(NTENS, p, ntensors=n) for p in paths]
+        if any(b is None for b in bs):
+            continue
+        cell = ""
+        if "owned" in paths and "borrow" in paths:
+            cell = fmt_ci(paired(r.samples(NTENS, "owned", ntensors=n),
+                                 r.samples(NTENS, "borrow", ntensors=n)), " ns")
+        out.append(f"| {n} | " + " | ".join(
+            f"{ns(b, 'median'):.0f} / {ns(b, 'median') / n:.1f}" for b in bs) + f" | {cell} |")
+    return "\n".join(out)
+
+
+def workload_table(r: Results) -> str:
+    w = r.evidence.get("workload")
+    if not w:
+        return "(not measured)"
+    ops = w["ops_per_step"]
+    out = [f"{w['layers']} x TransformerDecoderLayer(d_model={w['d_model']}, nhead={w['nhead']}, "
+           f"dim_feedforward={w['dim_feedforward']}), {w['params']:,} parameters, one new token "
+           f"against a memory of {w['memory_len']}: **{ops} kernel launches and "
+           f"{w['tensors_per_step']} tensors per decode step** (view-only ops excluded; "
+           f"dropped tensors: {w['dropped_tensors'] or 'none'}).", "",
+           "| contender | best (us/step) | median (us/step) | stdev (us/step) | median per op (ns) |",
+           "|---|---:|---:|---:|---:|"]
+    for name in ("empty", "owned", "borrow", "fallback"):
+        b = r.get(WORK, name)
+        if b is None:
+            continue
+        out.append(f"| {LABELS.get(name, name)} | {ns(b, 'min') / 1e3:.1f} | "
+                   f"{ns(b, 'median') / 1e3:.1f} | {ns(b, 'stddev') / 1e3:.1f} | "
+                   f"{ns(b, 'median') / ops:.0f} |")
+    out += ["", "| saving per 1,000 ops | per-round difference, median [95% CI] |", "|---|---:|"]
+    for a, b in (("owned", "borrow"), ("borrow", "fallback"), ("owned", "fallback")):
+        if r.get(WORK, a) is None or r.get(WORK, b) is None:
+            continue
+        c = paired(r.samples(WORK, a), r.samples(WORK, b))
+        scale = 1000.0 / ops / 1e3  # ns per step -> us per 1,000 ops
+        out.append(f"| {a} - {b} | {c[0] * scale:+.1f} us [{c[1] * scale:+.1f}, "
+                   f"{c[2] * scale:+.1f}] |")
+    top = list(w["ops_by_name"].items())[:8]
+    out += ["", "Most frequent ops per step: " + ", ".join(f"`{k}` x{v}" for k, v in top) + "."]
+    return "\n".join(out)
+
+
+def footer(r: Results) -> str:
+    m, ev = r.machine, r.evidence
+    p = ev.get("protocol") or {}
+    cc = ev.get("cuda_core", {})
+    cc_line = (f"cuda.core {cc.get('version')}: {cc.get('call')} took the **{cc.get('path')}** "
+               f"path on this torch" if cc.get("path") else
+               f"cuda.core: {cc.get('unavailable', 'not measured')}")
+    dl = ev.get("dlpack_exchange_api", {})
+    return "\n".join([
+        f"- Machine: {m.get('cpu_model')} ({m.get('cpu_count')} CPUs), load average "
+        f"{m.get('load_average_at_start')} at start, {m.get('load_average_at_end')} at end; "
+        f"{m.get('platform')}.",
+        f"- Python {m.get('python')}, torch {m.get('torch')}, bridge built by "
+        f"{m.get('bridge_compiler')}, native peer loops by {ev.get('native_compiler')}; "
+        f"pytest-benchmark {m.get('pytest_benchmark')}; {m.get('date_utc')}.",
+        f"- Protocol: {p.get('rounds')} rounds; Python level {p.get('calls')} calls per round "
+        f"after {p.get('warmup')} warm-up; native {p.get('native_calls')} calls per round "
+        f"after {p.get('native_warmup')}; contenders interleaved round by round (rotating), "
+        f"gc off{'; QUICK MODE: not a measurement' if p.get('quick') else ''}.",
+        f"- DLPackExchangeAPI version {dl.get('version')}; {cc_line}.",
+    ])
+
+
+def markdown(r: Results, chart_name: str | None) -> str:
+    parts = [f"# Benchmark evidence: torch {r.machine.get('torch')}", "",
+             "Generated by `bench/report.py` from the pytest-benchmark JSON beside this file; "
+             "nothing here is typed by hand.", "", footer(r), "",
+             "## Headline: one view of a 32x32 float32 CPU tensor", "", headline(r), "",
+             "## Goals", "", goals_table(r), ""]
+    if chart_name:
+        parts += [f"![per-round samples]({chart_name})", ""]
+    parts += ["## 1. Seed protocol (Python level)", "",
+              group_table(r, SEED, ("owned", "borrow", "fallback"), "fallback"), "",
+              "## 2. Native per-call cost (C loops)", "",
+              group_table(r, NATIVE, ("owned", "borrow", "fallback", "dlpack_dltensor",
+                                      "dlpack_managed", "typecheck"), "borrow"), "",
+              "Parts (same interleaved run):", "",
+              group_table(r, PARTS, ("handle_owned", "handle_borrow", "handle_fallback",
+                                     "getters7"), None), "",
+              "## 3. Peers (Python level)", "",
+              group_table(r, PEERS, ("empty", "owned", "borrow", "fallback", "data_ptr",
+                                     "python_attrs", "to_dlpack", "dunder_dlpack",
+                                     "cuda_core"), "borrow"), "",
+              "## 4. Scaling (Python level, medians)", "", scaling_tables(r), "",
+              "## 5. Workload: a transformer decode step", "", workload_table(r), ""]
+    return "\n".join(parts)
+
+
+def chart(r: Results, path: pathlib.Path) -> None:
+    """Box plots of the per-round samples: native (linear) and Python level (log)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    matplotlib.rcParams["svg.hashsalt"] = "torch-borrow-bench"  # stable ids across runs
+    panels = [
+        ("native C loop, ns per call", False,
+         [(NATIVE, n) for n in ("typecheck", "fallback", "borrow", "owned", "dlpack_dltensor",
+                                "dlpack_managed")]),
+        ("Python level, ns per call (log scale)", True,
+         [(PEERS, n) for n in ("empty", "data_ptr", "fallback", "borrow", "owned",
+                               "to_dlpack", "python_attrs", "dunder_dlpack", "cuda_core")]),
+    ]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
+    for ax, (title, log, items) in zip(axes, panels):
+        items = [(g, n) for g, n in items if r.get(g, n) is not None]
+        data, labels = [r.samples(g, n) for g, n in items], [n for _, n in items]
+        if tuple(int(x) for x in matplotlib.__version__.split(".")[:2]) >= (3, 10):
+            ax.boxplot(data, orientation="horizontal", tick_labels=labels)
+        else:  # the spelling before 3.10
+            ax.boxplot(data, vert=False, labels=labels)
+        ax.set_title(title, fontsize=10)
+        if log:
+            ax.set_xscale("log")
+        ax.grid(axis="x", alpha=0.3)
+    m = r.machine
+    fig.suptitle(f"torch {m.get('torch')}, Python {m.get('python')}, {m.get('cpu_model')}: "
+                 f"per-round samples, paths interleaved", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Date": None})
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("json", type=pathlib.Path, help="pytest-benchmark --benchmark-json file")
+    parser.add_argument("--md", type=pathlib.Path, help="write the markdown report here")
+    parser.add_argument("--chart", type=pathlib.Path, help="write the chart here (.svg/.png)")
+    parser.add_argument("--headline", action="store_true",
+                        help="print the headline and goals tables")
+    args = parser.parse_args(argv)
+    r = Results(json.loads(args.json.read_text()))
+    if args.chart:
+        chart(r, args.chart)
+    if args.md:
+        args.md.write_text(markdown(r, args.chart.name if args.chart else None) + "\n")
+    if args.headline or not args.md:
+        print(headline(r), "", goals_table(r), "", footer(r), sep="\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

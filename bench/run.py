@@ -1,0 +1,55 @@
+"""Run the benchmark suite and write its evidence: ``make bench`` / ``make bench-quick``.
+
+Runs ``bench/bench_*.py`` under pytest-benchmark (one group per scenario, JSON out),
+then ``report.py`` on that JSON, and prints the headline and goals tables last.
+Files, per torch version (``<v>`` = torch's version without the local tag):
+``<out>/bench-torch-<v>.json`` (pytest-benchmark's JSON, with the per-round samples
+and the machine), ``<out>/bench-torch-<v>.md`` (the tables) and
+``<out>/bench-torch-<v>.svg`` (the chart). Run with ``python -P`` from the repository
+root, so ``bridge`` is the built package, never the source tree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="every scenario briefly (CI): checks the code runs, no evidence")
+    parser.add_argument("--out", type=pathlib.Path, default=HERE / "results",
+                        help="directory for the JSON, markdown and chart (default bench/results)")
+    parser.add_argument("pytest_args", nargs="*",
+                        help="extra pytest arguments after --, e.g. -- -k native")
+    args = parser.parse_args(argv)
+
+    import pytest
+    import torch
+
+    sys.path.insert(0, str(HERE))
+    import report
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = f"bench-torch-{torch.__version__.split('+')[0]}"
+    json_path, md_path, chart_path = (args.out / f"{stem}.{ext}" for ext in ("json", "md", "svg"))
+    rc = pytest.main([
+        str(HERE), "-p", "no:cacheprovider", "-o", "python_files=bench_*.py",
+        "-o", "python_functions=test_*", "-q", "-rs",
+        f"--benchmark-json={json_path}", "--benchmark-columns=min,median,stddev,rounds",
+        "--benchmark-sort=name", *(["--bench-quick"] if args.quick else []),
+        *args.pytest_args])
+    if rc != 0:
+        print(f"benchmarks failed (pytest exit code {rc}); no report written", file=sys.stderr)
+        return int(rc)
+    report.main([str(json_path), "--md", str(md_path), "--chart", str(chart_path), "--headline"])
+    print(f"\nsaved {json_path}, {md_path} and {chart_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""A real workload: the tensors each aten kernel of a transformer decode step touches.
+
+``decode_step_ops`` builds a stack of ``torch.nn.TransformerDecoderLayer`` (eval mode,
+CPU, float32), runs one decode step (one new token attending to itself and to an
+encoder memory) under a ``TorchDispatchMode`` and records, for every aten op that
+launches a kernel, the tensors it reads and writes: weights, biases, activations and
+outputs. Ops that only make a view (``OpOverload.is_view``) launch nothing and are
+left out. This is the list a kernel-launch library bridges, op by op, each step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class Step:
+    """One decode step's kernel launches.
+
+    ``ops``: one tuple of tensors per launched aten op (inputs then outputs, strided
+    tensors with storage only); ``names``: the aten op of each; ``config``: the model's
+    shape (layers, d_model, heads, ffn width, memory length); ``dropped``: tensors left
+    out because the bridge cannot view them (counted, with the reason).
+    """
+
+    ops: list
+    names: list
+    config: dict
+    dropped: dict
+
+
+def decode_step_ops(torch, bridge, layers=6, d_model=512, nhead=8, dim_ff=2048,
+                    memory_len=64, seed=0) -> Step:
+    """Capture the kernel launches of one decode step; see the module docstring."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    torch.manual_seed(seed)
+    layer = torch.nn.TransformerDecoderLayer(d_model, nhead, dim_feedforward=dim_ff,
+                                             batch_first=True)
+    model = torch.nn.TransformerDecoder(layer, num_layers=layers).eval()
+    tgt = torch.randn(1, 1, d_model)
+    memory = torch.randn(1, memory_len, d_model)
+    ops, names = [], []
+
+    class Capture(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if not getattr(func, "is_view", False):
+                flat, _ = tree_flatten((args, kwargs or {}, out))
+                tensors = tuple(x for x in flat if isinstance(x, torch.Tensor))
+                if tensors:
+                    ops.append(tensors)
+                    names.append(str(func))
+            return out
+
+    with torch.no_grad(), Capture():
+        model(tgt, memory)
+    dropped = {}
+    kept_ops, kept_names = [], []
+    for op, name in zip(ops, names):
+        kept = []
+        for t in op:
+            try:
+                bridge.view_fallback(t) if bridge.available_paths()["fallback"].available \
+                    else bridge.view(t)
+                kept.append(t)
+            except (BufferError, TypeError) as exc:
+                key = f"{type(exc).__name__}: {exc}"
+                dropped[key] = dropped.get(key, 0) + 1
+        if kept:
+            kept_ops.append(tuple(kept))
+            kept_names.append(name)
+    config = {"model": "torch.nn.TransformerDecoder(TransformerDecoderLayer, batch_first)",
+              "layers": layers, "d_model": d_model, "nhead": nhead,
+              "dim_feedforward": dim_ff, "memory_len": memory_len, "new_tokens": 1,
+              "dtype": "float32", "device": "cpu",
+              "params": sum(p.numel() for p in model.parameters())}
+    return Step(kept_ops, kept_names, config, dropped)
