@@ -1,0 +1,153 @@
+"""Hostile inputs on every path: an exception with a clear message, never a crash.
+
+Exception types follow the DLPack consumers' convention (``__dlpack__`` importers raise
+TypeError for an object they cannot take, BufferError for a tensor they cannot export):
+
+- ``TypeError``: the object's *real* type (``Py_TYPE``) does not derive from
+  ``torch.Tensor``. ``__class__``, ``isinstance``, mocks and proxies do not count, and
+  the message names the real type, not the one the object claims.
+- ``BufferError``: a tensor that pointer + sizes + strides (in elements) cannot
+  describe: sparse, MKL-DNN and jagged layouts, nested, quantized and sub-byte dtypes,
+  meta / fake / functionalized tensors, functorch wrappers (vmap, grad, jvp), wrapper
+  subclasses without storage, and conjugate / negative views (the message points at
+  ``resolve_conj()`` / ``resolve_neg()``).
+
+Every case (``tests/hostile/cases.py``) runs in a child process (``hostile.subproc``):
+all of them in as few children as possible, a new child resuming after any crash, so a
+crash fails exactly the case it happened in. Each case goes through each available
+path and three entry points: ``view_<path>``, ``view`` after ``set_path``, and
+``_native_loop`` (the C loop without a Python view). Dense controls run in the same
+children and must give views equal to torch's own accessors, so a runner that calls
+nothing cannot pass.
+"""
+
+import re
+
+import pytest
+import torch
+
+import bridge
+from helpers.expect import expected_paths
+from hostile import cases, subproc
+
+PATHS = [p for p in bridge.PATHS if expected_paths()[p]]
+ENTRIES = ("view_path", "set_path+view", "native_loop")
+
+#: Cases whose test must fail until the bridge fix named in the reason lands.
+PENDING = {
+    "conj_bit_subclass_hiding_it": (
+        "bridge fix pending: _raise_math_bit() re-asks obj.is_conj(), which a subclass's "
+        "__torch_function__ answers, so a conjugate view is reported as a negative one; "
+        "pass the bit _read() already read instead"),
+}
+
+
+@pytest.fixture(scope="module")
+def outcome():
+    """Every catalogue case through every available path, in child processes."""
+    return subproc.run_cases("bridge", [c.name for c in cases.CASES], paths=PATHS)
+
+
+def _params():
+    for case in cases.CASES:
+        for path in PATHS:
+            marks = ([pytest.mark.xfail(strict=True, reason=PENDING[case.name])]
+                     if case.name in PENDING else [])
+            yield pytest.param(case, path, id=f"{case.name}-{path}", marks=marks)
+
+
+@pytest.mark.parametrize("case, path", _params())
+def test_hostile_input(outcome, case, path):
+    assert case.name not in outcome.crashes, str(outcome.crashes[case.name])
+    assert case.name not in outcome.build_errors, outcome.build_errors[case.name]
+    if case.name in outcome.unavailable:
+        pytest.skip(outcome.unavailable[case.name])  # e.g. a dtype this torch lacks
+    results = {r["entry"]: r for r in outcome.results[case.name] if r["path"] == path}
+    assert sorted(results) == sorted(ENTRIES), results
+    for entry, r in results.items():
+        where = f"{case.name} via {path}/{entry}"
+        if case.expect == "view":
+            assert r["outcome"] == "returned", f"{where}: {r}"
+            if entry != "native_loop":  # the loop returns ns per call, not a view
+                assert r["match"], f"{where}: {r['fields']} != torch's {r['expected']}"
+            continue
+        assert r["outcome"] == "raised", f"{where} returned {r.get('fields', r['type'])}"
+        assert r["type"] == case.expect, f"{where}: {r['type']}: {r['message']}"
+        assert re.search(case.message, r["message"]), f"{where}: {r['message']!r}"
+        if case.expect == "TypeError":
+            assert r["message"].endswith(r["real_type"]), f"{where}: {r['message']!r}"
+
+
+def test_catalogue_covers_every_group():
+    groups = {c.group for c in cases.CASES}
+    assert groups == set(cases.GROUPS)
+    assert len({c.name for c in cases.CASES}) == len(cases.CASES)
+
+
+def test_children_resume_after_a_crash(tmp_path, monkeypatch):
+    """The harness itself: a child killed by SIGSEGV in case "b" is a recorded crash at
+    the entry it died in, and case "c" still runs, in a second child."""
+    fake_runner = tmp_path / "runner.py"
+    fake_runner.write_text(
+        "import ctypes, json, sys\n"
+        "names = sys.argv[sys.argv.index('--cases') + 1].split(',')\n"
+        "def emit(**e): print(json.dumps(e), flush=True)\n"
+        "emit(event='hello', torch='none')\n"
+        "for n in names:\n"
+        "    emit(event='case', case=n)\n"
+        "    emit(event='start', case=n, path='p', entry='e')\n"
+        "    if n == 'b': ctypes.string_at(0)\n"
+        "    emit(event='result', case=n, path='p', entry='e')\n"
+        "    emit(event='done', case=n)\n")
+    monkeypatch.setattr(subproc, "RUNNER", str(fake_runner))
+    out = subproc.run_cases("bridge", ["a", "b", "c"])
+    assert out.children == 2
+    assert list(out.crashes) == ["b"]
+    crash = out.crashes["b"]
+    assert (crash.path, crash.entry) == ("p", "e") and crash.returncode < 0
+    assert "SIGSEGV" in str(crash)
+    assert [len(out.results[n]) for n in "abc"] == [1, 0, 1]
+
+
+# --- the check in front of the pointer offset ------------------------------------------------
+def test_python_cannot_forge_a_tensor_type():
+    """Every Python-level way to make an object's real type derive from torch.Tensor
+    without a THPVariable layout is refused by CPython itself."""
+    class Plain:
+        pass
+
+    with pytest.raises(TypeError, match="__class__ assignment"):
+        Plain().__class__ = torch.Tensor
+    with pytest.raises(TypeError):
+        Plain.__bases__ = (torch.Tensor,)
+
+    class Meta(type):
+        def mro(cls):
+            return (cls, torch.Tensor, torch._C.TensorBase, object)
+
+    with pytest.raises(TypeError, match="unsuitable layout"):
+        Meta("Forged", (), {})
+    with pytest.raises(TypeError, match="not safe"):
+        object.__new__(type("Sub", (torch.Tensor,), {}))
+
+
+def test_a_real_subclass_is_a_tensor_whatever_it_claims():
+    class Shy(torch.Tensor):
+        __class__ = property(lambda self: int)
+
+    t = torch.arange(3.0).as_subclass(Shy)
+    assert t.__class__ is int  # it lies ...
+    for path in PATHS:
+        assert getattr(bridge, f"view_{path}")(t).ptr == torch.Tensor.data_ptr(t)  # ... in vain
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_exception_types_are_what_dlpack_consumers_raise(path):
+    """The split the module docstring states: TypeError for the wrong kind of object,
+    BufferError (not a TypeError subclass) for a tensor that cannot be exported."""
+    view = getattr(bridge, f"view_{path}")
+    with pytest.raises(TypeError):
+        view(object())
+    with pytest.raises(BufferError):
+        view(torch.eye(2).to_sparse())
+    assert issubclass(BufferError, Exception) and not issubclass(BufferError, TypeError)
