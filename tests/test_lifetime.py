@@ -144,3 +144,34 @@ def test_native_loop_leaves_refcount_and_use_count_unchanged(path):
     before = counts(t)
     assert bridge._bridge._native_loop(t, path, N_VIEWS) > 0
     assert counts(t) == before, f"{path}: (refcount, use count) {before} -> {counts(t)}"
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "bridge fix pending: TensorView.dtype / itemsize / device_type index the module's "
+    "global code tables at access time; copy them into the view at creation"),
+    raises=AssertionError)
+def test_a_view_is_a_snapshot_across_re_resolution(view_on, path):
+    """A view's fields are fixed at creation, like its sizes: re-resolving the bridge
+    (``_select._resolve_again``, the fault-injection hook) must not change the dtype,
+    itemsize or device of views already made."""
+    from bridge import _select
+
+    t = torch.ones(3, dtype=torch.float16)
+    v = view_on(t)
+    def fields():
+        out = []
+        for name in ("dtype", "itemsize", "device_type", "device_index"):
+            try:
+                out.append(getattr(v, name))
+            except Exception as exc:  # recorded, so the assertion shows what broke
+                out.append(f"{name} raised {exc!r}")
+        return out
+
+    want = fields()
+    try:
+        _select._resolve_again(hide={"<torch>"})  # every table is cleared
+        got = fields()
+    finally:
+        _select._resolve_again()
+    assert want == [torch.float16, 2, "cpu", -1], want
+    assert got == want, f"{path}: {want} -> {got}"

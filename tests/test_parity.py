@@ -139,6 +139,9 @@ KINDS = {
     "view-as-complex": lambda: torch.view_as_complex(filled((3, 4, 2), torch.float32)),
     "dtype-reinterpreted": lambda: filled((3, 8), torch.float64).view(torch.uint8)[:, 3:],
     "resolved-conj": lambda: filled((3,), torch.complex64).conj().resolve_conj(),
+    "set-to-empty": lambda: filled((3,), torch.float32).set_(),
+    "storage-of-another-dtype": lambda: torch.empty(0, dtype=torch.int16).set_(
+        filled((10,), torch.float64).untyped_storage(), 3, (2, 5), (1, 2)),
 }
 
 
@@ -209,6 +212,17 @@ def test_shape_read_lazily_still_has_creation_sizes():
             v = VIEW_FUNCS[p](t)
             t.resize_(9, 9, 9)
             assert v.shape == shape and v.strides == torch.zeros(shape).stride(), p
+
+
+def test_sizes_and_strides_beyond_32_bits():
+    """Sizes past 2**32 (expanded, nothing allocated) and strides past 2**31 survive
+    every path as 64-bit integers."""
+    huge = filled((3,), torch.int64).expand(2**33 + 5, 3)
+    views = assert_parity(huge, read=False)  # 2**34 elements: too many to read them all
+    for p, v in views.items():
+        assert v.shape == (2**33 + 5, 3) and v.strides == (0, 1), p
+    wide = filled((1,), torch.uint8).as_strided((1, 1), (2**31 + 7, 2**40))
+    assert_parity(wide)
 
 
 # --- memory torch does not own ---------------------------------------------------------------
