@@ -244,3 +244,37 @@ def test_patch_test_fails_against_a_shim_that_breaks_the_contract(patch_text):
     assert failed == {"test_non_tensors_are_refused_by_real_type", "test_refuses_without_the_gil",
                       "test_conjugate_and_negative_bits_are_visible",
                       "test_borrow_takes_no_reference", "test_handle_follows_the_python_object"}
+
+
+# --- RFC.md: figures only in generated sections ---------------------------------------------
+
+render = _load("render")
+
+
+def test_rfc_has_no_figure_outside_generated_sections():
+    text = (PROPOSAL / "RFC.md").read_text()
+    names = re.findall(r"<!-- BEGIN generated: ([\w-]+) -->", text)
+    assert {"seed-side-by-side", "bench-setup", "bench-headline", "bench-goals",
+            "bench-details", "findings"} <= set(names)
+    prose = render.MARKER.sub("", text)
+    assert not re.findall(r"\d[\d.,]*\s*(?:ns|us|µs|%)|\d\.\d+x\b", prose)
+
+
+def test_render_fills_from_a_report_and_says_what_is_missing(tmp_path):
+    empty = render.render_all(tmp_path, None)
+    assert "Not generated yet: no `" in empty["bench-headline"]
+    assert "make bench" in empty["bench-headline"]
+    report = tmp_path / "bench-torch-9.9.9.md"
+    report.write_text("# r\n\n- Machine: test\n\n## Headline: x\n\n| a |\n\n"
+                      "## 1. Seed protocol (Python level)\n\n"
+                      "| contender | best (ns) | median (ns) | stdev (ns) | ratio |\n|---|---|---|---|---|\n"
+                      "| view_owned(t): o | 300.0 | 310.0 | 1 | 2x |\n"
+                      "| view_borrow(t): b | 160.0 | 170.0 | 1 | 1x |\n"
+                      "| view_fallback(t): f | 150.0 | 155.0 | 1 | 1 |\n")
+    filled = render.render_all(tmp_path, None)
+    seed = filled["seed-side-by-side"]
+    assert "| owned shim | 1581.8 | 1599.0 | +188.4 | 1.135x |" in seed  # the seed's, from its excerpt
+    assert "| borrowed shim (proposed) | 160.0 | 170.0 | +10.0 | 1.067x |" in seed
+    assert filled["bench-setup"].rstrip().endswith("- Machine: test")
+    rfc = "<!-- BEGIN generated: findings -->\nold\n<!-- END generated: findings -->\n"
+    assert "old" not in render.render(rfc, filled)
