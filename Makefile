@@ -75,3 +75,15 @@ info: $(VENVS)/torch-$(TORCH)/.built  ## what `python -m bridge info` says on TO
 
 clean:  ## remove the environments and build directories
 	rm -rf $(VENVS) build *.egg-info bridge/_bridge.c .pytest_cache .hypothesis
+
+# --- hardening (issue 5) -------------------------------------------------------------------
+test-devmode: $(VENVS)/torch-$(TORCH)/.built  ## the suite once under python -X dev with PYTHONMALLOC=debug (TORCH=...)
+	@echo ">>> tests on torch $(TORCH) in dev mode, debug allocator"
+	PYTHONMALLOC=debug $(call py,$(TORCH)) -X dev -m pytest $(PYTEST_ARGS)
+
+memcheck: $(VENVS)/torch-$(TORCH)/.built  ## views and hostile inputs under valgrind memcheck; fails on an error in our modules
+	$(call py,$(TORCH)) tests/hostile/memcheck.py --python $(call env,$(TORCH))/bin/python
+
+survey: $(VENVS)/torch-2.14.1/.built $(VENVS)/torch-2.15.0/.built  ## torch's own torch_tensor_from_pyobject on the hostile inputs -> proposal/findings-torch-shim.md
+	$(call py,2.15.0) tests/hostile/torch_shim_survey.py --out proposal/findings-torch-shim.md \
+	  --python $(call env,2.14.1)/bin/python --python $(call env,2.15.0)/bin/python
