@@ -39,6 +39,13 @@ PENDING = {
         "bridge fix pending: _raise_math_bit() re-asks obj.is_conj(), which a subclass's "
         "__torch_function__ answers, so a conjugate view is reported as a negative one; "
         "pass the bit _read() already read instead"),
+    "wrapper_subclass_python_strides": (
+        "bridge fix pending: aoti_torch_get_strides fails with the Python error indicator "
+        "still set (from __torch_dispatch__); _raise_getter_error() then evaluates "
+        "type(obj).__name__ with that exception pending and an AttributeError escapes "
+        "instead of a BufferError. Fix: in _raise_getter_error/_raise_handle_error, fetch "
+        "a pending exception first (PyErr_Occurred/PyErr_Fetch) and raise "
+        "BufferError(...) from it"),
 }
 
 

@@ -575,6 +575,22 @@ def wrapper_subclass(torch):
     return Wrapper((3, 4))
 
 
+@obj_case("no-description", "BufferError", r"^cannot read the metadata of this Strider: ")
+def wrapper_subclass_python_strides(torch):
+    """A wrapper subclass whose strides come from ``__torch_dispatch__``
+    (``dispatch_sizes_strides_policy="strides"``), which raises."""
+    class Strider(torch.Tensor):
+        @staticmethod
+        def __new__(cls, shape):
+            return torch.Tensor._make_wrapper_subclass(
+                cls, shape, dtype=torch.float32, dispatch_sizes_strides_policy="strides")
+
+        @classmethod
+        def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+            raise NotImplementedError(str(func))
+    return Strider((3, 4))
+
+
 CONJ = (r"^the tensor has its conjugate bit set: its memory holds the unconjugated "
         r"values; call \.resolve_conj\(\) first")
 NEG = (r"^the tensor has its negative bit set: its memory holds the negated values; "

@@ -126,14 +126,20 @@ def torch_shim_consumer(case_name, torch):
             fn.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctype)]
             fn.restype = ctypes.c_int32
             out = ctype()
-            if fn(handle, ctypes.byref(out)):
+            try:
+                rc = fn(handle, ctypes.byref(out))
+            except Exception as exc:  # ctypes.PyDLL: the getter left a Python error set
+                meta[name] = (f"error: returned with a Python exception set: "
+                              f"{type(exc).__name__}: {exc}")
+                continue
+            if rc:
                 meta[name] = f"error: {message()}"
             elif name in ("sizes", "strides"):
                 ndim = meta.get("dim")
                 meta[name] = ([out[i] for i in range(ndim)] if isinstance(ndim, int)
                               and 0 <= ndim <= 64 else "unread: no valid dim")
             else:
-                meta[name] = out.value
+                meta[name] = out.value or 0  # ctypes gives None for a null pointer
         step("aoti_torch_delete_tensor_object")
         rc_delete = delete(handle)
         result.update(outcome="handle", meta=meta, delete_rc=rc_delete)
