@@ -9,6 +9,7 @@ Conditions a hook cannot fake (torch not imported yet, shim_ext not importable) 
 a child process.
 """
 
+import re
 import warnings
 
 import pytest
@@ -70,7 +71,7 @@ def test_a_missing_getter_disables_every_path(hidden, getter):
 def test_owned_without_its_symbols(hidden, symbol):
     paths = hidden(symbol)
     assert not paths["owned"].available
-    assert f"exports no {symbol}" in paths["owned"].reason
+    assert re.search(f"exports no .*{symbol}", paths["owned"].reason), paths["owned"]
     with pytest.raises(bridge.PathUnavailableError, match=f"'owned' is unavailable.*{symbol}"):
         bridge.set_path("owned")
     with pytest.raises(bridge.PathUnavailableError, match=symbol):
