@@ -22,8 +22,10 @@ behind the same checks, so their views are identical field by field.
 
 cimport cython
 from cpython.long cimport PyLong_FromVoidPtr
-from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.exc cimport PyErr_Fetch, PyErr_NormalizeException, PyErr_Occurred
 from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_XDECREF
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint64_t, uintptr_t
 from libc.string cimport memcpy
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
@@ -33,6 +35,7 @@ cdef extern from "Python.h":
     PyTypeObject* Py_TYPE(object o)
     bint PyType_IsSubtype(PyTypeObject* a, PyTypeObject* b)
     object PyObject_Vectorcall(object callable, PyObject** args, size_t nargsf, PyObject* kwnames)
+    int PyException_SetTraceback(object ex, object tb) except -1
 
 
 # --- the stable C ABI, as opaque types (no torch header is needed) -----------------------
@@ -99,7 +102,8 @@ INLINE_DIMENSIONS = INLINE_DIMS
 
 # --- C state, filled by _install ------------------------------------------------------------
 cdef Getters _g
-cdef bint _getters_ok = False
+cdef bint _getters_present = False    # every getter resolved
+cdef bint _getters_ok = False         # ... and the tables installed: views may run
 cdef from_pyobject_fn _owned_fn = NULL
 cdef delete_fn _delete_fn = NULL
 cdef from_pyobject_fn _borrow_fn = NULL
@@ -110,6 +114,7 @@ cdef object _tensor_type = None        # torch.Tensor, kept alive here
 cdef PyTypeObject* _tensor_tp = NULL
 cdef object _is_conj = None            # method descriptors torch.Tensor.is_conj / .is_neg
 cdef object _is_neg = None
+cdef object _no_torch_function = None  # torch._C.DisableTorchFunctionSubclass
 cdef int32_t _layout_strided = -1
 cdef int32_t _device_meta = -1
 # Per dtype code: itemsize in bytes, 0 for unknown, -1 for refused.
@@ -118,7 +123,7 @@ cdef int8_t _itemsize[NCODES]
 cdef bint _device_known[NDEVICES]
 cdef list _dtype_objs = [None] * NCODES
 cdef dict _refused_dtypes = {}         # code -> reason
-cdef dict _device_names = {}           # device type code -> "cpu", "cuda", ...
+cdef list _device_names = [None] * NDEVICES  # device type code -> "cpu", "cuda", ...
 cdef dict _layout_names = {}           # layout code -> "sparse_coo", ...
 
 cdef int _active = -1                  # path used by view(); -1 until chosen
@@ -130,18 +135,22 @@ cdef void* _addr(dict symbols, str name) except? NULL:
     return NULL if a is None else <void*><uintptr_t>a
 
 
-def _install_symbols(dict symbols, object tensor_type, bint fallback_ok):
+def _install_symbols(dict symbols, object tensor_type, bint fallback_ok,
+                     object no_torch_function=None):
     """Install resolved symbol addresses (``bridge._select`` only).
 
     ``symbols`` maps a symbol name to its address (int) or None; ``aoti_torch_get_layout``
     and the seven metadata getters must all be present for any path to work;
-    ``tensor_type`` is ``torch.Tensor``; ``fallback_ok`` says the offset was proven.
-    Un-chooses the active path and clears the tables (``_install_tables`` refills them);
-    counters are kept.
+    ``tensor_type`` is ``torch.Tensor``; ``fallback_ok`` says the offset was proven;
+    ``no_torch_function`` is ``torch._C.DisableTorchFunctionSubclass``.
+    Un-chooses the active path and stops every path until ``_install_tables`` has run:
+    a thread that views meanwhile waits for the resolution (``bridge._select``'s lock)
+    instead of seeing half-installed tables. Counters are kept.
     """
-    global _getters_ok, _owned_fn, _delete_fn, _borrow_fn, _what_fn, _fallback_ok
-    global _tensor_type, _tensor_tp, _is_conj, _is_neg, _active
+    global _getters_ok, _getters_present, _owned_fn, _delete_fn, _borrow_fn, _what_fn
+    global _fallback_ok, _tensor_type, _tensor_tp, _is_conj, _is_neg, _active, _no_torch_function
 
+    _getters_ok = False
     _active = -1
     _g.layout = <get_i32_fn>_addr(symbols, "aoti_torch_get_layout")
     _g.data_ptr = <get_ptr_fn>_addr(symbols, "aoti_torch_get_data_ptr")
@@ -155,9 +164,9 @@ def _install_symbols(dict symbols, object tensor_type, bint fallback_ok):
     _g.is_neg = <get_flag_fn>_addr(symbols, "torch_is_neg")
     if _g.is_conj == NULL or _g.is_neg == NULL:
         _g.is_conj = _g.is_neg = NULL
-    _getters_ok = (_g.layout != NULL and _g.data_ptr != NULL and _g.dim != NULL
-                   and _g.sizes != NULL and _g.strides != NULL and _g.dtype != NULL
-                   and _g.device_type != NULL and _g.device_index != NULL)
+    _getters_present = (_g.layout != NULL and _g.data_ptr != NULL and _g.dim != NULL
+                        and _g.sizes != NULL and _g.strides != NULL and _g.dtype != NULL
+                        and _g.device_type != NULL and _g.device_index != NULL)
     _owned_fn = <from_pyobject_fn>_addr(symbols, "torch_tensor_from_pyobject")
     _delete_fn = <delete_fn>_addr(symbols, "aoti_torch_delete_tensor_object")
     if _delete_fn == NULL:
@@ -169,7 +178,7 @@ def _install_symbols(dict symbols, object tensor_type, bint fallback_ok):
     _tensor_tp = NULL if tensor_type is None else <PyTypeObject*>tensor_type
     _is_conj = None if tensor_type is None else tensor_type.is_conj
     _is_neg = None if tensor_type is None else tensor_type.is_neg
-    _install_tables({}, {}, {}, {}, -1, -1)
+    _no_torch_function = no_torch_function
 
 
 def _install_tables(dict dtypes, dict refused, dict device_names, dict layout_names,
@@ -182,7 +191,7 @@ def _install_tables(dict dtypes, dict refused, dict device_names, dict layout_na
     layout and of the meta device.
     """
     global _dtype_objs, _refused_dtypes, _device_names, _layout_names
-    global _layout_strided, _device_meta
+    global _layout_strided, _device_meta, _getters_ok
     cdef int code
     for code in range(NCODES):
         _itemsize[code] = 0
@@ -197,13 +206,16 @@ def _install_tables(dict dtypes, dict refused, dict device_names, dict layout_na
     for code in _refused_dtypes:
         if 0 <= code < NCODES:
             _itemsize[code] = -1
-    _device_names = dict(device_names)
-    for code in _device_names:
+    # New lists, never changed in place: views made before a re-resolution keep theirs.
+    _device_names = [None] * NDEVICES
+    for code, name in device_names.items():
         if 0 <= code < NDEVICES:
+            _device_names[code] = name
             _device_known[code] = True
     _layout_names = dict(layout_names)
     _layout_strided = layout_strided
     _device_meta = device_meta
+    _getters_ok = _getters_present
 
 
 def _installed():
@@ -236,14 +248,35 @@ cdef str _torch_message():
     return (<bytes>msg).decode("utf-8", "replace")
 
 
+cdef object _take_pending_exception():
+    """The Python exception a failing call left set (torch ran __torch_dispatch__ code
+    that raised), cleared so that we may run Python code again; None if there is none."""
+    cdef PyObject* etype = NULL
+    cdef PyObject* evalue = NULL
+    cdef PyObject* etb = NULL
+    if PyErr_Occurred() == NULL:
+        return None
+    PyErr_Fetch(&etype, &evalue, &etb)
+    PyErr_NormalizeException(&etype, &evalue, &etb)
+    exc = None if evalue == NULL else <object>evalue
+    if exc is not None and etb != NULL:
+        PyException_SetTraceback(exc, <object>etb)
+    Py_XDECREF(etype)
+    Py_XDECREF(evalue)
+    Py_XDECREF(etb)
+    return exc
+
+
 cdef int _raise_handle_error(int path) except -1:
+    cause = _take_pending_exception()
     name = "torch_tensor_from_pyobject" if path == OWNED else "torch_tensor_borrow_from_pyobject"
-    raise BufferError(f"{name} failed: {_torch_message()}")
+    raise BufferError(f"{name} failed: {_torch_message()}") from cause
 
 
 cdef int _raise_getter_error(object obj) except -1:
+    cause = _take_pending_exception()
     raise BufferError(f"cannot read the metadata of this {type(obj).__name__}: "
-                      f"{_torch_message()}")
+                      f"{_torch_message()}") from cause
 
 
 cdef int _raise_not_tensor(object obj) except -1:
@@ -285,10 +318,14 @@ cdef inline int _read(AtenTensorHandle h, Meta* m, object obj) except -1:
             or _g.device_type(h, &m.device_type) or _g.device_index(h, &m.device_index)):
         _raise_getter_error(obj)
     if _g.is_conj != NULL:
-        if _g.is_conj(h, &flag) or (not flag and _g.is_neg(h, &flag)):
+        if _g.is_conj(h, &flag):
             _raise_getter_error(obj)
         if flag:
-            _raise_math_bit(obj)
+            _raise_math_bit(True)
+        if _g.is_neg(h, &flag):
+            _raise_getter_error(obj)
+        if flag:
+            _raise_math_bit(False)
     if m.dtype < 0 or m.dtype >= NCODES or _itemsize[m.dtype] <= 0:
         _raise_bad_dtype(m.dtype)
     if m.device_type == _device_meta:
@@ -311,22 +348,25 @@ cdef int _raise_bad_dtype(int32_t code) except -1:
                       f"table built at resolution?)")
 
 
-cdef int _raise_math_bit(object obj) except -1:
-    if obj.is_conj():
+cdef int _raise_math_bit(bint conj) except -1:
+    if conj:
         raise BufferError("the tensor has its conjugate bit set: its memory holds the "
                           "unconjugated values; call .resolve_conj() first")
     raise BufferError("the tensor has its negative bit set: its memory holds the "
                       "negated values; call .resolve_neg() first")
 
 
-cdef inline int _check_bits_slow(object obj) except -1:
+cdef int _check_bits_slow(object obj) except -1:
     """Refuse conjugate and negative views when no torch_is_conj / torch_is_neg exists:
-    through torch.Tensor.is_conj / .is_neg (about 100 ns each)."""
+    through torch.Tensor.is_conj / .is_neg (about 100 ns each), with __torch_function__
+    disabled so that a subclass cannot answer for its tensor."""
     cdef PyObject* args[1]
     args[0] = <PyObject*>obj
-    if (PyObject_Vectorcall(_is_conj, args, 1, NULL) is True
-            or PyObject_Vectorcall(_is_neg, args, 1, NULL) is True):
-        _raise_math_bit(obj)
+    with _no_torch_function():
+        conj = PyObject_Vectorcall(_is_conj, args, 1, NULL) is True
+        neg = PyObject_Vectorcall(_is_neg, args, 1, NULL) is True
+    if conj or neg:
+        _raise_math_bit(conj)
     return 0
 
 
@@ -339,6 +379,8 @@ cdef inline int _acquire_read(object obj, int path, Meta* m) except -1:
     cdef AtenTensorHandle h
     if not _is_tensor(obj):
         _raise_not_tensor(obj)
+    if not _getters_ok:
+        raise RuntimeError("the bridge is being re-resolved; try again")
     if path == BORROW:
         if _borrow_fn(<void*>obj, &h):  # borrowed: aliases THPVariable::cdata
             _raise_handle_error(path)
@@ -346,13 +388,15 @@ cdef inline int _acquire_read(object obj, int path, Meta* m) except -1:
     elif path == FALLBACK:
         h = <AtenTensorHandle>((<char*><PyObject*>obj) + _fallback_offset)  # borrowed
         _read(h, m, obj)
-    else:
+    elif path == OWNED:
         if _owned_fn(<void*>obj, &h):  # new reference: ours to delete below
             _raise_handle_error(path)
         try:
             _read(h, m, obj)
         finally:
             _delete_fn(h)
+    else:
+        raise ValueError(f"no path has code {path}")
     if _g.is_conj == NULL:
         _check_bits_slow(obj)
     return 0
@@ -394,26 +438,26 @@ cdef class TensorView:
     change the view (nor does it keep ``ptr`` valid, since resize may reallocate).
     """
 
+    # No __cinit__ / __dealloc__: a user __dealloc__ makes Cython save and restore the
+    # exception state on every deallocation, a third of a view's Python-level cost.
+    # Dimensions beyond INLINE_DIMS live in a bytes object the view owns instead.
     cdef readonly object obj
     cdef uintptr_t _ptr
     cdef int64_t _ndim
-    cdef int64_t* _sizes
+    cdef int64_t* _sizes            # -> _inline, or into _heap
     cdef int64_t* _strides
     cdef int64_t _inline[2 * INLINE_DIMS]
+    cdef object _heap
     cdef int32_t _dtype
     cdef int32_t _device_type
     cdef int32_t _device_index
+    cdef int8_t _itemsize
     cdef int _path
+    # Copied at creation, like the sizes: a view is a snapshot of one resolution's tables.
+    cdef object _dtype_obj
+    cdef object _device_name
     cdef object _shape_t
     cdef object _strides_t
-
-    def __cinit__(self):
-        self._sizes = self._inline
-        self._strides = self._inline + INLINE_DIMS
-
-    def __dealloc__(self):
-        if self._sizes != self._inline:
-            PyMem_Free(self._sizes)
 
     def __init__(self, *args, **kwargs):
         raise TypeError("TensorView is made by bridge.view(tensor), not directly")
@@ -440,7 +484,7 @@ cdef class TensorView:
 
     @property
     def dtype(self):
-        return _dtype_objs[self._dtype]
+        return self._dtype_obj
 
     @property
     def dtype_code(self):
@@ -448,11 +492,11 @@ cdef class TensorView:
 
     @property
     def itemsize(self):
-        return _itemsize[self._dtype]
+        return self._itemsize
 
     @property
     def device_type(self):
-        return _device_names[self._device_type]
+        return self._device_name
 
     @property
     def device_index(self):
@@ -474,11 +518,13 @@ cdef TensorView _make(object obj, int path):
     cdef size_t nbytes
     _acquire_read(obj, path, &m)
     v = TensorView.__new__(TensorView)
-    if m.ndim > INLINE_DIMS:
-        v._sizes = <int64_t*>PyMem_Malloc(2 * m.ndim * sizeof(int64_t))
-        if v._sizes == NULL:
-            raise MemoryError()
-        v._strides = v._sizes + m.ndim
+    if m.ndim <= INLINE_DIMS:
+        v._sizes = v._inline
+    else:
+        # A fresh bytes object nobody else sees yet: ours to fill.
+        v._heap = PyBytes_FromStringAndSize(NULL, 2 * m.ndim * sizeof(int64_t))
+        v._sizes = <int64_t*>PyBytes_AS_STRING(v._heap)
+    v._strides = v._sizes + m.ndim
     nbytes = m.ndim * sizeof(int64_t)
     memcpy(v._sizes, m.sizes, nbytes)
     memcpy(v._strides, m.strides, nbytes)
@@ -486,7 +532,10 @@ cdef TensorView _make(object obj, int path):
     v._ptr = m.ptr
     v._ndim = m.ndim
     v._dtype = m.dtype
+    v._itemsize = _itemsize[m.dtype]
+    v._dtype_obj = _dtype_objs[m.dtype]
     v._device_type = m.device_type
+    v._device_name = _device_names[m.device_type]
     v._device_index = m.device_index
     v._path = path
     _counts[path] += 1
@@ -499,6 +548,7 @@ cdef int _choose_default() except -1:
     return 0
 
 
+@cython.binding(False)  # a plain METH_O builtin: the cheapest Python call
 def view(obj):
     """Metadata view of a dense strided tensor, through the path chosen by ``set_path``.
 
@@ -524,9 +574,15 @@ def view(obj):
     bridge.PathUnavailableError
         No path works on this torch (``bridge.available_paths()`` says why).
     """
-    if _active < 0:
-        _choose_default()
-    return _make(obj, _active)
+    cdef int path = _active
+    if path < 0:
+        _choose_default()  # runs Python code: another thread may un-choose meanwhile
+        path = _active
+        if path < 0:
+            from bridge import _select
+            raise _select.PathUnavailableError("the path was un-chosen while choosing it "
+                                               "(a concurrent re-resolution); try again")
+    return _make(obj, path)
 
 
 cdef int _require(int path) except -1:
@@ -536,6 +592,7 @@ cdef int _require(int path) except -1:
     return 0
 
 
+@cython.binding(False)
 def view_owned(obj):
     """``view`` through torch's owned shim (``torch_tensor_from_pyobject``), whatever
     path is chosen; raises ``PathUnavailableError`` where this torch lacks it."""
@@ -544,6 +601,7 @@ def view_owned(obj):
     return _make(obj, OWNED)
 
 
+@cython.binding(False)
 def view_borrow(obj):
     """``view`` through ``torch_tensor_borrow_from_pyobject`` (libtorch's, else
     ``shim_ext``'s), whatever path is chosen; raises ``PathUnavailableError`` without it."""
@@ -552,6 +610,7 @@ def view_borrow(obj):
     return _make(obj, BORROW)
 
 
+@cython.binding(False)
 def view_fallback(obj):
     """``view`` through the proven ``THPVariable`` offset, whatever path is chosen;
     raises ``PathUnavailableError`` where the offset check failed."""
@@ -581,6 +640,8 @@ def _dtype_code(obj, int path):
     cdef int rc
     if not _is_tensor(obj):
         _raise_not_tensor(obj)
+    if _g.dtype == NULL:
+        raise RuntimeError("aoti_torch_get_dtype not installed")
     if path == FALLBACK:
         if not _fallback_ok:
             raise RuntimeError("fallback not installed")

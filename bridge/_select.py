@@ -51,11 +51,12 @@ def _install(res):
         symbols.pop(_resolve.BORROW, None)
     if not res.paths["owned"].available:
         symbols.pop(_resolve.OWNED, None)
-    _bridge._install_symbols(symbols, res.tensor_type, res.paths["fallback"].available)
+    torch = _resolve.torch_module(_hide)
+    _bridge._install_symbols(symbols, res.tensor_type, res.paths["fallback"].available,
+                             None if torch is None else torch._C.DisableTorchFunctionSubclass)
     source = next((p for p in PATHS if res.paths[p].available), None)
     if source is None:
         return
-    torch = _resolve.torch_module(_hide)
     code = _bridge.PATHS.index(source)
     tables = _resolve.code_tables(torch, res, lambda t: _bridge._dtype_code(t, code), _hide)
     if tables[4] == -1:  # no aoti_torch_layout_strided: nothing can be checked

@@ -180,11 +180,6 @@ def test_without_flag_getters_math_bits_are_still_refused(hidden, hide):
         _views_correctly(path)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bridge fix pending: _check_bits_slow() calls torch.Tensor.is_conj / is_neg, which "
-    "dispatch __torch_function__, so a subclass answering False gets a view of a "
-    "conjugate tensor (silently wrong values); call them under "
-    "torch._C.DisableTorchFunctionSubclass()"))
 def test_without_flag_getters_a_subclass_cannot_hide_its_conj_bit(hidden):
     class Hider(torch.Tensor):
         @classmethod
@@ -264,13 +259,6 @@ print("OK", bridge.get_path())
     assert out.startswith("OK")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bridge fix pending: view() reads the module-global _active again after "
-    "_choose_default() ran Python code; if the path was un-chosen meanwhile (a concurrent "
-    "_resolve_again / re-resolution) _make(obj, -1) calls the owned function pointer "
-    "(NULL on 2.13) and writes _counts[-1]: SIGSEGV. Fix: take `cdef int p = _active` "
-    "after choosing, raise PathUnavailableError if p < 0, and have _make/_acquire_read "
-    "reject a path outside 0..NPATHS-1"))
 def test_view_survives_the_path_being_unchosen_while_it_chooses():
     _child("""
 import torch, bridge

@@ -34,19 +34,7 @@ PATHS = [p for p in bridge.PATHS if expected_paths()[p]]
 ENTRIES = ("view_path", "set_path+view", "native_loop")
 
 #: Cases whose test must fail until the bridge fix named in the reason lands.
-PENDING = {
-    "conj_bit_subclass_hiding_it": (
-        "bridge fix pending: _raise_math_bit() re-asks obj.is_conj(), which a subclass's "
-        "__torch_function__ answers, so a conjugate view is reported as a negative one; "
-        "pass the bit _read() already read instead"),
-    "wrapper_subclass_python_strides": (
-        "bridge fix pending: aoti_torch_get_strides fails with the Python error indicator "
-        "still set (from __torch_dispatch__); _raise_getter_error() then evaluates "
-        "type(obj).__name__ with that exception pending and an AttributeError escapes "
-        "instead of a BufferError. Fix: in _raise_getter_error/_raise_handle_error, fetch "
-        "a pending exception first (PyErr_Occurred/PyErr_Fetch) and raise "
-        "BufferError(...) from it"),
-}
+PENDING: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")

@@ -146,10 +146,6 @@ def test_native_loop_leaves_refcount_and_use_count_unchanged(path):
     assert counts(t) == before, f"{path}: (refcount, use count) {before} -> {counts(t)}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bridge fix pending: TensorView.dtype / itemsize / device_type index the module's "
-    "global code tables at access time; copy them into the view at creation"),
-    raises=AssertionError)
 def test_a_view_is_a_snapshot_across_re_resolution(view_on, path):
     """A view's fields are fixed at creation, like its sizes: re-resolving the bridge
     (``_select._resolve_again``, the fault-injection hook) must not change the dtype,
