@@ -39,9 +39,11 @@ extern "C" {
 // Borrow the at::Tensor held by a Python torch.Tensor (or an instance of a
 // subclass) as an AtenTensorHandle, without allocating and without touching
 // any refcount. The handle aliases the tensor stored inside the Python
-// object: it is valid exactly as long as py_obj is alive (and the tensor
-// held by it is not replaced, e.g. by `t.data = ...`), and it must never be
-// passed to aoti_torch_delete_tensor_object. Use it to read metadata
+// object: it is valid exactly as long as py_obj is alive, and it must never
+// be passed to aoti_torch_delete_tensor_object. It always denotes the tensor
+// py_obj holds now: `t.data = ...`, `t.set_(...)` and
+// torch.utils.swap_tensors show through it, so re-read metadata after
+// calling back into Python. Use it to read metadata
 // (aoti_torch_get_data_ptr, _get_sizes, _get_strides, _get_dtype, ...)
 // while the caller keeps py_obj alive; take an owning handle with
 // torch_tensor_from_pyobject (or aoti_torch_new_tensor_handle on the
