@@ -7,10 +7,11 @@ catalogue through every path) under ``valgrind --tool=memcheck`` with
 reports each error kind. An error is *ours* when a frame of its stack lies in
 ``bridge/_bridge*.so`` or ``shim_ext/_borrow*.so``; CPython's and torch's own noise is
 counted apart, not hidden (``valgrind.supp`` silences only the known CPython and
-libgomp patterns). Exits 1 if any error is ours. Leak checking is off: at exit CPython
-never frees module-level objects (valgrind listed 113 such "possibly lost" records in
-our modules' init code and tens of thousands in CPython's and torch's), and per-call
-leaks are ``tests/test_leaks.py``'s job (use counts, refcounts and RSS over 1M views).
+libgomp patterns). Exits 1 if any error other than a leak record is ours. Leak records
+are reported, not judged: at exit CPython never frees module-level objects (valgrind
+lists about 110 "possibly lost" blocks from our modules' init code, tens of thousands
+from CPython's and torch's), and per-call leaks are ``tests/test_leaks.py``'s job (use
+counts, refcounts and RSS over 1,000,000 views).
 """
 
 from __future__ import annotations
@@ -69,7 +70,6 @@ def main(argv=None):
     args = parser.parse_args(argv)
     xml = args.xml or tempfile.mktemp(suffix=".xml", prefix="memcheck-")
     cmd = ["valgrind", "--tool=memcheck", "--error-limit=no", "--num-callers=40",
-           "--leak-check=no",
            f"--suppressions={os.path.join(HERE, 'valgrind.supp')}",
            "--xml=yes", f"--xml-file={xml}",
            args.python, "-P", "-c", WORKLOAD]
@@ -88,19 +88,23 @@ def main(argv=None):
         kind = error.findtext("kind")
         if ours(error):
             kinds_ours[kind] += 1
-            examples.append(ET.tostring(error, encoding="unicode")[:2000])
+            if not kind.startswith("Leak_"):
+                examples.append(ET.tostring(error, encoding="unicode")[:2000])
         else:
             kinds_other[kind] += 1
     invalid = sum(n for k, n in kinds_ours.items() if k.startswith("Invalid"))
-    print(f"memcheck: {sum(kinds_ours.values())} errors in our modules "
-          f"({invalid} invalid reads/writes): {dict(kinds_ours) or 'none'}")
+    judged = {k: n for k, n in kinds_ours.items() if not k.startswith("Leak_")}
+    print(f"memcheck: {sum(judged.values())} errors in our modules "
+          f"({invalid} invalid reads/writes): {judged or 'none'}")
+    print(f"memcheck: at-exit leak records with a frame in our modules (not judged): "
+          f"{ {k: n for k, n in kinds_ours.items() if k.startswith('Leak_')} }")
     print(f"memcheck: {sum(kinds_other.values())} errors elsewhere (CPython, torch): "
           f"{dict(kinds_other) or 'none'}")
     for example in examples[:3]:
         print(example)
     if not args.xml:
         os.unlink(xml)
-    return 1 if kinds_ours else 0
+    return 1 if judged else 0
 
 
 if __name__ == "__main__":
