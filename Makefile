@@ -87,3 +87,15 @@ memcheck: $(VENVS)/torch-$(TORCH)/.built  ## views and hostile inputs under valg
 survey: $(VENVS)/torch-2.14.1/.built $(VENVS)/torch-2.15.0/.built  ## torch's own torch_tensor_from_pyobject on the hostile inputs -> proposal/findings-torch-shim.md
 	$(call py,2.15.0) tests/hostile/torch_shim_survey.py --out proposal/findings-torch-shim.md \
 	  --python $(call env,2.14.1)/bin/python --python $(call env,2.15.0)/bin/python
+
+# --- CUDA tensors on a GPU machine (issue 7) ------------------------------------------------
+.PHONY: gpu-bench
+gpu-bench:  ## CUDA parity tests + benchmarks (bench/gpu/run.sh) where a GPU is; else how to run it
+	@if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
+	  bench/gpu/run.sh; \
+	else \
+	  echo "no GPU here. On the GPU machine, through the device tool's run, from the repository root:"; \
+	  echo "  command: OUT=\$$OUT timeout 560 bench/gpu/run.sh   (--quick: a check; --two-gpu: device index 1)"; \
+	  echo "  carry:   [\".whl\"]  (cp312 cffi + pycparser wheels: see bench/README.md, GPU section)"; \
+	  echo "then copy the files it returns into bench/results/ (bench/README.md says which)."; \
+	fi

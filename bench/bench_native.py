@@ -30,8 +30,8 @@ PART_NAMES = ("handle_owned", "handle_borrow", "handle_fallback", "getters7")
 
 
 @pytest.fixture(scope="module")
-def native_run(torch, bridge, available, native_peers, protocol, notes):
-    t = torch.randn(32, 32, dtype=torch.float32)
+def native_run(torch, bridge, available, native_peers, protocol, notes, device):
+    t = torch.randn(32, 32, dtype=torch.float32, device=device)
     core = bridge._bridge
     notes["native_compiler"] = native_peers.compiler
     notes["dlpack_exchange_api"] = {"version": native_peers.dlpack_version,

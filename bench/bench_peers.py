@@ -1,7 +1,8 @@
 """Scenario 3, Python level: what a user would call instead of the bridge, same run.
 
-Contenders, each a ``timeit`` statement on one 32x32 float32 CPU tensor ``t``,
-interleaved round by round with the bridge's own paths:
+Contenders, each a ``timeit`` statement on one 32x32 float32 tensor ``t`` (CPU, or
+CUDA with ``--bench-device cuda``), interleaved round by round with the bridge's own
+paths:
 
 - ``empty``: ``empty(t)``, an empty METH_O C function (the call floor);
 - ``owned`` / ``borrow`` / ``fallback``: ``view_<path>(t)``;
@@ -10,7 +11,9 @@ interleaved round by round with the bridge's own paths:
 - ``to_dlpack``: ``torch.utils.dlpack.to_dlpack(t)``;
 - ``dunder_dlpack``: ``t.__dlpack__()``;
 - ``cuda_core``: cuda.core's ``StridedMemoryView`` of ``t`` (``cuda_core_peer``), when
-  it installs and imports here; the path it took is recorded in the notes.
+  it installs and imports here; the path it took is recorded in the notes;
+- ``cuda_array_interface``: ``t.__cuda_array_interface__`` (CUDA tensors only: torch
+  raises for a CPU tensor, so on the CPU it is reported unavailable, never timed).
 
 A capsule or view made in a round is freed in that round (its deleter is timed too).
 """
@@ -25,14 +28,14 @@ import views
 
 GROUP = "3 peers: Python level, 32x32 float32"
 NAMES = ("empty", "owned", "borrow", "fallback", "data_ptr", "python_attrs", "to_dlpack",
-         "dunder_dlpack", "cuda_core")
+         "dunder_dlpack", "cuda_core", "cuda_array_interface")
 
 
 @pytest.fixture(scope="module")
-def peers_run(torch, bridge, available, native_peers, protocol, notes):
+def peers_run(torch, bridge, available, native_peers, protocol, notes, device):
     import torch.utils.dlpack
 
-    t = torch.randn(32, 32, dtype=torch.float32)
+    t = torch.randn(32, 32, dtype=torch.float32, device=device)
     paths = [p for p in views.VIEWERS if available[p]]
     views.check_paths(bridge, [t], paths)
     ns = {"t": t, "empty": native_peers.empty_function(),
@@ -47,7 +50,15 @@ def peers_run(torch, bridge, available, native_peers, protocol, notes):
         interleave.statement("to_dlpack", "to_dlpack(t)", ns),
         interleave.statement("dunder_dlpack", "t.__dlpack__()", ns),
     ]
-    smv, info = cuda_core_peer.load(torch)
+    if device.type == "cuda":
+        cai = t.__cuda_array_interface__
+        assert cai["data"][0] == t.data_ptr() and cai["shape"] == tuple(t.shape), cai
+        contenders.append(interleave.statement("cuda_array_interface",
+                                               "t.__cuda_array_interface__", ns))
+    else:
+        notes["unavailable"]["cuda_array_interface"] = \
+            "CPU tensors have no __cuda_array_interface__"
+    smv, info = cuda_core_peer.load(torch, device)
     notes["cuda_core"] = info
     if smv is None:
         notes["unavailable"]["cuda_core"] = info["unavailable"]

@@ -1,6 +1,6 @@
 """Scenario 4: how a view's cost scales, Python level, paths interleaved.
 
-- ``ndim``: one float32 CPU tensor of shape ``(2,) * d`` for d = 0..8 (the bridge keeps
+- ``ndim``: one float32 tensor (on the ``device`` fixture's device) of shape ``(2,) * d`` for d = 0..8 (the bridge keeps
   up to 8 dimensions inline, without a heap allocation): contender ``<path>-<d>d``;
 - ``ntensors``: a kernel launch's argument list, N distinct tensors viewed one after
   another (``for x in ts: f(x)``), N = 1, 3, 8, 14: contender ``<path>-x<N>``; the
@@ -20,24 +20,24 @@ NDIMS = tuple(range(9))
 NS = (1, 3, 8, 14)
 
 
-def _launch_args(torch, n):
+def _launch_args(torch, n, device):
     """N distinct tensors of the shapes a fused kernel's arguments have (activations,
     weights, biases, scalars, views with offsets)."""
     shapes = [(32, 64), (64,), (64, 64), (8, 32, 64), (), (4, 4)]
-    base = torch.randn(4096)
+    base = torch.randn(4096, device=device)
     ts = []
     for i in range(n):
         if i % 5 == 4:
             ts.append(base[i * 7: i * 7 + 64].view(8, 8))  # a view with a storage offset
         else:
-            ts.append(torch.randn(shapes[i % len(shapes)]))
+            ts.append(torch.randn(shapes[i % len(shapes)], device=device))
     return tuple(ts)
 
 
 @pytest.fixture(scope="module")
-def ndim_run(torch, bridge, available, protocol):
+def ndim_run(torch, bridge, available, protocol, device):
     paths = [p for p in views.VIEWERS if available[p]]
-    tensors = {d: torch.randn((2,) * d) for d in NDIMS}
+    tensors = {d: torch.randn((2,) * d, device=device) for d in NDIMS}
     views.check_paths(bridge, tensors.values(), paths)
     contenders = [interleave.statement(f"{p}-{d}d", "f(t)", {"f": views.viewer(bridge, p),
                                                              "t": tensors[d]})
@@ -46,9 +46,9 @@ def ndim_run(torch, bridge, available, protocol):
 
 
 @pytest.fixture(scope="module")
-def n_run(torch, bridge, available, protocol):
+def n_run(torch, bridge, available, protocol, device):
     paths = [p for p in views.VIEWERS if available[p]]
-    args = {n: _launch_args(torch, n) for n in NS}
+    args = {n: _launch_args(torch, n, device) for n in NS}
     views.check_paths(bridge, args[max(NS)], paths)
     contenders = [interleave.statement(f"{p}-x{n}", "for x in ts: f(x)",
                                        {"f": views.viewer(bridge, p), "ts": args[n]})

@@ -23,8 +23,8 @@ STEP_LOOP = "for args in ops:\n    for x in args:\n        f(x)"
 
 
 @pytest.fixture(scope="module")
-def step(torch, bridge, notes):
-    s = workload.decode_step_ops(torch, bridge)
+def step(torch, bridge, notes, device):
+    s = workload.decode_step_ops(torch, bridge, device=device)
     notes["workload"] = {
         **s.config, "ops_per_step": len(s.ops),
         "tensors_per_step": sum(len(op) for op in s.ops),

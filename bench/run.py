@@ -7,6 +7,12 @@ Files, per torch version (``<v>`` = torch's version without the local tag):
 and the machine), ``<out>/bench-torch-<v>.md`` (the tables) and
 ``<out>/bench-torch-<v>.svg`` (the chart). Run with ``python -P`` from the repository
 root, so ``bridge`` is the built package, never the source tree.
+
+``--device cuda`` makes every scenario's tensors on ``cuda:0`` (``bench/gpu/run.sh`` on
+the GPU machine) and names the files after the GPU:
+``gpu-<gpu>-torch-<v>.{json,md,svg}``, ``<gpu>`` being the last word of its name,
+lower-cased (``NVIDIA H200`` -> ``h200``). ``--stem`` overrides the name (e.g. the GPU
+host's own CPU run, for comparison). The CPU default is unchanged.
 """
 
 from __future__ import annotations
@@ -24,6 +30,10 @@ def main(argv=None) -> int:
                         help="every scenario briefly (CI): checks the code runs, no evidence")
     parser.add_argument("--out", type=pathlib.Path, default=HERE / "results",
                         help="directory for the JSON, markdown and chart (default bench/results)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="where the scenarios' tensors live (default cpu)")
+    parser.add_argument("--stem", help="file name stem instead of the default "
+                        "(bench-torch-<v>, or gpu-<gpu>-torch-<v> with --device cuda)")
     parser.add_argument("pytest_args", nargs="*",
                         help="extra pytest arguments after --, e.g. -- -k native")
     args = parser.parse_args(argv)
@@ -31,17 +41,21 @@ def main(argv=None) -> int:
     import pytest
     import torch
 
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: torch.cuda.is_available() is false on this machine")
+
     sys.path.insert(0, str(HERE))
     import report
 
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = f"bench-torch-{torch.__version__.split('+')[0]}"
+    stem = args.stem or default_stem(torch, args.device)
     json_path, md_path, chart_path = (args.out / f"{stem}.{ext}" for ext in ("json", "md", "svg"))
     rc = pytest.main([
         str(HERE), "-p", "no:cacheprovider", "-o", "python_files=bench_*.py",
         "-o", "python_functions=test_*", "-q", "-rs",
         f"--benchmark-json={json_path}", "--benchmark-columns=min,median,stddev,rounds",
         "--benchmark-sort=name", *(["--bench-quick"] if args.quick else []),
+        *(["--bench-device", args.device] if args.device != "cpu" else []),
         *args.pytest_args])
     if rc != 0:
         print(f"benchmarks failed (pytest exit code {rc}); no report written", file=sys.stderr)
@@ -49,6 +63,15 @@ def main(argv=None) -> int:
     report.main([str(json_path), "--md", str(md_path), "--chart", str(chart_path), "--headline"])
     print(f"\nsaved {json_path}, {md_path} and {chart_path}")
     return 0
+
+
+def default_stem(torch, device: str) -> str:
+    """``bench-torch-<v>`` on the CPU; ``gpu-<gpu>-torch-<v>`` for CUDA tensors."""
+    version = torch.__version__.split("+")[0]
+    if device == "cpu":
+        return f"bench-torch-{version}"
+    gpu = torch.cuda.get_device_name(0).split()[-1].lower()
+    return f"gpu-{''.join(c for c in gpu if c.isalnum() or c in '-_.')}-torch-{version}"
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """A real workload: the tensors each aten kernel of a transformer decode step touches.
 
 ``decode_step_ops`` builds a stack of ``torch.nn.TransformerDecoderLayer`` (eval mode,
-CPU, float32), runs one decode step (one new token attending to itself and to an
+float32, on the CPU or the given device), runs one decode step (one new token attending to itself and to an
 encoder memory) under a ``TorchDispatchMode`` and records, for every aten op that
 launches a kernel, the tensors it reads and writes: weights, biases, activations and
 outputs. Ops that only make a view (``OpOverload.is_view``) launch nothing and are
@@ -30,7 +30,7 @@ class Step:
 
 
 def decode_step_ops(torch, bridge, layers=6, d_model=512, nhead=8, dim_ff=2048,
-                    memory_len=64, seed=0) -> Step:
+                    memory_len=64, seed=0, device="cpu") -> Step:
     """Capture the kernel launches of one decode step; see the module docstring."""
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
@@ -38,9 +38,9 @@ def decode_step_ops(torch, bridge, layers=6, d_model=512, nhead=8, dim_ff=2048,
     torch.manual_seed(seed)
     layer = torch.nn.TransformerDecoderLayer(d_model, nhead, dim_feedforward=dim_ff,
                                              batch_first=True)
-    model = torch.nn.TransformerDecoder(layer, num_layers=layers).eval()
-    tgt = torch.randn(1, 1, d_model)
-    memory = torch.randn(1, memory_len, d_model)
+    model = torch.nn.TransformerDecoder(layer, num_layers=layers).eval().to(device)
+    tgt = torch.randn(1, 1, d_model, device=device)
+    memory = torch.randn(1, memory_len, d_model, device=device)
     ops, names = [], []
 
     class Capture(TorchDispatchMode):
@@ -74,6 +74,6 @@ def decode_step_ops(torch, bridge, layers=6, d_model=512, nhead=8, dim_ff=2048,
     config = {"model": "torch.nn.TransformerDecoder(TransformerDecoderLayer, batch_first)",
               "layers": layers, "d_model": d_model, "nhead": nhead,
               "dim_feedforward": dim_ff, "memory_len": memory_len, "new_tokens": 1,
-              "dtype": "float32", "device": "cpu",
+              "dtype": "float32", "device": str(torch.device(device)),
               "params": sum(p.numel() for p in model.parameters())}
     return Step(kept_ops, kept_names, config, dropped)

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# The whole GPU run of issue 7, prepared and run in one command on a bare GPU machine
+# (the device tool's nvidia-h200: Python 3.12, torch 2.11, cuda-core, no cffi, no
+# package registry). From the repository root, with the carried wheels in .whl/:
+#
+#   bench/gpu/run.sh [--quick] [--two-gpu]
+#
+#   (no flag)  build; tests/test_cuda.py + the CPU parity/api/availability tests;
+#              the benchmarks with CUDA tensors, then with CPU tensors on the same host
+#   --quick    the same, benchmarks in quick mode (checks that it all runs; no evidence)
+#   --two-gpu  build; only the tests that need a second GPU (device index 1)
+#
+# Writes into $OUT (the device tool's output folder; default build/gpu-out here):
+#   run.log                               everything printed, in order
+#   gpu-<gpu>-torch-<v>.{json,md,svg}     benchmarks, CUDA tensors on cuda:0
+#   gpu-<gpu>-host-cpu-torch-<v>.{...}    the same benchmarks, CPU tensors, same host
+# (8 files at most come back from the device tool: keep it to these 7.)
+#
+# Why the steps look this way:
+# - cffi and pycparser are missing there and nothing can be fetched: the carried cp312
+#   wheels go into /tmp/site (PYTHONPATH), as the device README says;
+# - the package is built against that machine's torch without build isolation (pip
+#   would otherwise look for a fresh torch) into /tmp/bridge-site, never into the image;
+# - python runs with -P, so the source tree's uncompiled bridge/ is never imported.
+set -uo pipefail
+
+MODE=full
+for arg in "$@"; do
+  case "$arg" in
+    --quick) MODE=quick ;;
+    --two-gpu) MODE=two-gpu ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) echo "unknown argument: $arg (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+OUT=${OUT:-$ROOT/build/gpu-out}
+PYTHON=${PYTHON:-python3}
+SITE=${SITE:-/tmp/site}
+PKG=${PKG:-/tmp/bridge-site}
+mkdir -p "$OUT"
+exec > >(tee -a "$OUT/run.log") 2>&1
+export PYTHONUNBUFFERED=1
+# Multi-GPU machines of the device tool: NVLink multicast stays off (KINDS.md).
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+
+step() { echo; echo ">>> [$(date -u +%H:%M:%S)] $*"; }
+FAILED=()
+
+step "machine ($MODE)"
+nvidia-smi -L 2>&1 || echo "nvidia-smi: not available"
+"$PYTHON" - <<'PY'
+import platform, torch
+from importlib import metadata
+print("python", platform.python_version(), "torch", torch.__version__,
+      "cuda available", torch.cuda.is_available(), "devices", torch.cuda.device_count())
+for d in range(torch.cuda.device_count()):
+    print(f"  cuda:{d}", torch.cuda.get_device_name(d))
+for dist in ("cuda-core", "cuda-bindings", "cython", "pytest", "pytest-benchmark", "numpy",
+             "scipy", "matplotlib", "hypothesis", "setuptools", "cffi", "pycparser"):
+    try:
+        print(f"  {dist} {metadata.version(dist)}")
+    except metadata.PackageNotFoundError:
+        print(f"  {dist} (not installed)")
+PY
+
+# The machine gets a copy of the working tree, not a commit: fingerprint the sources that
+# are built and measured, so a result can be matched to the commit that holds them.
+echo "sources sha256: $(cat pyproject.toml setup.py bridge/*.py bridge/*.pyx shim_ext/*.py \
+  shim_ext/*.cpp shim_ext/include/torch_borrow/*.h bench/*.py bench/*.c tests/test_cuda.py \
+  tests/helpers/*.py | sha256sum | cut -c1-16)"
+
+step "carried wheels -> $SITE"
+WHEELS=${WHEELS:-.whl}  # the carried wheels (another folder, or none, for a local dry run)
+if ls "$WHEELS"/*.whl >/dev/null 2>&1; then
+  "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target "$SITE" "$WHEELS"/*.whl || exit 1
+  export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
+else
+  echo "no wheels in $WHEELS: using the cffi and pycparser of $PYTHON"
+fi
+
+step "build shim_ext and bridge against this torch -> $PKG"
+SECONDS=0
+rm -rf "$PKG"
+"$PYTHON" -m pip install -q --no-index --no-build-isolation --no-deps --no-cache-dir \
+  --target "$PKG" . || exit 1
+echo "built in ${SECONDS}s"
+export PYTHONPATH=$PKG${PYTHONPATH:+:$PYTHONPATH}
+"$PYTHON" -P -m bridge info || exit 1
+
+PYTEST=("$PYTHON" -P -m pytest -p no:cacheprovider -q -rs)
+if [[ $MODE == two-gpu ]]; then
+  step "tests needing two GPUs (device index 1)"
+  "${PYTEST[@]}" tests/test_cuda.py -k "device_index_1 or two_devices" || FAILED+=(two-gpu-tests)
+else
+  step "tests: CUDA parity"
+  "${PYTEST[@]}" tests/test_cuda.py || FAILED+=(test_cuda)
+  step "tests: CPU parity, api, availability on this torch"
+  "${PYTEST[@]}" tests/test_parity.py tests/test_api.py tests/test_availability.py \
+    || FAILED+=(cpu-tests)
+
+  QUICK=(); [[ $MODE == quick ]] && QUICK=(--quick)
+  if "$PYTHON" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())'; then
+    step "benchmarks: CUDA tensors"
+    "$PYTHON" -P bench/run.py "${QUICK[@]}" --device cuda --out "$OUT" || FAILED+=(bench-cuda)
+    GPU_STEM=$("$PYTHON" -P -c 'import sys; sys.path.insert(0, "bench"); import run, torch
+print(run.default_stem(torch, "cuda").replace("-torch-", "-host-cpu-torch-"))')
+  else
+    echo "no CUDA device: the CUDA benchmarks are not run"
+    GPU_STEM=
+  fi
+  step "benchmarks: CPU tensors on the same host, for comparison"
+  "$PYTHON" -P bench/run.py "${QUICK[@]}" --out "$OUT" ${GPU_STEM:+--stem "$GPU_STEM"} \
+    || FAILED+=(bench-cpu)
+fi
+
+step "done"
+ls -la "$OUT"
+if ((${#FAILED[@]})); then
+  echo "FAILED: ${FAILED[*]}"
+  exit 1
+fi
+echo "all steps passed"

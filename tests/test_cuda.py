@@ -1,0 +1,324 @@
+"""Parity with CUDA tensors: every path views device memory exactly as torch does.
+
+The claim of ``test_parity.py``, held on the GPU: for CUDA tensors the views made
+through ``torch_tensor_borrow_from_pyobject`` (borrow), ``torch_tensor_from_pyobject``
+(owned, torch 2.14+) and the ``THPVariable`` offset (fallback) report torch's own
+``data_ptr()`` (storage offset included), shape, strides, dtype, itemsize, device type
+``"cuda"`` and device index, and agree with each other field by field.
+
+A CUDA pointer cannot be dereferenced from the host, so "the pointer is where torch
+keeps the data" is checked through the CUDA driver, independently of torch:
+
+- ``cuPointerGetAttribute`` says the address is device memory on the GPU whose ordinal
+  the view reports (``CU_POINTER_ATTRIBUTE_MEMORY_TYPE`` / ``_DEVICE_ORDINAL``);
+- ``cuMemcpyDtoH`` copies the bytes the view spans from ``view.ptr`` to the host, which
+  are then read with the view's shape and strides; torch's answer is the same elements
+  taken through its own bookkeeping (a uint8 tensor over ``t.untyped_storage()`` on the
+  device, indexed with ``storage_offset()`` and ``stride()``), copied back by torch.
+
+The driver is reached through ``ctypes`` on ``libcuda.so.1``, which every machine with
+an NVIDIA driver has; nothing here depends on a Python CUDA binding.
+
+The module is skipped only where ``torch.cuda.is_available()`` is false (CI has no
+GPU): a "not available here" condition. The device-index-1 tests need a second GPU and
+skip on a one-GPU machine; they ran on the two-GPU kind (bench/gpu/run.sh).
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+import torch
+
+import bridge
+from helpers.cases import LAYOUTS, REFUSED, VIEWABLE, dtype_name, filled
+from helpers.expect import TORCH, expected_paths
+from helpers.memory import raw_array, span_bytes
+from helpers.parity import VIEW_FUNCS, assert_parity, assert_refused_alike, paths_here
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
+                                reason="no CUDA device here (torch.cuda.is_available() is false)")
+
+# CUDA driver API enums (cuda.h): CUpointer_attribute and CUmemorytype.
+CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2
+CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9
+CU_MEMORYTYPE_DEVICE = 2
+
+
+# --- the driver, through ctypes ----------------------------------------------------------
+_LIBCUDA = None
+
+
+def libcuda():
+    """``libcuda.so.1`` with the two entry points used here typed (loaded once)."""
+    global _LIBCUDA
+    if _LIBCUDA is None:
+        lib = ctypes.CDLL("libcuda.so.1")
+        lib.cuMemcpyDtoH_v2.argtypes = (ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t)
+        lib.cuMemcpyDtoH_v2.restype = ctypes.c_int
+        lib.cuPointerGetAttribute.argtypes = (ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64)
+        lib.cuPointerGetAttribute.restype = ctypes.c_int
+        _LIBCUDA = lib
+    return _LIBCUDA
+
+
+def _check(rc: int, what: str) -> None:
+    assert rc == 0, f"{what} failed: CUresult {rc}"
+
+
+def pointer_attribute(ptr: int, attribute: int) -> int:
+    """``cuPointerGetAttribute`` for an int-valued attribute of device address ``ptr``."""
+    out = ctypes.c_int(-1)
+    _check(libcuda().cuPointerGetAttribute(ctypes.byref(out), attribute, ptr),
+           f"cuPointerGetAttribute({attribute}, {ptr:#x})")
+    return out.value
+
+
+def device_raw_bytes(view, device: torch.device) -> np.ndarray:
+    """The elements a CUDA view describes, read through ``view.ptr`` by the driver.
+
+    Copies the view's span (first element to one past the last reachable one) from
+    device memory to a host buffer with ``cuMemcpyDtoH``, then reads it with the view's
+    shape, strides (elements) and itemsize (bytes). Flat uint8, C order, like
+    ``helpers.memory.raw_bytes``. ``device`` only picks the current CUDA context (a
+    unified address names its own device).
+    """
+    span = span_bytes(view.shape, view.strides, view.itemsize)
+    if span == 0:
+        return np.empty(0, dtype=np.uint8)
+    host = np.empty(span, dtype=np.uint8)
+    with torch.cuda.device(device):
+        torch.cuda.synchronize()  # the kernels that filled the tensor have finished
+        _check(libcuda().cuMemcpyDtoH_v2(host.ctypes.data, view.ptr, span),
+               f"cuMemcpyDtoH({view.ptr:#x}, {span} bytes)")
+    arr = raw_array(host.ctypes.data, view.shape, view.strides, view.itemsize)
+    # Copy out: ``arr`` borrows ``host``'s memory without a reference to it (and
+    # ascontiguousarray returns it uncopied when contiguous), so the result must not
+    # outlive ``host``, which is freed on return.
+    return np.array(arr, order="C", copy=True).reshape(-1).view(np.uint8)
+
+
+def device_torch_bytes(t: torch.Tensor) -> np.ndarray:
+    """The elements of CUDA tensor ``t`` as torch addresses them (flat uint8, C order).
+
+    ``helpers.memory.torch_bytes`` on the device: a uint8 tensor over
+    ``t.untyped_storage()`` indexed with ``storage_offset()`` and ``stride()`` scaled by
+    ``element_size()``, gathered on the GPU and copied back by torch. No pointer is read.
+    """
+    k = t.element_size()
+    if t.numel() == 0:
+        return np.empty(0, dtype=np.uint8)
+    storage = t.untyped_storage()
+    u8 = torch.empty(0, dtype=torch.uint8, device=t.device).set_(
+        storage, 0, (storage.nbytes(),), (1,))
+    dims = [(n, s * k) for n, s in zip(t.shape, t.stride()) if n != 1]
+    elems = u8.as_strided((*(n for n, _ in dims), k), (*(s for _, s in dims), 1),
+                          t.storage_offset() * k)
+    return elems.contiguous().cpu().numpy().reshape(-1).copy()
+
+
+def assert_cuda_parity(t: torch.Tensor) -> dict:
+    """``assert_parity`` for a CUDA tensor, then the driver's checks on every view.
+
+    Metadata, path names, ``obj``, per-path counters and cross-path agreement come from
+    ``helpers.parity.assert_parity`` (without its host-memory read); then, per path,
+    the device type is ``"cuda"``, the index is ``t.device.index``, the driver places
+    the address in device memory of that GPU (when the tensor has elements: a zero-size
+    tensor may have no allocation), and the bytes read through ``view.ptr`` equal
+    torch's. Returns ``{path: TensorView}``.
+    """
+    assert t.is_cuda, t.device
+    views = assert_parity(t, read=False)
+    expected = device_torch_bytes(t) if t.numel() else None
+    for p, v in views.items():
+        assert (v.device_type, v.device_index) == ("cuda", t.device.index), (p, v)
+        if not t.numel():
+            continue
+        assert pointer_attribute(v.ptr, CU_POINTER_ATTRIBUTE_MEMORY_TYPE) == \
+            CU_MEMORYTYPE_DEVICE, f"{p}: {v.ptr:#x} is not device memory"
+        assert pointer_attribute(v.ptr, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) == \
+            t.device.index, f"{p}: {v.ptr:#x} is not on cuda:{t.device.index}"
+        got = device_raw_bytes(v, t.device)
+        assert np.array_equal(got, expected), (
+            f"{p}: bytes read through view.ptr differ from torch's "
+            f"(first 16: {got[:16].tolist()} vs {expected[:16].tolist()})")
+    return views
+
+
+# --- building CUDA tensors -----------------------------------------------------------------
+def to_device_same_layout(t: torch.Tensor, device) -> torch.Tensor:
+    """A CUDA tensor with ``t``'s bytes, dtype, storage offset, shape and strides.
+
+    The CPU storage is copied byte for byte (as uint8, which every device supports),
+    then a tensor of ``t.dtype`` is set on the device storage with ``t``'s geometry: any
+    layout of ``helpers.cases.LAYOUTS`` (overlapping, stride-0, 63 dims, ...) exists on
+    the GPU exactly as on the CPU, for every dtype, whatever copy kernels torch has.
+    """
+    storage = t.untyped_storage()
+    u8 = torch.empty(0, dtype=torch.uint8).set_(storage, 0, (storage.nbytes(),), (1,))
+    dev = u8.to(device)
+    return torch.empty(0, dtype=t.dtype, device=device).set_(
+        dev.untyped_storage(), t.storage_offset(), tuple(t.shape), t.stride())
+
+
+def filled_cuda(shape, dtype, device="cuda", seed=0) -> torch.Tensor:
+    """``helpers.cases.filled`` on the device (contiguous, same byte pattern)."""
+    return to_device_same_layout(filled(shape, dtype, seed), device)
+
+
+def _cpu_layout(layout, dtype):
+    try:
+        return layout.build(dtype)
+    except Exception as exc:  # torch's own refusal for this dtype on the CPU, verbatim
+        pytest.skip(f"torch {torch.__version__} cannot build {layout.name} of {dtype}: "
+                    f"{type(exc).__name__}: {exc}")
+
+
+# --- availability: what this torch must offer, also on a GPU machine ------------------------
+def test_cuda_is_what_torch_reports():
+    """The device under test is a real CUDA device (the skip condition is not stale)."""
+    assert torch.cuda.device_count() >= 1
+    t = torch.empty(4, device="cuda")
+    assert (t.device.type, t.device.index) == ("cuda", torch.cuda.current_device())
+
+
+def test_available_paths_are_this_torchs():
+    got = {p: info.available for p, info in bridge.available_paths().items()}
+    assert got == expected_paths(), got
+
+
+def test_owned_is_unavailable_before_2_14_and_says_why():
+    """torch < 2.14 (the GPU machine has 2.11) exports no ``torch_tensor_from_pyobject``:
+    owned is unavailable, with a reason, and ``view_owned`` refuses a CUDA tensor;
+    on 2.14+ it is available and views it."""
+    info = bridge.available_paths()["owned"]
+    t = torch.zeros(3, device="cuda")
+    if TORCH.release < (2, 14):
+        assert not info.available
+        assert "torch_tensor_from_pyobject" in info.reason, info.reason
+        with pytest.raises(bridge.PathUnavailableError):
+            bridge.view_owned(t)
+    else:
+        assert info.available, info.reason
+        assert bridge.view_owned(t).ptr == t.data_ptr()
+
+
+# --- parity: every viewable dtype x every layout, mirrored on the GPU ------------------------
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda lay: lay.name)
+@pytest.mark.parametrize("dtype", VIEWABLE, ids=dtype_name)
+def test_parity_dtype_layout_on_cuda(dtype, layout):
+    t = to_device_same_layout(_cpu_layout(layout, dtype), "cuda")
+    assert_cuda_parity(t)
+
+
+@pytest.mark.parametrize("dtype", REFUSED, ids=dtype_name)
+def test_refused_dtypes_are_refused_on_cuda(dtype):
+    try:
+        t = torch.empty(4, dtype=dtype, device="cuda")
+    except Exception as exc:  # torch's own answer: no such CUDA tensor to refuse
+        pytest.skip(f"torch {torch.__version__} cannot allocate {dtype} on CUDA: "
+                    f"{type(exc).__name__}: {exc}")
+    assert_refused_alike(t)
+
+
+# --- real CUDA views, made by torch's own view ops on the device -----------------------------
+#: dtypes with arithmetic on CUDA in every supported torch: one per element size.
+ARITH_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64,
+                torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool,
+                torch.complex64]
+
+CUDA_VIEWS = {
+    "contiguous-2d": lambda b: b,
+    "transposed": lambda b: b.t(),
+    "sliced-with-steps": lambda b: b[1::2, ::3],
+    "storage-offset": lambda b: b[2:, 1:],
+    "select-row": lambda b: b[3],
+    "select-column": lambda b: b[:, 5],
+    "narrow": lambda b: b.narrow(0, 5, 2),
+    "expanded-stride-0": lambda b: b[:, :1].expand(8, 4),
+    "unsqueeze-permute": lambda b: b.reshape(2, 4, 12).permute(2, 0, 1),
+    "channels-last": lambda b: b.reshape(1, 2, 4, 12).contiguous(
+        memory_format=torch.channels_last),
+    "as-strided-overlapping": lambda b: b.as_strided((4, 3), (2, 1), 5),
+    "diagonal": lambda b: b.diagonal(1),
+    "zero-size-slice": lambda b: b[:, 3:3],
+    "zero-size-new": lambda b: torch.empty(0, 5, dtype=b.dtype, device=b.device),
+    "0-d": lambda b: b[2, 2],
+}
+
+
+def _base(dtype, device="cuda"):
+    """An 8x12 tensor of distinct values made on the device by torch's own kernels."""
+    x = torch.arange(96, device=device).reshape(8, 12)
+    if dtype == torch.bool:
+        return x % 3 == 0
+    return (x % 120 - 60).to(dtype) if dtype.is_signed or dtype.is_floating_point or \
+        dtype.is_complex else (x % 251).to(dtype)
+
+
+@pytest.mark.parametrize("make", CUDA_VIEWS.values(), ids=CUDA_VIEWS.keys())
+@pytest.mark.parametrize("dtype", ARITH_DTYPES, ids=dtype_name)
+def test_parity_of_views_made_on_cuda(dtype, make):
+    base = _base(dtype)
+    t = make(base)
+    views = assert_cuda_parity(t)
+    shares = t.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
+    for v in views.values():
+        if shares and t.numel():
+            # A view of base: its address is base's plus torch's storage offset, in bytes.
+            assert v.ptr - base.data_ptr() == t.storage_offset() * t.element_size(), (
+                v.ptr, base.data_ptr(), t.storage_offset())
+        if t.numel() and dtype != torch.bfloat16:  # the interface has no bfloat16 typestr
+            assert v.ptr == t.__cuda_array_interface__["data"][0]
+    # Values, not only bytes: the pointer read back as this dtype equals torch's values.
+    if t.numel() and dtype not in (torch.bfloat16,):
+        v = views["borrow"]
+        raw = device_raw_bytes(v, t.device).view(
+            np.dtype(t.cpu().numpy().dtype)).reshape(tuple(t.shape))
+        np.testing.assert_array_equal(raw, t.cpu().numpy())
+
+
+def test_conjugate_and_negative_cuda_views_are_refused():
+    z = torch.randn(4, dtype=torch.complex64, device="cuda")
+    assert "resolve_conj" in assert_refused_alike(z.conj())
+    assert "resolve_neg" in assert_refused_alike(z.conj().imag)
+
+
+def test_view_follows_the_tensor_not_the_current_device():
+    """A view reports the tensor's device, whatever device is current."""
+    t = filled_cuda((3, 5), torch.float32, "cuda:0")
+    with torch.cuda.device(torch.cuda.device_count() - 1):
+        views = assert_cuda_parity(t)
+    assert {v.device_index for v in views.values()} == {0}
+
+
+# --- device index 1 (two GPUs) ---------------------------------------------------------------
+needs_two = pytest.mark.skipif(torch.cuda.is_available() and torch.cuda.device_count() < 2,
+                               reason="one CUDA device here; device index 1 needs two")
+
+
+@needs_two
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.uint8],
+                         ids=dtype_name)
+@pytest.mark.parametrize("make", ["contiguous-2d", "transposed", "storage-offset",
+                                  "sliced-with-steps", "zero-size-new"])
+def test_parity_on_device_index_1(dtype, make):
+    base = _base(dtype, "cuda:1")
+    t = CUDA_VIEWS[make](base)
+    assert t.device == torch.device("cuda:1")
+    with torch.cuda.device(0):  # the current device is not the tensor's
+        views = assert_cuda_parity(t)
+    assert {v.device_index for v in views.values()} == {1}
+
+
+@needs_two
+def test_same_storage_on_two_devices_views_differ():
+    """Equal layouts on cuda:0 and cuda:1 give views that differ in index and pointer."""
+    a = filled_cuda((4, 4), torch.float32, "cuda:0")
+    b = filled_cuda((4, 4), torch.float32, "cuda:1")
+    for p in paths_here():
+        va, vb = VIEW_FUNCS[p](a), VIEW_FUNCS[p](b)
+        assert (va.device_index, vb.device_index) == (0, 1)
+        assert va.ptr == a.data_ptr() and vb.ptr == b.data_ptr() and va.ptr != vb.ptr
