@@ -66,17 +66,18 @@ cdef struct Getters:
 
 
 # --- public constants ---------------------------------------------------------------------
-#: Path codes, in the order of ``PATHS``.
-DEF OWNED = 0
-DEF BORROW = 1
-DEF FALLBACK = 2
-DEF NPATHS = 3
-#: Dimensions stored inline in a view; more go to the heap.
-DEF INLINE_DIMS = 8
-#: Dtype codes the table covers (c10::ScalarType has fewer than 64 today).
-DEF NCODES = 256
-#: Device type codes the table covers (c10::DeviceType has fewer than 32 today).
-DEF NDEVICES = 64
+cdef enum:
+    # Path codes, in the order of ``PATHS``.
+    OWNED = 0
+    BORROW = 1
+    FALLBACK = 2
+    NPATHS = 3
+    # Dimensions stored inline in a view; more go to the heap.
+    INLINE_DIMS = 8
+    # Dtype codes the table covers (c10::ScalarType has fewer than 64 today).
+    NCODES = 256
+    # Device type codes the table covers (c10::DeviceType has fewer than 32 today).
+    NDEVICES = 64
 
 cdef extern from *:
     """
@@ -111,10 +112,13 @@ cdef what_fn _what_fn = NULL
 cdef bint _fallback_ok = False
 cdef Py_ssize_t _fallback_offset = sizeof(PyObject)
 cdef object _tensor_type = None        # torch.Tensor, kept alive here
+cdef object _parameter_type = None     # torch.nn.Parameter, likewise
 cdef PyTypeObject* _tensor_tp = NULL
+cdef PyTypeObject* _parameter_tp = NULL  # torch.nn.Parameter: a subclass with Tensor's getters
+cdef object _default_dispatch = None      # torch.Tensor.__torch_dispatch__ (the disabled impl)
 cdef object _is_conj = None            # method descriptors torch.Tensor.is_conj / .is_neg
 cdef object _is_neg = None
-cdef object _no_torch_function = None  # torch._C.DisableTorchFunctionSubclass
+cdef object _no_torch_function = None  # torch._C.DisableTorchFunction
 cdef int32_t _layout_strided = -1
 cdef int32_t _device_meta = -1
 # Per dtype code: itemsize in bytes, 0 for unknown, -1 for refused.
@@ -136,19 +140,21 @@ cdef void* _addr(dict symbols, str name) except? NULL:
 
 
 def _install_symbols(dict symbols, object tensor_type, bint fallback_ok,
-                     object no_torch_function=None):
+                     object no_torch_function=None, object parameter_type=None):
     """Install resolved symbol addresses (``bridge._select`` only).
 
     ``symbols`` maps a symbol name to its address (int) or None; ``aoti_torch_get_layout``
     and the seven metadata getters must all be present for any path to work;
     ``tensor_type`` is ``torch.Tensor``; ``fallback_ok`` says the offset was proven;
-    ``no_torch_function`` is ``torch._C.DisableTorchFunctionSubclass``.
+    ``no_torch_function`` is ``torch._C.DisableTorchFunction``; ``parameter_type`` is
+    ``torch.nn.Parameter`` (a fast path of the type gate).
     Un-chooses the active path and stops every path until ``_install_tables`` has run:
     a thread that views meanwhile waits for the resolution (``bridge._select``'s lock)
     instead of seeing half-installed tables. Counters are kept.
     """
     global _getters_ok, _getters_present, _owned_fn, _delete_fn, _borrow_fn, _what_fn
     global _fallback_ok, _tensor_type, _tensor_tp, _is_conj, _is_neg, _active, _no_torch_function
+    global _parameter_type, _parameter_tp, _default_dispatch
 
     _getters_ok = False
     _active = -1
@@ -176,6 +182,9 @@ def _install_symbols(dict symbols, object tensor_type, bint fallback_ok,
     _fallback_ok = fallback_ok
     _tensor_type = tensor_type
     _tensor_tp = NULL if tensor_type is None else <PyTypeObject*>tensor_type
+    _parameter_type = parameter_type
+    _parameter_tp = NULL if parameter_type is None else <PyTypeObject*>parameter_type
+    _default_dispatch = getattr(tensor_type, "__torch_dispatch__", None)
     _is_conj = None if tensor_type is None else tensor_type.is_conj
     _is_neg = None if tensor_type is None else tensor_type.is_neg
     _no_torch_function = no_torch_function
@@ -239,15 +248,6 @@ def _active_path():
 
 
 # --- errors ---------------------------------------------------------------------------------
-cdef str _torch_message():
-    if _what_fn == NULL:
-        return "torch_exception_get_what_without_backtrace is not exported by this torch"
-    cdef const char* msg = _what_fn()
-    if msg == NULL:
-        return "no message"
-    return (<bytes>msg).decode("utf-8", "replace")
-
-
 cdef object _take_pending_exception():
     """The Python exception a failing call left set (torch ran __torch_dispatch__ code
     that raised), cleared so that we may run Python code again; None if there is none."""
@@ -267,139 +267,34 @@ cdef object _take_pending_exception():
     return exc
 
 
-cdef int _raise_handle_error(int path) except -1:
+cdef tuple _failure():
+    """``(message, cause)``: torch's per-thread message, read before anything else can
+    overwrite it, and the pending Python exception (or None); the cause's text stands in
+    when torch has no message."""
+    cdef const char* raw = NULL if _what_fn == NULL else _what_fn()
+    what = None if raw == NULL else (<bytes>raw).decode("utf-8", "replace")
     cause = _take_pending_exception()
+    if not what:
+        what = (repr(cause) if cause is not None else
+                "no message (torch_exception_get_what_without_backtrace is not exported "
+                "by this torch)" if _what_fn == NULL else "no message")
+    return what, cause
+
+
+cdef int _raise_handle_error(int path) except -1:
+    what, cause = _failure()
     name = "torch_tensor_from_pyobject" if path == OWNED else "torch_tensor_borrow_from_pyobject"
-    raise BufferError(f"{name} failed: {_torch_message()}") from cause
+    raise BufferError(f"{name} failed: {what}") from cause
 
 
 cdef int _raise_getter_error(object obj) except -1:
-    cause = _take_pending_exception()
-    raise BufferError(f"cannot read the metadata of this {type(obj).__name__}: "
-                      f"{_torch_message()}") from cause
+    what, cause = _failure()
+    raise BufferError(f"cannot read the metadata of this {type(obj).__name__}: {what}") from cause
 
 
 cdef int _raise_not_tensor(object obj) except -1:
     raise TypeError(f"expected a torch.Tensor (or an instance of a subclass), "
                     f"got {type(obj).__module__}.{type(obj).__qualname__}")
-
-
-# --- the metadata record ---------------------------------------------------------------------
-cdef struct Meta:
-    uintptr_t ptr
-    int64_t ndim
-    int64_t* sizes        # borrowed from the TensorImpl: copy before the handle goes
-    int64_t* strides
-    int32_t dtype
-    int32_t device_type
-    int32_t device_index
-
-
-cdef inline bint _is_tensor(object obj) noexcept:
-    cdef PyTypeObject* tp = Py_TYPE(obj)
-    # The real type, never isinstance(): __class__ can lie, the memory layout cannot.
-    return tp == _tensor_tp or (_tensor_tp != NULL and PyType_IsSubtype(tp, _tensor_tp))
-
-
-cdef inline int _read(AtenTensorHandle h, Meta* m, object obj) except -1:
-    """The seven getters (plus the layout) through one handle; checks what they return."""
-    cdef int32_t layout
-    cdef int64_t numel = 1
-    cdef int64_t i
-    cdef uint8_t flag = 0
-    if _g.layout(h, &layout):
-        _raise_getter_error(obj)
-    if layout != _layout_strided:
-        name = _layout_names.get(layout, f"code {layout}")
-        raise BufferError(f"a tensor with layout {name} has no pointer + strides description; "
-                          f"only strided tensors can be viewed (call .to_dense() first)")
-    if (_g.data_ptr(h, <void**>&m.ptr) or _g.dim(h, &m.ndim) or _g.sizes(h, &m.sizes)
-            or _g.strides(h, &m.strides) or _g.dtype(h, &m.dtype)
-            or _g.device_type(h, &m.device_type) or _g.device_index(h, &m.device_index)):
-        _raise_getter_error(obj)
-    if _g.is_conj != NULL:
-        if _g.is_conj(h, &flag):
-            _raise_getter_error(obj)
-        if flag:
-            _raise_math_bit(True)
-        if _g.is_neg(h, &flag):
-            _raise_getter_error(obj)
-        if flag:
-            _raise_math_bit(False)
-    if m.dtype < 0 or m.dtype >= NCODES or _itemsize[m.dtype] <= 0:
-        _raise_bad_dtype(m.dtype)
-    if m.device_type == _device_meta:
-        raise BufferError("a meta tensor has no data; only tensors with storage can be viewed")
-    if m.device_type < 0 or m.device_type >= NDEVICES or not _device_known[m.device_type]:
-        raise BufferError(f"device type code {m.device_type} is unknown to the bridge")
-    if m.ptr == 0:
-        for i in range(m.ndim):
-            numel *= m.sizes[i]
-        if numel != 0:
-            raise BufferError(f"the tensor has {numel} elements but no data pointer "
-                              f"(a fake or lazy tensor?)")
-    return 0
-
-
-cdef int _raise_bad_dtype(int32_t code) except -1:
-    if 0 <= code < NCODES and code in _refused_dtypes:
-        raise BufferError(_refused_dtypes[code])
-    raise BufferError(f"dtype code {code} is unknown to the bridge (a dtype newer than the "
-                      f"table built at resolution?)")
-
-
-cdef int _raise_math_bit(bint conj) except -1:
-    if conj:
-        raise BufferError("the tensor has its conjugate bit set: its memory holds the "
-                          "unconjugated values; call .resolve_conj() first")
-    raise BufferError("the tensor has its negative bit set: its memory holds the "
-                      "negated values; call .resolve_neg() first")
-
-
-cdef int _check_bits_slow(object obj) except -1:
-    """Refuse conjugate and negative views when no torch_is_conj / torch_is_neg exists:
-    through torch.Tensor.is_conj / .is_neg (about 100 ns each), with __torch_function__
-    disabled so that a subclass cannot answer for its tensor."""
-    cdef PyObject* args[1]
-    args[0] = <PyObject*>obj
-    with _no_torch_function():
-        conj = PyObject_Vectorcall(_is_conj, args, 1, NULL) is True
-        neg = PyObject_Vectorcall(_is_neg, args, 1, NULL) is True
-    if conj or neg:
-        _raise_math_bit(conj)
-    return 0
-
-
-cdef inline int _acquire_read(object obj, int path, Meta* m) except -1:
-    """Get a handle for obj through ``path``, read its metadata, let go of the handle.
-
-    ``m.sizes`` / ``m.strides`` point into the TensorImpl: valid while obj is alive and
-    not resized; the caller copies them before returning to Python.
-    """
-    cdef AtenTensorHandle h
-    if not _is_tensor(obj):
-        _raise_not_tensor(obj)
-    if not _getters_ok:
-        raise RuntimeError("the bridge is being re-resolved; try again")
-    if path == BORROW:
-        if _borrow_fn(<void*>obj, &h):  # borrowed: aliases THPVariable::cdata
-            _raise_handle_error(path)
-        _read(h, m, obj)
-    elif path == FALLBACK:
-        h = <AtenTensorHandle>((<char*><PyObject*>obj) + _fallback_offset)  # borrowed
-        _read(h, m, obj)
-    elif path == OWNED:
-        if _owned_fn(<void*>obj, &h):  # new reference: ours to delete below
-            _raise_handle_error(path)
-        try:
-            _read(h, m, obj)
-        finally:
-            _delete_fn(h)
-    else:
-        raise ValueError(f"no path has code {path}")
-    if _g.is_conj == NULL:
-        _check_bits_slow(obj)
-    return 0
 
 
 # --- the view ---------------------------------------------------------------------------------
@@ -410,8 +305,9 @@ cdef class TensorView:
     Attributes
     ----------
     obj : torch.Tensor
-        The tensor; the view holds a strong reference, so ``ptr`` stays valid (for the
-        storage it had) as long as the view lives.
+        The tensor; the view holds a strong reference to the tensor *object*, not to its
+        storage as it was: ``ptr`` stays valid while nothing changes the tensor's storage
+        (``set_``, ``resize_``, ``.data =`` and ``swap_tensors`` can).
     ptr : int
         Address of the first element, storage offset included (``t.data_ptr()``).
     shape : tuple of int
@@ -512,32 +408,173 @@ cdef class TensorView:
                 f"path='{self.path}')")
 
 
-cdef TensorView _make(object obj, int path):
-    cdef Meta m
-    cdef TensorView v
-    cdef size_t nbytes
-    _acquire_read(obj, path, &m)
-    v = TensorView.__new__(TensorView)
-    if m.ndim <= INLINE_DIMS:
+# --- reading: type gate, then handle + getters straight into the view -------------------
+cdef inline bint _is_tensor(object obj) noexcept:
+    cdef PyTypeObject* tp = Py_TYPE(obj)
+    # The real type, never isinstance(): __class__ can lie, the memory layout cannot.
+    return tp == _tensor_tp or (_tensor_tp != NULL and PyType_IsSubtype(tp, _tensor_tp))
+
+
+cdef inline int _check_type(object obj) except -1:
+    """The gate in front of every handle: obj's real type derives from torch.Tensor, and
+    no getter of its can run Python code.
+
+    A subclass that overrides ``__torch_dispatch__`` may route ``sizes()``, ``strides()``,
+    ``device()`` or ``layout()`` through Python (``_make_subclass(...,
+    dispatch_sizes_strides_policy=...)``), and that code may resize or swap the tensor
+    between two getters: such tensors are refused before any handle is taken. After this
+    gate, nothing but C++ runs until the view is filled.
+    """
+    cdef PyTypeObject* tp = Py_TYPE(obj)
+    if tp == _tensor_tp or tp == _parameter_tp:
+        return 0
+    if _tensor_tp == NULL or not PyType_IsSubtype(tp, _tensor_tp):
+        _raise_not_tensor(obj)
+    if getattr(<object>tp, "__torch_dispatch__", None) is not _default_dispatch:
+        raise BufferError(f"{(<object>tp).__qualname__} overrides __torch_dispatch__: its "
+                          f"metadata is computed in Python and cannot be read safely through "
+                          f"a handle; view a plain tensor instead")
+    return 0
+
+
+cdef inline int _read(AtenTensorHandle h, TensorView v, object obj) except -1:
+    """The layout and seven metadata getters (and the conj/neg bits) through one handle,
+    written straight into ``v``; checks what they return.
+
+    Sizes and strides are copied the moment their pointer is read: the pointer aims into
+    the TensorImpl, and nothing may run between the getter and the copy.
+    """
+    cdef int32_t layout
+    cdef int64_t* p
+    cdef int64_t i
+    cdef uint8_t flag = 0
+    if _g.layout(h, &layout):
+        _raise_getter_error(obj)
+    if layout != _layout_strided:
+        name = _layout_names.get(layout, f"code {layout}")
+        raise BufferError(f"a tensor with layout {name} has no pointer + strides description; "
+                          f"only strided tensors can be viewed (call .to_dense() first)")
+    if _g.data_ptr(h, <void**>&v._ptr) or _g.dim(h, &v._ndim):
+        _raise_getter_error(obj)
+    if v._ndim <= INLINE_DIMS:
         v._sizes = v._inline
     else:
-        # A fresh bytes object nobody else sees yet: ours to fill.
-        v._heap = PyBytes_FromStringAndSize(NULL, 2 * m.ndim * sizeof(int64_t))
+        # A fresh bytes object nobody else sees yet: ours to fill. Not GC-tracked, so
+        # allocating it runs no Python code.
+        v._heap = PyBytes_FromStringAndSize(NULL, 2 * v._ndim * sizeof(int64_t))
         v._sizes = <int64_t*>PyBytes_AS_STRING(v._heap)
-    v._strides = v._sizes + m.ndim
-    nbytes = m.ndim * sizeof(int64_t)
-    memcpy(v._sizes, m.sizes, nbytes)
-    memcpy(v._strides, m.strides, nbytes)
+    v._strides = v._sizes + v._ndim
+    if _g.sizes(h, &p):
+        _raise_getter_error(obj)
+    memcpy(v._sizes, p, v._ndim * sizeof(int64_t))
+    if _g.strides(h, &p):
+        _raise_getter_error(obj)
+    memcpy(v._strides, p, v._ndim * sizeof(int64_t))
+    if (_g.dtype(h, &v._dtype) or _g.device_type(h, &v._device_type)
+            or _g.device_index(h, &v._device_index)):
+        _raise_getter_error(obj)
+    if _g.is_conj != NULL:
+        if _g.is_conj(h, &flag):
+            _raise_getter_error(obj)
+        if flag:
+            _raise_math_bit(True)
+        if _g.is_neg(h, &flag):
+            _raise_getter_error(obj)
+        if flag:
+            _raise_math_bit(False)
+    if v._dtype < 0 or v._dtype >= NCODES or _itemsize[v._dtype] <= 0:
+        _raise_bad_dtype(v._dtype)
+    if v._device_type == _device_meta:
+        raise BufferError("a meta tensor has no data; only tensors with storage can be viewed")
+    if v._device_type < 0 or v._device_type >= NDEVICES or not _device_known[v._device_type]:
+        raise BufferError(f"device type code {v._device_type} is unknown to the bridge")
+    if v._ptr == 0:
+        # No data is fine only for a tensor without elements (a zero size; a product
+        # could overflow, so look for the zero).
+        for i in range(v._ndim):
+            if v._sizes[i] == 0:
+                return 0
+        raise BufferError("the tensor has elements but no data pointer (a fake or lazy "
+                          "tensor?)")
+    return 0
+
+
+cdef int _raise_bad_dtype(int32_t code) except -1:
+    if 0 <= code < NCODES and code in _refused_dtypes:
+        raise BufferError(_refused_dtypes[code])
+    raise BufferError(f"dtype code {code} is unknown to the bridge (a dtype newer than the "
+                      f"table built at resolution?)")
+
+
+cdef int _raise_math_bit(bint conj) except -1:
+    if conj:
+        raise BufferError("the tensor has its conjugate bit set: its memory holds the "
+                          "unconjugated values; call .resolve_conj() first")
+    raise BufferError("the tensor has its negative bit set: its memory holds the "
+                      "negated values; call .resolve_neg() first")
+
+
+cdef int _check_bits_slow(object obj) except -1:
+    """Refuse conjugate and negative views when no torch_is_conj / torch_is_neg exists:
+    through torch.Tensor.is_conj / .is_neg (about 100 ns each), with __torch_function__
+    disabled (subclasses and modes alike) so that nothing in Python answers for the tensor.
+    Runs before any handle exists: it executes Python code."""
+    cdef PyObject* args[1]
+    args[0] = <PyObject*>obj
+    with _no_torch_function():
+        conj = PyObject_Vectorcall(_is_conj, args, 1, NULL) is True
+        neg = PyObject_Vectorcall(_is_neg, args, 1, NULL) is True
+    if conj or neg:
+        _raise_math_bit(conj)
+    return 0
+
+
+cdef inline int _acquire_read(object obj, int path, TensorView v) except -1:
+    """Get a handle for obj (already through ``_check_type``) on ``path``, read its
+    metadata into ``v``, let go of the handle."""
+    cdef AtenTensorHandle h
+    if not _getters_ok:
+        raise RuntimeError("the bridge is being re-resolved; try again")
+    if path == BORROW:
+        if _borrow_fn(<void*>obj, &h):  # borrowed: aliases THPVariable::cdata
+            _raise_handle_error(path)
+        _read(h, v, obj)
+    elif path == FALLBACK:
+        h = <AtenTensorHandle>((<char*><PyObject*>obj) + _fallback_offset)  # borrowed
+        _read(h, v, obj)
+    elif path == OWNED:
+        if _owned_fn(<void*>obj, &h):  # new reference: ours to delete below
+            _raise_handle_error(path)
+        try:
+            _read(h, v, obj)
+        finally:
+            _delete_fn(h)
+    else:
+        raise ValueError(f"no path has code {path}")
+    return 0
+
+
+cdef inline int _gate(object obj) except -1:
+    """Everything that may run Python code, done before the handle: the type gate and,
+    without torch_is_conj / torch_is_neg, the Python-level bit check."""
+    _check_type(obj)
+    if _g.is_conj == NULL:
+        _check_bits_slow(obj)
+    return 0
+
+
+cdef TensorView _make(object obj, int path):
+    cdef TensorView v
+    _gate(obj)
+    # Allocating a GC-tracked object may run the garbage collector (finalizers, weakref
+    # callbacks: any Python code), so the view exists before any handle does.
+    v = TensorView.__new__(TensorView)
+    _acquire_read(obj, path, v)
     v.obj = obj
-    v._ptr = m.ptr
-    v._ndim = m.ndim
-    v._dtype = m.dtype
-    v._itemsize = _itemsize[m.dtype]
-    v._dtype_obj = _dtype_objs[m.dtype]
-    v._device_type = m.device_type
-    v._device_name = _device_names[m.device_type]
-    v._device_index = m.device_index
     v._path = path
+    v._itemsize = _itemsize[v._dtype]
+    v._dtype_obj = _dtype_objs[v._dtype]
+    v._device_name = _device_names[v._device_type]
     _counts[path] += 1
     return v
 
@@ -573,6 +610,8 @@ def view(obj):
         negative views, quantized or sub-byte dtypes.
     bridge.PathUnavailableError
         No path works on this torch (``bridge.available_paths()`` says why).
+    RuntimeError
+        The bridge is being re-resolved (``_select._resolve_again``, tests only).
     """
     cdef int path = _active
     if path < 0:
@@ -671,20 +710,23 @@ def _native_loop(obj, path, Py_ssize_t n):
     """Time ``n`` handle acquisitions + metadata reads of ``obj`` in C; ns per call.
 
     Each iteration is exactly what a view costs minus the Python call and the view
-    object: the type check, the handle (made and, for owned, deleted), the layout and
-    seven ``aoti_torch_get_*`` reads, and the same checks ``view`` makes. ``path`` is a
+    object: the type gate, the handle (made and, for owned, deleted), the layout and
+    seven ``aoti_torch_get_*`` reads, the conj/neg bits, and the same checks ``view``
+    makes. ``path`` is a
     name from ``PATHS``. Raises what ``view`` raises, on the first iteration.
     """
     cdef int p = PATHS.index(path)
-    cdef Meta m
+    cdef TensorView v = TensorView.__new__(TensorView)  # one scratch view, refilled
     cdef Py_ssize_t i
     cdef uint64_t t0, t1
     if n <= 0:
         raise ValueError("n must be positive")
     _require(p)
-    _acquire_read(obj, p, &m)  # raise here, outside the timed loop
+    _gate(obj)
+    _acquire_read(obj, p, v)  # raise here, outside the timed loop
     t0 = _now_ns()
     for i in range(n):
-        _acquire_read(obj, p, &m)
+        _gate(obj)
+        _acquire_read(obj, p, v)
     t1 = _now_ns()
     return (t1 - t0) / <double>n

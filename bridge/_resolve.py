@@ -15,6 +15,7 @@ is checked before any byte is read.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import re
@@ -91,6 +92,25 @@ class Resolution:
     final: bool = True  # False when torch was not imported yet: resolve again later
 
 
+@contextlib.contextmanager
+def plain_torch(torch):
+    """Make probe tensors with no Python in the way: no __torch_function__ (subclasses or
+    modes) and no __torch_dispatch__ mode may change what ``torch.empty`` returns while the
+    bridge learns dtype codes or proves an offset from it."""
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(torch._C.DisableTorchFunction())
+        no_dispatch = getattr(torch._C, "_DisableTorchDispatch", None)
+        if no_dispatch is not None:
+            stack.enter_context(no_dispatch())
+        yield
+
+
+def _plain_tensor(torch, t):
+    if type(t) is not torch.Tensor:
+        raise RuntimeError(f"a probe came back as {type(t).__qualname__}, not torch.Tensor")
+    return t
+
+
 def torch_module(hide=frozenset()):
     """The fully imported ``torch`` module, or None. Never imports it."""
     torch = None if HIDE_TORCH in hide else sys.modules.get("torch")
@@ -100,7 +120,13 @@ def torch_module(hide=frozenset()):
 
 
 def _loaded_libraries(torch):
-    """(file name, ctypes.CDLL) for each torch library already loaded, in LIBRARIES order."""
+    """(origin, ctypes.CDLL) for each torch library already loaded, in LIBRARIES order,
+    then ``torch._C`` itself: a symbol lookup through its handle searches every library it
+    depends on, which finds libtorch where a distribution keeps it outside torch/lib.
+    POSIX only (``RTLD_NOLOAD``); elsewhere the list is empty and every path says so."""
+    no_load = getattr(os, "RTLD_NOLOAD", None)
+    if no_load is None:
+        return []
     libdir = os.path.join(os.path.dirname(torch.__file__), "lib")
     found = []
     for stem in LIBRARIES:
@@ -110,10 +136,15 @@ def _loaded_libraries(torch):
                 continue
             try:
                 # RTLD_NOLOAD: a handle only if `import torch` loaded it already.
-                lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+                lib = ctypes.CDLL(path, mode=no_load | os.RTLD_LAZY)
             except OSError:
                 continue
             found.append((stem + ext, lib))
+    try:
+        found.append(("torch._C's dependencies",
+                      ctypes.CDLL(torch._C.__file__, mode=no_load | os.RTLD_LAZY)))
+    except (OSError, AttributeError):
+        pass
     return found
 
 
@@ -143,6 +174,12 @@ def _lookup_prototype(name, libraries, hide):
         from shim_ext import _borrow
     except ImportError as exc:
         return None, f"shim_ext._borrow is not built or does not load ({exc})"
+    built_for = _borrow.ffi.string(_borrow.lib.torch_borrow_built_for()).decode()
+    torch = sys.modules["torch"]
+    if built_for != torch.__version__:
+        # Its THPVariable layout is that of the torch it was compiled against.
+        return None, (f"shim_ext was built for torch {built_for} but torch "
+                      f"{torch.__version__} is running: rebuild it (make)")
     lib = ctypes.CDLL(_borrow.__file__, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
     origin = "shim_ext/" + os.path.basename(_borrow.__file__)
     sym = _lookup(name, [(origin, lib)], hide)
@@ -166,7 +203,10 @@ def prove_fallback_offset(torch, offset, hide=frozenset()):
     size = base.__basicsize__
     if offset + 8 > size:
         return False, f"offset {offset} + 8 lies outside THPVariable ({size} bytes)"
-    for t in (torch.empty(0), torch.zeros(3, dtype=torch.float64)):
+    with plain_torch(torch):
+        probes = [_plain_tensor(torch, torch.empty(0)),
+                  _plain_tensor(torch, torch.zeros(3, dtype=torch.float64))]
+    for t in probes:
         cdata = getattr(t, "_cdata", None)
         if not isinstance(cdata, int) or cdata == 0:
             return False, "Tensor._cdata is not a TensorImpl address on this torch"
@@ -176,6 +216,35 @@ def prove_fallback_offset(torch, offset, hide=frozenset()):
                            f"address ({cdata:#x}): THPVariable's layout differs")
     return True, (f"THPVariable::cdata at offset {offset} holds the TensorImpl* "
                   f"(= Tensor._cdata), inside the {size}-byte instance")
+
+
+_FROM_PYOBJECT = ctypes.PYFUNCTYPE(  # PYFUNCTYPE: the call keeps the GIL, which both need
+    ctypes.c_int32, ctypes.py_object, ctypes.POINTER(ctypes.c_void_p))
+_DELETE = ctypes.PYFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
+
+
+def prove_handle(torch, sym, delete=None):
+    """Check that ``sym`` (a PyObject -> AtenTensorHandle function) returns handles to the
+    probe's own tensor: the first word of an ``at::Tensor`` is its TensorImpl address,
+    which Python exposes as ``Tensor._cdata``. Catches a shim built against another
+    layout before any view trusts it. ``delete`` frees an owned handle.
+
+    Returns None when the proof holds, else the reason.
+    """
+    with plain_torch(torch):
+        probe = _plain_tensor(torch, torch.zeros(2))
+    handle = ctypes.c_void_p()
+    if _FROM_PYOBJECT(sym.address)(probe, ctypes.byref(handle)) != 0 or not handle.value:
+        return f"{sym.name} failed on a plain tensor"
+    try:
+        word = ctypes.c_uint64.from_address(handle.value).value
+    finally:
+        if delete is not None:
+            _DELETE(delete.address)(handle.value)
+    if word != probe._cdata:
+        return (f"{sym.name} returned a handle whose tensor is not the probe's "
+                f"({word:#x} != TensorImpl {probe._cdata:#x})")
+    return None
 
 
 def resolve(pyobject_size, hide=frozenset()):
@@ -210,19 +279,26 @@ def resolve(pyobject_size, hide=frozenset()):
         return PathInfo(reason is None, origin if reason is None else None, reason)
 
     owned = [n for n in (OWNED, DELETE) if n not in res.symbols]
-    res.paths["owned"] = info(
-        res.symbols[OWNED].origin if not owned else None,
-        f"torch {torch.__version__} exports no {' or '.join(owned)}" if owned else None)
+    why = f"torch {torch.__version__} exports no {' or '.join(owned)}" if owned else None
+    if not owned and not getters_reason:
+        why = prove_handle(torch, res.symbols[OWNED], res.symbols[DELETE])
+    res.paths["owned"] = info(None if why else res.symbols[OWNED].origin, why)
+    if why:
+        res.symbols.pop(OWNED, None)
 
     for name in (IS_CONJ, IS_NEG):
         sym, _ = _lookup_prototype(name, libs, hide)
         if sym is not None:  # else the bridge asks torch.Tensor.is_conj() / .is_neg()
             res.symbols[name] = sym
     borrow, why = _lookup_prototype(BORROW, libs, hide)
-    if borrow is not None:
+    if borrow is None:
+        why = f"no {BORROW} in libtorch, and {why}"
+    elif not getters_reason:
+        failed = prove_handle(torch, borrow)
+        why = f"{borrow.origin}: {failed}" if failed else None
+    if borrow is not None and why is None:
         res.symbols[BORROW] = borrow
-    res.paths["borrow"] = info(borrow.origin if borrow else None,
-                               None if borrow else f"no {BORROW} in libtorch, and {why}")
+    res.paths["borrow"] = info(None if why else borrow.origin, why)
 
     ok, res.fallback_check = prove_fallback_offset(torch, pyobject_size, hide)
     res.paths["fallback"] = info(f"THPVariable offset {pyobject_size} (proven)" if ok else None,
@@ -249,11 +325,13 @@ def code_tables(torch, res, dtype_code_of, hide=frozenset()):
     for dtype in sorted({v for v in vars(torch).values() if isinstance(v, torch.dtype)},
                         key=str):
         try:
-            with warnings.catch_warnings():  # "experimental dtype" / "deprecated" notices
-                warnings.simplefilter("ignore")
-                probe = torch.empty(0, dtype=dtype)
+            with warnings.catch_warnings(), plain_torch(torch):
+                warnings.simplefilter("ignore")  # "experimental dtype" / "deprecated" notices
+                probe = _plain_tensor(torch, torch.empty(0, dtype=dtype))
         except Exception:  # a dtype torch itself cannot allocate has no tensors to view
             continue
+        if probe.dtype is not dtype:
+            raise RuntimeError(f"torch.empty(dtype={dtype}) made a {probe.dtype} tensor")
         code = dtype_code_of(probe)
         name = str(dtype).removeprefix("torch.")
         if name.startswith(("qint", "quint")):

@@ -52,8 +52,10 @@ def _install(res):
     if not res.paths["owned"].available:
         symbols.pop(_resolve.OWNED, None)
     torch = _resolve.torch_module(_hide)
-    _bridge._install_symbols(symbols, res.tensor_type, res.paths["fallback"].available,
-                             None if torch is None else torch._C.DisableTorchFunctionSubclass)
+    _bridge._install_symbols(
+        symbols, res.tensor_type, res.paths["fallback"].available,
+        None if torch is None else torch._C.DisableTorchFunction,
+        None if torch is None else torch.nn.Parameter)
     source = next((p for p in PATHS if res.paths[p].available), None)
     if source is None:
         return

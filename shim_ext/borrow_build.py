@@ -12,6 +12,7 @@ or pip would fetch a second multi-GB torch into a throw-away environment.
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 
@@ -36,11 +37,17 @@ ffibuilder.cdef(
     AOTITorchError torch_tensor_borrow_from_pyobject(void* py_obj, AtenTensorHandle* ret);
     AOTITorchError torch_is_conj(AtenTensorHandle tensor, bool* ret_is_conj);
     AOTITorchError torch_is_neg(AtenTensorHandle tensor, bool* ret_is_neg);
+    const char* torch_borrow_built_for(void);
     """
 )
 ffibuilder.set_source(
     "shim_ext._borrow",
-    "#include <torch_borrow/shim.h>\n",
+    # The torch this module was compiled against: THPVariable's layout is baked in, so
+    # the bridge refuses the module under any other torch (bridge/_resolve.py).
+    "#include <torch_borrow/shim.h>\n"
+    "static const char* torch_borrow_built_for(void) {\n"
+    f"  return {json.dumps(torch.__version__)};\n"
+    "}\n",
     # setuptools wants source paths relative to the working directory.
     sources=[os.path.relpath(HERE / "borrow.cpp")],
     source_extension=".cpp",
