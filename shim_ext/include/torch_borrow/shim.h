@@ -40,14 +40,17 @@ extern "C" {
 // subclass) as an AtenTensorHandle, without allocating and without touching
 // any refcount. The handle aliases the tensor stored inside the Python
 // object: it is valid exactly as long as py_obj is alive, and it must never
-// be passed to aoti_torch_delete_tensor_object. It always denotes the tensor
-// py_obj holds now: `t.data = ...`, `t.set_(...)` and
-// torch.utils.swap_tensors show through it, so re-read metadata after
-// calling back into Python. Use it to read metadata
-// (aoti_torch_get_data_ptr, _get_sizes, _get_strides, _get_dtype, ...)
-// while the caller keeps py_obj alive; take an owning handle with
-// torch_tensor_from_pyobject (or aoti_torch_new_tensor_handle on the
-// borrowed one) when the tensor must outlive py_obj.
+// be passed to aoti_torch_delete_tensor_object, nor be the destination of
+// aoti_torch_assign_tensors (that would replace the Python object's tensor
+// behind its back). It always denotes the tensor py_obj holds now: `t.data =
+// ...`, `t.set_(...)` and torch.utils.swap_tensors show through it, so
+// re-read metadata after calling back into Python: what the getters return
+// (the sizes and strides arrays, the data pointer) may change or be freed by
+// any Python code, including a garbage collection, so copy it first. Use it
+// to read metadata (aoti_torch_get_data_ptr, _get_sizes, _get_strides,
+// _get_dtype, ...) while the caller keeps py_obj alive; take an owning
+// handle with torch_tensor_from_pyobject (or aoti_torch_new_tensor_handle on
+// the borrowed one) when the tensor must outlive py_obj.
 //
 // py_obj must be an instance of torch.Tensor or of a subclass, by its real
 // type (Py_TYPE), not by isinstance(), which an object can fool through
