@@ -18,7 +18,7 @@ env       = $(VENVS)/torch-$(1)
 py        = $(call env,$(1))/bin/python -P
 SOURCES  := pyproject.toml setup.py $(wildcard bridge/*.py bridge/*.pyx shim_ext/*.py \
             shim_ext/*.cpp shim_ext/include/torch_borrow/*.h)
-BUILD_DEPS := "cython>=3.0" "cffi>=1.17" "setuptools>=68" wheel packaging
+BUILD_DEPS := "cython>=3.0" "cffi>=1.17" "setuptools>=77" wheel packaging
 # Quiet pip, but keep its errors; the local-index warnings of this machine are noise.
 PIP_QUIET := 2>&1 | { grep -v '^WARNING: Location' || true; }
 
@@ -26,7 +26,7 @@ SHELL := /bin/bash
 # The environment stamps are made by pattern rules; keep them (never "intermediate").
 .SECONDARY:
 
-.PHONY: help bench bench-quick bench-report test info clean $(addprefix test-,$(TORCH_VERSIONS))
+.PHONY: help bench bench-quick bench-report test test-devmode memcheck survey info clean $(addprefix test-,$(TORCH_VERSIONS))
 .DEFAULT_GOAL := help
 
 help:  ## list the targets
@@ -50,17 +50,26 @@ $(VENVS)/torch-%/.built: $(VENVS)/torch-%/.ready $(SOURCES)
 	@echo ">>> building shim_ext and bridge against torch $* (about 1.5 min)"
 	set -o pipefail; PIP_CONSTRAINT=$(CURDIR)/$(call env,$*)/constraints.txt \
 	  flock $(call env,$*)/.lock $(call env,$*)/bin/pip install -q --disable-pip-version-check --no-build-isolation \
-	  ".[test,bench]" $(PIP_QUIET)
+	  ".[test]" $(PIP_QUIET)
+	@touch $@
+
+# The benchmarks' own needs (pyproject's `bench` extra), only where benchmarks run.
+$(VENVS)/torch-%/.bench: $(VENVS)/torch-%/.built pyproject.toml
+	set -o pipefail; PIP_CONSTRAINT=$(CURDIR)/$(call env,$*)/constraints.txt \
+	  flock $(call env,$*)/.lock $(call env,$*)/bin/pip install -q --disable-pip-version-check \
+	  $$($(call env,$*)/bin/python -c "import tomllib; print(' '.join(repr(r) for r in \
+	    tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['bench']))") \
+	  $(PIP_QUIET)
 	@touch $@
 
 # --- the jobs ----------------------------------------------------------------------------
-bench: $(VENVS)/torch-$(TORCH)/.built  ## benchmark evidence on the default torch (TORCH=...)
+bench: $(VENVS)/torch-$(TORCH)/.bench  ## benchmark evidence on the default torch (TORCH=...)
 	$(call py,$(TORCH)) bench/run.py --out bench/results
 
-bench-quick: $(VENVS)/torch-$(TORCH)/.built  ## every benchmark briefly (what CI runs)
+bench-quick: $(VENVS)/torch-$(TORCH)/.bench  ## every benchmark briefly (what CI runs)
 	$(call py,$(TORCH)) bench/run.py --quick --out bench/results/scratch
 
-bench-report: $(VENVS)/torch-$(TORCH)/.built  ## redo the tables and chart from the saved JSON
+bench-report: $(VENVS)/torch-$(TORCH)/.bench  ## redo the tables and chart from the saved JSON
 	$(call py,$(TORCH)) bench/report.py bench/results/bench-torch-$(TORCH).json \
 	  --md bench/results/bench-torch-$(TORCH).md --chart bench/results/bench-torch-$(TORCH).svg
 
