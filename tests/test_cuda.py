@@ -38,8 +38,10 @@ from helpers.expect import TORCH, expected_paths
 from helpers.memory import raw_array, span_bytes
 from helpers.parity import VIEW_FUNCS, assert_parity, assert_refused_alike, paths_here
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
-                                reason="no CUDA device here (torch.cuda.is_available() is false)")
+if not torch.cuda.is_available():
+    # One skip for the module, not one per case: nothing here can run without a device.
+    pytest.skip("no CUDA device here (torch.cuda.is_available() is false)",
+                allow_module_level=True)
 
 # CUDA driver API enums (cuda.h): CUpointer_attribute and CUmemorytype.
 CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2
