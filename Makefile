@@ -57,7 +57,7 @@ $(VENVS)/torch-%/.built: $(VENVS)/torch-%/.ready $(SOURCES)
 $(VENVS)/torch-%/.bench: $(VENVS)/torch-%/.built pyproject.toml
 	set -o pipefail; PIP_CONSTRAINT=$(CURDIR)/$(call env,$*)/constraints.txt \
 	  flock $(call env,$*)/.lock $(call env,$*)/bin/pip install -q --disable-pip-version-check \
-	  $$($(call env,$*)/bin/python -c "import tomllib; print(' '.join(repr(r) for r in \
+	  $$($(call env,$*)/bin/python -c "import tomllib; print(' '.join(\
 	    tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['bench']))") \
 	  $(PIP_QUIET)
 	@touch $@
