@@ -565,10 +565,18 @@ cdef inline int _gate(object obj) except -1:
 
 cdef TensorView _make(object obj, int path):
     cdef TensorView v
-    _gate(obj)
+    cdef PyTypeObject* tp
     # Allocating a GC-tracked object may run the garbage collector (finalizers, weakref
-    # callbacks: any Python code), so the view exists before any handle does.
+    # callbacks: any Python code), so the view exists before the gate and the handle.
     v = TensorView.__new__(TensorView)
+    while True:
+        tp = Py_TYPE(obj)
+        _gate(obj)
+        # The gate may run Python code too (a subclass's type lookups, the slow bit
+        # check); if that changed obj's type (__class__ assignment, swap_tensors), the
+        # verdict is about another type: judge again.
+        if Py_TYPE(obj) == tp:
+            break
     _acquire_read(obj, path, v)
     v.obj = obj
     v._path = path
