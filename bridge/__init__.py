@@ -21,15 +21,24 @@ resolved at import: the first ``view`` (or ``available_paths()``) does it, and n
 ``import torch`` to have happened. ``python -m bridge info`` prints what was found.
 """
 
-from bridge._bridge import (
-    TensorView,
-    path_counts,
-    reset_path_counts,
-    view,
-    view_borrow,
-    view_fallback,
-    view_owned,
-)
+try:
+    from bridge._bridge import (
+        TensorView,
+        path_counts,
+        reset_path_counts,
+        view,
+        view_borrow,
+        view_fallback,
+        view_owned,
+    )
+except ModuleNotFoundError as exc:  # the checkout's bridge/ holds no compiled module
+    if exc.name != "bridge._bridge":
+        raise
+    raise ImportError(
+        f"bridge is being imported from {__path__[0]}, which holds no compiled bridge._bridge: "
+        "this is the source tree. Import the built package instead: run Python with -P "
+        "(e.g. `.venv/torch-2.15.0/bin/python -P ...`) or from outside the checkout; build it "
+        "with `make info` or `pip install --no-build-isolation .`") from exc
 from bridge._resolve import PathInfo
 from bridge._select import (
     CHOICES,

@@ -289,6 +289,10 @@ cdef int _raise_handle_error(int path) except -1:
 
 cdef int _raise_getter_error(object obj) except -1:
     what, cause = _failure()
+    if getattr(obj, "is_nested", False):  # torch's own text says "Please file an issue"
+        raise BufferError("a nested tensor has no single pointer + strides description; "
+                          "view its components (.unbind()) or a padded copy "
+                          f"(.to_padded_tensor(0)) instead [torch: {what}]") from cause
     raise BufferError(f"cannot read the metadata of this {type(obj).__name__}: {what}") from cause
 
 

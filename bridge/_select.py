@@ -82,7 +82,10 @@ def available_paths() -> dict[str, PathInfo]:
 def _choose(name):
     if name not in CHOICES:
         raise ValueError(f"unknown path {name!r}; choose one of {', '.join(CHOICES)}")
-    paths = resolution().paths
+    res = resolution()
+    paths = res.paths
+    if res.torch_version is None:  # one reason for all three paths: say it once
+        raise PathUnavailableError(paths[PATHS[0]].reason)
     if name == "auto":
         for p in PATHS:
             if paths[p].available:
