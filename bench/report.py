@@ -390,6 +390,8 @@ def main(argv=None) -> int:
     parser.add_argument("--headline", action="store_true",
                         help="print the headline and goals tables")
     args = parser.parse_args(argv)
+    if not args.json.is_file():
+        parser.error(f"{args.json} does not exist: run `make bench` (or bench/run.py) first")
     r = Results(json.loads(args.json.read_text()))
     if args.chart:
         chart(r, args.chart)

@@ -186,7 +186,8 @@ def render(text: str, generated: dict[str, str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Render RFC.md in place (or, with --check, report whether it is current)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rfc", type=pathlib.Path, default=RFC)
+    parser.add_argument("--rfc", type=pathlib.Path, default=RFC,
+                        help="the RFC to fill in place (default proposal/RFC.md)")
     parser.add_argument("--results", type=pathlib.Path, default=RESULTS,
                         help="folder of bench-torch-<version>.md/.json/.svg (default bench/results)")
     parser.add_argument("--torch", dest="torch_version", help="which torch's report (default newest)")

@@ -52,8 +52,8 @@ class Case:
 
     @property
     def doc(self) -> str:
-        """The case's one-line description."""
-        return inspect.getdoc(self.source).splitlines()[0]
+        """The case's description: its docstring's first paragraph, on one line."""
+        return " ".join(inspect.getdoc(self.source).split("\n\n")[0].split())
 
     @property
     def snippet(self) -> str:

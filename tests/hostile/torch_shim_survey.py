@@ -93,6 +93,11 @@ def survey(python, isolate):
     return version, verdicts
 
 
+def _md(text: str) -> str:
+    """A docstring's reST literals (double backticks) as markdown code spans."""
+    return text.replace("``", "`")
+
+
 def render(surveys):
     """The markdown report for ``[(torch version, verdicts), ...]``."""
     today = datetime.date.today().isoformat()
@@ -134,7 +139,7 @@ def render(surveys):
                 verdict, detail = verdicts.get(case.name, ("not run", ""))
                 detail = detail.replace("|", "\\|").replace("\n", " ")[:160]
                 cells.append(f"**{verdict}**: {detail}" if detail else f"**{verdict}**")
-            lines.append(f"| `{case.name}`: {case.doc} | " + " | ".join(cells) + " |")
+            lines.append(f"| `{case.name}`: {_md(case.doc)} | " + " | ".join(cells) + " |")
         lines.append("")
     bad = [c for c in cases.CASES
            if any(v.get(c.name, ("",))[0] in ("crash", "forged", "garbage", "misleading")
@@ -146,7 +151,7 @@ def render(surveys):
     for case in bad:
         call = ("obj = " + case.name + "(torch)" if case.run.__qualname__.startswith("obj_case")
                 else None)
-        lines += [f"### `{case.name}`", "", case.doc, "", "```python", case.snippet]
+        lines += [f"### `{case.name}`", "", _md(case.doc), "", "```python", case.snippet]
         if call:
             lines += [call, "rc = lib.torch_tensor_from_pyobject(obj, ctypes.byref(handle))"]
         else:
