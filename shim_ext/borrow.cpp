@@ -9,8 +9,9 @@
 // PyObjectConversionInterface vtable that libtorch_python registers
 // (torch/csrc/PyObjectConversionPythonImpl.cpp). The prototype lives outside
 // libtorch and cannot add a vtable slot, so it calls the Python-side half
-// directly. The two halves below are the bodies that proposal/patches/ adds
-// to those two files; tests/test_proposal.py checks that they do not drift.
+// directly. The blocks below are the bodies that proposal/patches/0001 and
+// 0002 add to those two files; tests/test_proposal.py checks that they do not
+// drift.
 
 #include <torch_borrow/shim.h>
 
@@ -24,7 +25,9 @@ namespace torch_borrow {
 // Borrow the at::Tensor stored inside a Python torch.Tensor. The GIL must be
 // held. The reference is valid while obj is alive.
 const at::Tensor& tensor_borrow_from_pyobject(PyObject* obj) {
-  // The GIL guards the THPVariable access below.
+  // PyGILState_Check: this thread has an attached thread state. With a GIL
+  // that means it holds the GIL; on a free-threaded build it guards nothing
+  // else, and the caller keeps obj alive and unmutated while it reads.
   TORCH_CHECK(
       PyGILState_Check(),
       "torch_tensor_borrow_from_pyobject requires the GIL to be held");
@@ -52,7 +55,7 @@ const at::Tensor& tensor_borrow_from_pyobject(PyObject* obj) {
 
 extern "C" {
 
-// BEGIN shim_common.cpp body
+// BEGIN shim_common.cpp 0001
 AOTITorchError torch_tensor_borrow_from_pyobject(
     void* py_obj,
     AtenTensorHandle* ret) {
@@ -64,11 +67,14 @@ AOTITorchError torch_tensor_borrow_from_pyobject(
     // Borrowed: the handle is the address of the at::Tensor inside the
     // Python object. No copy, no refcount bump, nothing for the caller to
     // delete.
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast)
     *ret = torch::aot_inductor::tensor_pointer_to_tensor_handle(
         const_cast<at::Tensor*>(&tensor));
   });
 }
+// END shim_common.cpp 0001
 
+// BEGIN shim_common.cpp 0002
 AOTITorchError torch_is_conj(AtenTensorHandle tensor, bool* ret_is_conj) {
   AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
     TORCH_CHECK(ret_is_conj != nullptr, "ret_is_conj must not be null");
@@ -84,6 +90,6 @@ AOTITorchError torch_is_neg(AtenTensorHandle tensor, bool* ret_is_neg) {
         torch::aot_inductor::tensor_handle_to_tensor_pointer(tensor)->is_neg();
   });
 }
-// END shim_common.cpp body
+// END shim_common.cpp 0002
 
 } // extern "C"

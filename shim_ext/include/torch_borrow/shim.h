@@ -2,9 +2,11 @@
 // flag getters a metadata-only consumer needs to be correct (torch_is_conj,
 // torch_is_neg: the stable ABI has no other way to see those bits).
 //
-// The block between the BEGIN/END markers is, byte for byte, the hunk that
-// proposal/patches/ adds to torch/csrc/stable/c/shim.h (tests/test_proposal.py
-// checks that the two do not drift). Everything outside the markers exists
+// The blocks between the BEGIN/END markers are, byte for byte, what
+// proposal/patches/0001 and 0002 add to the 2.16 block of
+// torch/csrc/stable/c/shim.h (tests/test_proposal.py checks that they do not
+// drift). The longer contract (what "borrowed" means, with and without a GIL)
+// is in the docs note the patch adds. Everything outside the markers exists
 // only so that the prototype compiles against an installed torch whose
 // headers predate the version block it lives in.
 #pragma once
@@ -30,53 +32,33 @@
 extern "C" {
 #endif
 
-// BEGIN shim.h hunk
-/**
- * The beginning of all shims added in 2.16.0 onwards.
- */
 #if TORCH_FEATURE_VERSION >= TORCH_VERSION_2_16_0
 
-// Borrow the at::Tensor held by a Python torch.Tensor (or an instance of a
-// subclass) as an AtenTensorHandle, without allocating and without touching
-// any refcount. The handle aliases the tensor stored inside the Python
-// object: it is valid exactly as long as py_obj is alive, and it must never
-// be passed to aoti_torch_delete_tensor_object, nor be the destination of
-// aoti_torch_assign_tensors (that would replace the Python object's tensor
-// behind its back). It always denotes the tensor py_obj holds now: `t.data =
-// ...`, `t.set_(...)` and torch.utils.swap_tensors show through it, so
-// re-read metadata after calling back into Python: what the getters return
-// (the sizes and strides arrays, the data pointer) may change or be freed by
-// any Python code, including a garbage collection, so copy it first. Use it
-// to read metadata (aoti_torch_get_data_ptr, _get_sizes, _get_strides,
-// _get_dtype, ...) while the caller keeps py_obj alive; take an owning
-// handle with torch_tensor_from_pyobject (or aoti_torch_new_tensor_handle on
-// the borrowed one) when the tensor must outlive py_obj.
-//
-// py_obj must be an instance of torch.Tensor or of a subclass, by its real
-// type (Py_TYPE), not by isinstance(), which an object can fool through
-// __class__. On failure (null argument, GIL not held, not a tensor,
-// undefined tensor) returns AOTI_TORCH_FAILURE, leaves *ret unchanged and
-// stores the message for torch_exception_get_what(). See the Python interop
-// section above for the libtorch_python / GIL contract.
+// BEGIN shim.h 0001
+// Borrow the at::Tensor a Python torch.Tensor holds: no allocation, no
+// refcount change. Valid while py_obj lives; it denotes whatever tensor
+// py_obj holds at the time of each call made with it. Never hand it to an API
+// that takes ownership: aoti_torch_delete_tensor_object, the dst of
+// aoti_torch_assign_tensors, torch::stable::Tensor, a StableIValue (boxed
+// stacks, torch_call_dispatcher, StableList). See the Python interop section
+// above for the libtorch_python / GIL contract.
 AOTI_TORCH_EXPORT AOTITorchError torch_tensor_borrow_from_pyobject(
     void* py_obj,
     AtenTensorHandle* ret); // returns borrowed reference
+// END shim.h 0001
 
-// Whether the tensor's conjugate bit is set (a lazy conj() of a complex
-// tensor): its memory then holds the unconjugated values. A consumer that
-// reads the data pointer must refuse such a tensor or conjugate what it
-// reads; resolve_conj() materializes the values.
+// BEGIN shim.h 0002
+// Whether the conjugate (negative) bit is set: a lazy conj() (neg) view whose
+// memory holds the unconjugated (unnegated) values until resolve_conj()
+// (resolve_neg()).
 AOTI_TORCH_EXPORT AOTITorchError
 torch_is_conj(AtenTensorHandle tensor, bool* ret_is_conj);
 
-// Whether the tensor's negative bit is set (a lazy negation, as in
-// x.conj().imag, on any dtype): its memory then holds the values' negation.
-// resolve_neg() materializes the values.
 AOTI_TORCH_EXPORT AOTITorchError
 torch_is_neg(AtenTensorHandle tensor, bool* ret_is_neg);
+// END shim.h 0002
 
 #endif // TORCH_FEATURE_VERSION >= TORCH_VERSION_2_16_0
-// END shim.h hunk
 
 #ifdef __cplusplus
 } // extern "C"

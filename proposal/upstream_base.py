@@ -1,0 +1,138 @@
+"""Assemble ``proposal/.upstream-base``: the PyTorch files the patches touch or need.
+
+The base is PyTorch's main branch at the commit ``upstream/BASE.toml`` names
+(``main_commit``), file by file from one of three sources, each checked against
+the SHA-256 the manifest records, so two checkouts always assemble the same bytes:
+
+- ``vendored``: an unmodified copy under ``proposal/upstream/`` of the file at the
+  commit the manifest names (PyTorch's BSD-3-Clause licence, ``upstream/LICENSE``),
+  for files the torch wheel does not ship (``.cpp`` sources, docs, tests, linters);
+- ``wheel``: the header as the torch 2.15.0 wheel installs it (tag v2.15.0, the
+  commit in ``wheel_commit``), for headers main has not changed since;
+- ``wheel-unguarded``: the same, without the ``#if !defined(TORCH_STABLE_ONLY) ...``
+  guard that packaging wraps around internal headers (not in the source tree);
+- ``wheel-plus-2.16``: ``torch/csrc/stable/version.h`` as v2.15.0 ships it plus the
+  ``TORCH_VERSION_2_16_0`` macro that main's shim.h uses (main's own copy is not
+  stored where this project can read it);
+- ``text``: a one-line file given in the manifest (``version.txt``: 2.16.0a0).
+
+``--from-git DIR`` takes the vendored files from a PyTorch clone instead
+(``git show COMMIT:PATH``), which is how a maintainer re-checks the copies.
+
+Usage: ``python proposal/upstream_base.py [--out DIR] [--from-git PYTORCH_CLONE]``.
+Run it with the interpreter of the torch 2.15.0 environment (it reads that wheel's
+headers); it exits non-zero, naming the file, if any checksum differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import pathlib
+import shutil
+import subprocess
+import sys
+import tomllib
+
+HERE = pathlib.Path(__file__).resolve().parent
+UPSTREAM = HERE / "upstream"
+MANIFEST = UPSTREAM / "BASE.toml"
+DEFAULT_OUT = HERE / ".upstream-base"
+
+
+def load_manifest() -> dict:
+    """BASE.toml as a dict: ``main_commit``, ``wheel_commit``, ``wheel_version`` and ``file`` rows."""
+    with MANIFEST.open("rb") as f:
+        return tomllib.load(f)
+
+
+def wheel_include(manifest: dict) -> pathlib.Path:
+    """The include directory of the installed torch, which must be the manifest's wheel.
+
+    Raises SystemExit when torch is missing or is another build.
+    """
+    try:
+        import torch
+    except ImportError:
+        raise SystemExit("upstream_base.py needs torch " + manifest["wheel_version"]
+                         + " installed (make patch-check builds that environment)") from None
+    if torch.version.git_version != manifest["wheel_commit"]:
+        raise SystemExit(f"torch {torch.__version__} ({torch.version.git_version}) is not the "
+                         f"manifest's wheel {manifest['wheel_version']} ({manifest['wheel_commit']})")
+    return pathlib.Path(torch.__file__).parent / "include"
+
+
+def unguard(text: str) -> str:
+    """Drop the guard that wheel packaging wraps around an internal header."""
+    head = "#if !defined(TORCH_STABLE_ONLY) && !defined(TORCH_TARGET_VERSION)\n"
+    tail_start = "\n#else\n#error "
+    if not text.startswith(head) or tail_start not in text:
+        raise SystemExit("expected the wheel's TORCH_STABLE_ONLY guard around the header")
+    return text[len(head):text.rindex(tail_start) + 1]
+
+
+def file_bytes(row: dict, manifest: dict, include: pathlib.Path | None,
+               git_dir: pathlib.Path | None) -> bytes:
+    """The content of one manifest row, from its source."""
+    source, path = row["source"], row["path"]
+    if source == "text":
+        return row["text"].encode()
+    if source == "vendored":
+        if git_dir is not None:
+            return subprocess.run(["git", "-C", str(git_dir), "show", f"{row['commit']}:{path}"],
+                                  check=True, capture_output=True).stdout
+        return (UPSTREAM / path).read_bytes()
+    if include is None:
+        include = wheel_include(manifest)
+    installed = include / path
+    if source == "wheel":
+        return installed.read_bytes()
+    if source == "wheel-unguarded":
+        return unguard(installed.read_text()).encode()
+    if source == "wheel-plus-2.16":
+        text = installed.read_text()
+        line_2_15 = "#define TORCH_VERSION_2_15_0 (((0ULL + 2) << 56) | ((0ULL + 15) << 48))\n"
+        return text.replace(line_2_15, line_2_15 + line_2_15.replace("15", "16")).encode()
+    raise SystemExit(f"{path}: unknown source {source!r}")
+
+
+def assemble(out: pathlib.Path, git_dir: pathlib.Path | None = None) -> list[str]:
+    """Write every manifest file under ``out`` (emptied first); return the paths written.
+
+    Raises SystemExit naming the first file whose SHA-256 differs from the manifest.
+    """
+    manifest = load_manifest()
+    include = None
+    if any(row["source"].startswith("wheel") for row in manifest["file"]):
+        include = wheel_include(manifest)
+    if out.exists():
+        shutil.rmtree(out)
+    written = []
+    for row in manifest["file"]:
+        data = file_bytes(row, manifest, include, git_dir)
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != row["sha256"]:
+            raise SystemExit(f"{row['path']} ({row['source']} at {row['commit'][:12]}): sha256 "
+                             f"{digest} differs from the manifest's {row['sha256']}")
+        target = out / row["path"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        written.append(row["path"])
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Assemble the base; print where and how many files."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT,
+                        help="where to write the base tree (default: %(default)s)")
+    parser.add_argument("--from-git", type=pathlib.Path, metavar="PYTORCH_CLONE",
+                        help="read vendored files from this PyTorch clone at their commits")
+    args = parser.parse_args(argv)
+    written = assemble(args.out, args.from_git)
+    print(f"{args.out}: {len(written)} files, every sha256 as in {MANIFEST.relative_to(HERE.parent)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
