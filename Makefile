@@ -26,7 +26,7 @@ SHELL := /bin/bash
 # The environment stamps are made by pattern rules; keep them (never "intermediate").
 .SECONDARY:
 
-.PHONY: help bench bench-quick bench-report test test-devmode memcheck survey info clean $(addprefix test-,$(TORCH_VERSIONS))
+.PHONY: help bench bench-quick bench-report test test-devmode memcheck survey info clean patch-check $(addprefix test-,$(TORCH_VERSIONS))
 .DEFAULT_GOAL := help
 
 help:  ## list the targets
@@ -62,6 +62,15 @@ $(VENVS)/torch-%/.bench: $(VENVS)/torch-%/.built pyproject.toml
 	  $(PIP_QUIET)
 	@touch $@
 
+# The patch check's own needs (pyproject's `patch` extra), in the torch 2.15.0 environment.
+$(VENVS)/torch-%/.patch: $(VENVS)/torch-%/.built pyproject.toml
+	set -o pipefail; PIP_CONSTRAINT=$(CURDIR)/$(call env,$*)/constraints.txt \
+	  flock $(call env,$*)/.lock $(call env,$*)/bin/pip install -q --disable-pip-version-check \
+	  $$($(call env,$*)/bin/python -c "import tomllib; print(' '.join(\
+	    tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['patch']))") \
+	  $(PIP_QUIET)
+	@touch $@
+
 # --- the jobs ----------------------------------------------------------------------------
 bench: $(VENVS)/torch-$(TORCH)/.bench  ## benchmark evidence on the default torch (TORCH=...)
 	$(call py,$(TORCH)) bench/run.py --out bench/results
@@ -78,6 +87,10 @@ test: $(addprefix test-,$(TEST_TORCH))  ## the suite on torch 2.15.0, 2.14.1 and
 $(addprefix test-,$(TORCH_VERSIONS)): test-%: $(VENVS)/torch-%/.built
 	@echo ">>> tests on torch $*"
 	$(call py,$*) -m pytest $(PYTEST_ARGS)
+
+# The patches' base takes headers from the torch 2.15.0 wheel, so this always runs there.
+patch-check: $(VENVS)/torch-2.15.0/.patch  ## apply the patches to PyTorch's base, compile, nm, build + run their test, upstream's linters
+	$(call py,2.15.0) proposal/patch_check.py
 
 info: $(VENVS)/torch-$(TORCH)/.built  ## what `python -m bridge info` says on TORCH
 	$(call py,$(TORCH)) -m bridge info

@@ -1,26 +1,39 @@
-"""Build proposal/patches/0001-*.patch with git, from a PyTorch base tree and shim_ext.
+"""Build proposal/patches/000{1,2}-*.patch with git, from the PyTorch base and shim_ext.
 
-The patch is never edited by hand. This script copies the files it touches from
-a PyTorch source tree (``--base``; default ``proposal/.upstream-base``, the
-reconstruction described in its SOURCES.md) into a scratch git repository,
-commits them, applies the change and runs ``git format-patch``. The code the
-patch adds comes from the prototype, so the two cannot differ:
+The patches are never edited by hand. This script copies the base tree
+(``--base``; default ``proposal/.upstream-base``, assembled by
+``proposal/upstream_base.py`` from ``proposal/upstream/BASE.toml``) into a
+scratch git repository, commits it, applies each change, runs PyTorch's own
+``stable_shim_usage_linter.py`` to regenerate ``shim_function_versions.txt``
+exactly as upstream's lint does, commits, and runs ``git format-patch``. The
+code the patches add comes from the prototype, so the two cannot differ:
 
-- ``torch/csrc/stable/c/shim.h``: the block between ``// BEGIN shim.h hunk`` and
-  ``// END shim.h hunk`` of ``shim_ext/include/torch_borrow/shim.h``, byte for
-  byte (into the existing 2.16 block when the base already has one);
-- ``torch/csrc/PyObjectConversionPythonImpl.cpp``: the body of
-  ``tensor_borrow_from_pyobject`` from ``shim_ext/borrow.cpp``, as a method of
-  ``ConcretePyObjectConversion``;
-- ``torch/csrc/shim_common.cpp``: the ``shim_common.cpp body`` block of
-  ``shim_ext/borrow.cpp``, calling through the vtable instead of the prototype's
-  direct call, with ``AOTI_TORCH_EXPORT`` as its neighbours have it;
-- the vtable entry, the erroring no-op, ``TORCH_VERSION_2_16_0``, the docs note
-  and the test extension from ``proposal/patch_src``.
+0001 ``torch_tensor_borrow_from_pyobject``:
+- ``torch/csrc/stable/c/shim.h``: the ``shim.h 0001`` block of
+  ``shim_ext/include/torch_borrow/shim.h``, byte for byte, at the end of main's
+  2.16 block;
+- ``torch/csrc/stable/pyobject.h``: the ``pyobject.h 0001`` block of
+  ``shim_ext/include/torch_borrow/pyobject.h`` (``BorrowedTensor``, a non-owning
+  view, and ``tensor_borrow_from_pyobject``);
+- ``torch/csrc/PyObjectConversion{.h,.cpp}``: the vtable method, appended at the
+  end of the interface, and its erroring no-op;
+- ``torch/csrc/PyObjectConversionPythonImpl.cpp``: the body of the prototype's
+  ``tensor_borrow_from_pyobject`` (``shim_ext/borrow.cpp``) as a method;
+- ``torch/csrc/shim_common.cpp``: the ``shim_common.cpp 0001`` block of
+  ``shim_ext/borrow.cpp``, calling through the vtable, at the end of the Python
+  interop section;
+- the docs note, the no-op gtest, and the interop test module + Python test in
+  ``libtorch_agn_2_16_extension`` (``proposal/patch_src``).
 
-Inserted C++ (except the header hunk) is formatted with clang-format and
-PyTorch's .clang-format, on the inserted lines only. clang-format comes from
-``$CLANG_FORMAT``, PATH, or the ``clang-format`` PyPI package.
+0002 ``torch_is_conj`` / ``torch_is_neg``: the ``shim.h 0002`` and
+``shim_common.cpp 0002`` blocks (after ``torch_has_storage``), the
+``torch::stable::Tensor::is_conj()/is_neg()`` methods (after ``has_storage()``,
+as that 2.14 getter came), an op test in ``libtorch_agn_2_16_extension``, and
+the docs.
+
+Inserted C++ (except the header blocks) is formatted with clang-format and
+PyTorch's root ``.clang-format`` (part of the base), on the inserted lines only. clang-format
+comes from ``$CLANG_FORMAT``, PATH, or the ``clang-format`` PyPI package.
 
 Usage: ``python3 proposal/make_patch.py [--base DIR] [--out DIR]``.
 """
@@ -35,85 +48,31 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tomllib
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 SRC = HERE / "patch_src"
+SNIPPETS = SRC / "snippets"
 SHIM_H = ROOT / "shim_ext" / "include" / "torch_borrow" / "shim.h"
+PYOBJECT_H = ROOT / "shim_ext" / "include" / "torch_borrow" / "pyobject.h"
 BORROW_CPP = ROOT / "shim_ext" / "borrow.cpp"
-
-MODIFIED = [
-    "torch/csrc/stable/c/shim.h",
-    "torch/csrc/stable/version.h",
-    "torch/csrc/PyObjectConversion.h",
-    "torch/csrc/PyObjectConversion.cpp",
-    "torch/csrc/PyObjectConversionPythonImpl.cpp",
-    "torch/csrc/shim_common.cpp",
-    "docs/source/notes/libtorch_stable_abi.md",
-]
-NEW = [
-    "test/cpp_extensions/libtorch_agn_2_16_extension/setup.py",
-    "test/cpp_extensions/libtorch_agn_2_16_extension/libtorch_agn_2_16/__init__.py",
-    "test/cpp_extensions/libtorch_agn_2_16_extension/csrc/pyobject_interop_module.cpp",
-    "test/cpp_extensions/test_libtorch_agnostic_pyobject_borrow.py",
-]
-VERSION_2_16 = "#define TORCH_VERSION_2_16_0 (((0ULL + 2) << 56) | ((0ULL + 16) << 48))\n"
 BLOCK_END_2_16 = "#endif // TORCH_FEATURE_VERSION >= TORCH_VERSION_2_16_0\n"
-BLOCK_END_2_15 = "#endif // TORCH_FEATURE_VERSION >= TORCH_VERSION_2_15_0\n"
-# Reproducible commits: the patch must not change when nothing it holds changes.
+VERSIONS_TXT = "torch/csrc/stable/c/shim_function_versions.txt"
+USAGE_LINTER = "tools/linter/adapters/stable_shim_usage_linter.py"
+# Reproducible commits: a patch must not change when nothing it holds changes.
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "torch_tensor_borrow_from_pyobject proposal",
     "GIT_AUTHOR_EMAIL": "proposal@localhost",
-    "GIT_AUTHOR_DATE": "2026-11-29T00:00:00+00:00",
+    "GIT_AUTHOR_DATE": "2026-11-30T00:00:00+00:00",
     "GIT_COMMITTER_NAME": "torch_tensor_borrow_from_pyobject proposal",
     "GIT_COMMITTER_EMAIL": "proposal@localhost",
-    "GIT_COMMITTER_DATE": "2026-11-29T00:00:00+00:00",
+    "GIT_COMMITTER_DATE": "2026-11-30T00:00:00+00:00",
 }
 # The prototype calls the Python-side half directly; libtorch calls it through
 # the vtable that libtorch_python registers.
 PROTOTYPE_CALL = "torch_borrow::tensor_borrow_from_pyobject("
 VTABLE_CALL = "torch::detail::getPyObjectConversionImpl().tensor_borrow_from_pyobject("
-
-COMMIT_MESSAGE = """\
-[stable ABI] Add torch_tensor_borrow_from_pyobject, torch_is_conj, torch_is_neg
-
-torch_tensor_from_pyobject (2.14) returns a new reference: a heap-allocated
-at::Tensor copy that the caller deletes with aoti_torch_delete_tensor_object.
-Extensions that only read a tensor's metadata while they hold the Python
-object (DLPack-style bridges such as cuda.core's StridedMemoryView) pay that
-allocation and refcount traffic on every call, or compute the handle from
-THPVariable's private layout instead.
-
-torch_tensor_borrow_from_pyobject returns a borrowed reference: the address of
-the at::Tensor inside the THPVariable, reached through a new
-PyObjectConversionInterface method that returns const at::Tensor&. It is valid
-while the Python object lives, always denotes the tensor that object holds
-(t.data = ..., set_() and swap_tensors show through it), and is never deleted.
-The object must be a torch.Tensor by real type (PyObject_TypeCheck against
-THPVariableClass), so an object that fakes __class__ is refused rather than
-read as a THPVariable. Errors (null argument, GIL not held, not a tensor,
-undefined tensor) return AOTI_TORCH_FAILURE with the per-thread message.
-
-torch_is_conj and torch_is_neg expose the conjugate and negative bits, which
-the stable ABI cannot otherwise see: a metadata-only reader (owned or borrowed
-handle alike) would read a lazy conj() or neg view's memory as its values.
-
-All three go into a new 2.16 block of torch/csrc/stable/c/shim.h, tested by a
-new libtorch_agn_2_16_extension (an abi3 _interop module, as in 2.15) and
-test_libtorch_agnostic_pyobject_borrow.py, and documented in
-docs/source/notes/libtorch_stable_abi.md.
-
-Base: v2.15.0. The context lines come from torch/csrc/stable/c/shim.h,
-torch/csrc/stable/version.h and torch/csrc/PyObjectConversion.h as shipped in
-the torch 2.15.0 wheel; torch/csrc/shim_common.cpp from main at
-033b6bf2ad80709e94ce0705fd0607432bb734ec (its 2.15 Python interop section);
-torch/csrc/PyObjectConversionPythonImpl.cpp from
-149ccf4d07ae870432f5c35d21c2a00ddbbe5822 (v2.15.0 adds is_tensor_pyobject
-above the hunk, which then applies at an offset); docs from
-0431c5b7403fc3a3b1a66ee1d2760aacd4d4d6ab. On main, where the 2.16 block and
-libtorch_agn_2_16_extension already exist, the declarations go into that block
-and the interop module into that extension.
-"""
 
 
 def between(text: str, begin: str, end: str) -> str:
@@ -123,9 +82,14 @@ def between(text: str, begin: str, end: str) -> str:
     return text[start:text.index(end, start)].rsplit("\n", 1)[0] + "\n"
 
 
-def header_hunk() -> str:
-    """The shim.h hunk exactly as shim_ext declares it."""
-    return between(SHIM_H.read_text(), "// BEGIN shim.h hunk", "// END shim.h hunk")
+def header_block(patch: str) -> str:
+    """The shim.h declarations of patch ``patch`` ("0001", "0002"), as shim_ext declares them."""
+    return between(SHIM_H.read_text(), f"// BEGIN shim.h {patch}", f"// END shim.h {patch}")
+
+
+def pyobject_block() -> str:
+    """The pyobject.h helper of patch 0001, as shim_ext defines it."""
+    return between(PYOBJECT_H.read_text(), "// BEGIN pyobject.h 0001", "// END pyobject.h 0001")
 
 
 def python_impl_body() -> str:
@@ -138,19 +102,26 @@ def python_impl_body() -> str:
     return "".join(lines[first + 1:last])
 
 
-def shim_common_block() -> str:
-    """The prototype's extern "C" entry points, as shim_common.cpp holds them."""
-    block = between(BORROW_CPP.read_text(), "// BEGIN shim_common.cpp body",
-                    "// END shim_common.cpp body")
-    if PROTOTYPE_CALL not in block:
-        raise SystemExit(f"shim_ext/borrow.cpp no longer calls {PROTOTYPE_CALL!r}")
-    block = block.replace(PROTOTYPE_CALL, VTABLE_CALL)
+def shim_common_block(patch: str) -> str:
+    """The prototype's extern "C" entry points of ``patch``, as shim_common.cpp holds them."""
+    block = between(BORROW_CPP.read_text(), f"// BEGIN shim_common.cpp {patch}",
+                    f"// END shim_common.cpp {patch}")
+    if patch == "0001":
+        if PROTOTYPE_CALL not in block:
+            raise SystemExit(f"shim_ext/borrow.cpp no longer calls {PROTOTYPE_CALL!r}")
+        block = block.replace(PROTOTYPE_CALL, VTABLE_CALL)
     return re.sub(r"^AOTITorchError ", "AOTI_TORCH_EXPORT AOTITorchError ", block, flags=re.M)
 
 
 def insert_after(text: str, anchor: str, insertion: str) -> tuple[str, int]:
     """Insert after the first ``anchor``; return the text and the insertion's 1-based line."""
     at = text.index(anchor) + len(anchor)
+    return text[:at] + insertion + text[at:], text[:at].count("\n") + 1
+
+
+def insert_before(text: str, anchor: str, insertion: str) -> tuple[str, int]:
+    """Insert before the first ``anchor``; return the text and the insertion's 1-based line."""
+    at = text.index(anchor)
     return text[:at] + insertion + text[at:], text[:at].count("\n") + 1
 
 
@@ -169,110 +140,183 @@ def find_clang_format() -> str:
     raise SystemExit("clang-format not found: set CLANG_FORMAT, or `pip install clang-format`")
 
 
-def format_lines(clang_format: str, path: pathlib.Path, first: int, count: int) -> None:
-    """clang-format lines first..first+count-1 of path in place (PyTorch's style)."""
-    subprocess.run([clang_format, "-i", "--style=file", f"--lines={first}:{first + count - 1}",
-                    str(path)], check=True)
+class Tree:
+    """The scratch PyTorch tree a patch is written into."""
+
+    def __init__(self, root: pathlib.Path, clang_format: str):
+        self.root, self.clang_format = root, clang_format
+
+    def edit(self, rel: str, anchor: str, insertion: str, *, before: bool = False,
+             fmt: bool = False) -> None:
+        """Insert ``insertion`` after (or before) ``anchor`` in ``rel``; clang-format it if ``fmt``."""
+        path = self.root / rel
+        text = path.read_text()
+        if text.count(anchor) != 1:
+            raise SystemExit(f"{rel}: the anchor {anchor[:60]!r} occurs {text.count(anchor)} times")
+        text, line = (insert_before if before else insert_after)(text, anchor, insertion)
+        path.write_text(text)
+        if fmt:
+            subprocess.run([self.clang_format, "-i", "--style=file",
+                            f"--lines={line}:{line + insertion.count(chr(10)) - 1}", str(path)],
+                           check=True)
+
+    def replace(self, rel: str, old: str, new: str) -> None:
+        """Replace the one occurrence of ``old`` in ``rel``."""
+        path = self.root / rel
+        text = path.read_text()
+        if text.count(old) != 1:
+            raise SystemExit(f"{rel}: {old[:60]!r} occurs {text.count(old)} times")
+        path.write_text(text.replace(old, new))
+
+    def add(self, rel: str) -> None:
+        """Add a new file from proposal/patch_src."""
+        (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(SRC / rel, self.root / rel)
+
+    def regenerate_versions(self) -> None:
+        """Rewrite shim_function_versions.txt with upstream's stable_shim_usage_linter."""
+        run_usage_linter_writer(self.root)
 
 
-def apply_change(tree: pathlib.Path, clang_format: str) -> None:
-    """Edit the base files in ``tree`` and add the new ones."""
-    shim = tree / "torch/csrc/stable/c/shim.h"
-    text, hunk = shim.read_text(), header_hunk()
-    if BLOCK_END_2_16 in text:  # main: the 2.16 block exists, add the declarations to it
-        inner = hunk.split("\n#if TORCH_FEATURE_VERSION >= TORCH_VERSION_2_16_0\n", 1)[1]
-        inner = inner.rsplit(BLOCK_END_2_16, 1)[0]
-        text = text.replace(BLOCK_END_2_16, inner.lstrip("\n").join(["\n", BLOCK_END_2_16]), 1)
-    else:
-        text, _ = insert_after(text, BLOCK_END_2_15 + "\n", hunk + "\n")
-    shim.write_text(text)
+# The headers whose versioned declarations shim_function_versions.txt lists. The
+# stored stable_shim_usage_linter.py reads the first seven by default; main's
+# file also lists shim_mps.h's (stable/c/shim.h includes it), so it is named
+# here: on the base, this list reproduces main's file byte for byte
+# (make patch-check checks that).
+VERSIONED_HEADERS = [
+    "torch/csrc/stable/c/shim.h",
+    "torch/csrc/inductor/aoti_torch/c/shim.h",
+    "torch/csrc/inductor/aoti_torch/c/shim_mps.h",
+    *[f"torch/csrc/inductor/aoti_torch/generated/c_shim_{d}.h"
+      for d in ("aten", "cpu", "cuda", "mps", "xpu")],
+]
 
-    version = tree / "torch/csrc/stable/version.h"
-    text = version.read_text()
-    if "TORCH_VERSION_2_16_0" not in text:
-        line_2_15 = next(l for l in text.splitlines(keepends=True) if "TORCH_VERSION_2_15_0 (" in l)
-        text, _ = insert_after(text, line_2_15, VERSION_2_16)
-        version.write_text(text)
 
-    header = tree / "torch/csrc/PyObjectConversion.h"
-    text, _ = insert_after(header.read_text(),
-                           "virtual at::Tensor tensor_from_pyobject(PyObject* obj) const = 0;\n",
-                           (SRC / "snippets/PyObjectConversion.h.txt").read_text())
-    header.write_text(text)
+def run_usage_linter_writer(root: pathlib.Path) -> None:
+    """Call the linter's get_shim_functions / write_shim_function_versions in ``root``."""
+    code = ("import sys; sys.path.insert(0, '.');"
+            "from tools.linter.adapters import stable_shim_usage_linter as lint;"
+            f"lint.write_shim_function_versions(lint.get_shim_functions({VERSIONED_HEADERS!r}),"
+            f" {VERSIONS_TXT!r})")
+    subprocess.run([sys.executable, "-c", code], cwd=root, check=True, capture_output=True)
 
-    noop = tree / "torch/csrc/PyObjectConversion.cpp"
-    text = noop.read_text()
-    anchor = "at::Tensor tensor_from_pyobject(PyObject* /*obj*/) const override {\n"
-    anchor += "    TORCH_CHECK(false, kNoImplMsg);\n  }\n"
-    text, _ = insert_after(text, anchor, (SRC / "snippets/PyObjectConversion.cpp.txt").read_text())
-    noop.write_text(text)
 
-    impl = tree / "torch/csrc/PyObjectConversionPythonImpl.cpp"
-    text = impl.read_text()
+def apply_0001(tree: Tree) -> None:
+    """torch_tensor_borrow_from_pyobject, its vtable method, helper, docs and tests."""
+    tree.edit("torch/csrc/stable/c/shim.h", BLOCK_END_2_16, "\n" + header_block("0001") + "\n",
+              before=True)
+    tree.edit("torch/csrc/stable/pyobject.h", "HIDDEN_NAMESPACE_END(torch, stable)",
+              pyobject_block() + "\n", before=True)
+    tree.edit("torch/csrc/PyObjectConversion.h",
+              "  virtual PyObject* device_to_pyobject(const at::Device& device) const = 0;\n",
+              (SNIPPETS / "PyObjectConversion.h.txt").read_text())
+    tree.edit("torch/csrc/PyObjectConversion.cpp", "};\n\nconst NoopPyObjectConversion noop_impl;",
+              (SNIPPETS / "PyObjectConversion.cpp.txt").read_text(), before=True)
     body = "".join("  " + l if l.strip() else l for l in python_impl_body().splitlines(keepends=True))
     method = ("\n  const at::Tensor& tensor_borrow_from_pyobject(PyObject* obj) const override {\n"
               + body + "  }\n")
-    anchor = "    return THPVariable_Unpack(obj);\n  }\n"
-    text, line = insert_after(text, anchor, method)
-    impl.write_text(text)
-    format_lines(clang_format, impl, line, method.count("\n"))
-
-    common = tree / "torch/csrc/shim_common.cpp"
-    text = common.read_text()
-    block = shim_common_block() + "\n"
-    anchor = "// Most other dtypes defined in"
-    at = text.index(anchor)
-    line = text[:at].count("\n") + 1
-    common.write_text(text[:at] + block + text[at:])
-    format_lines(clang_format, common, line, block.count("\n"))
-
-    docs = tree / "docs/source/notes/libtorch_stable_abi.md"
-    text = docs.read_text()
-    text, _ = insert_after(text, "  `tensor_from_pyobject` (which errors on non-tensors)\n",
-                           (SRC / "snippets/docs-bullet.md.txt").read_text())
-    text, _ = insert_after(text, "may run without the GIL (for example a boxed `STABLE_TORCH_LIBRARY` kernel),\n"
-                                 "acquire it first.\n",
-                           (SRC / "snippets/docs-section.md.txt").read_text())
-    docs.write_text(text)
-
-    for rel in NEW:
-        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(SRC / rel, tree / rel)
+    tree.edit("torch/csrc/PyObjectConversionPythonImpl.cpp",
+              "};\n\n// Registered once when libtorch_python is loaded", method, before=True, fmt=True)
+    tree.edit("torch/csrc/shim_common.cpp", "// Most other dtypes defined in",
+              shim_common_block("0001") + "\n", before=True, fmt=True)
+    tree.edit("docs/source/notes/libtorch_stable_abi.md",
+              "  `tensor_from_pyobject` (which errors on non-tensors)\n",
+              (SNIPPETS / "docs-bullet.md.txt").read_text())
+    tree.edit("docs/source/notes/libtorch_stable_abi.md", "\n## Migrating your kernel to the LibTorch",
+              (SNIPPETS / "docs-section.md.txt").read_text(), before=True)
+    tree.edit("test/cpp/shim/test_pyobject_conversion.cpp", "TEST(TorchPyObjectConversion, DtypeNoop",
+              (SNIPPETS / "test_pyobject_conversion.cpp.txt").read_text(), before=True)
+    for rel in NEW_0001:
+        tree.add(rel)
+    setup = "test/cpp_extensions/libtorch_agn_2_16_extension/setup.py"
+    end = "            extra_link_args=[],\n        )\n    ]\n"
+    tree.replace(setup, end, end.replace("        )\n    ]\n", "        ),\n")
+                 + (SNIPPETS / "setup.py.txt").read_text() + "    ]\n")
+    tree.regenerate_versions()
 
 
-def git(tree: pathlib.Path, *args: str) -> str:
+def apply_0002(tree: Tree) -> None:
+    """torch_is_conj / torch_is_neg, the Tensor methods, the op test and the docs."""
+    tree.edit("torch/csrc/stable/c/shim.h", BLOCK_END_2_16, "\n" + header_block("0002") + "\n",
+              before=True)
+    tree.edit("torch/csrc/shim_common.cpp", "\n// Python interop conversions.",
+              "\n" + shim_common_block("0002"), before=True, fmt=True)
+    tree.edit("torch/csrc/stable/tensor_struct.h",
+              "    return has_storage;\n  }\n#endif // TORCH_FEATURE_VERSION >= TORCH_VERSION_2_14_0\n",
+              (SNIPPETS / "tensor_struct.h.txt").read_text())
+    tree.edit("docs/source/notes/libtorch_stable_abi.md", "\n## Migrating your kernel to the LibTorch",
+              (SNIPPETS / "docs-conj-neg.md.txt").read_text(), before=True)
+    for rel in NEW_0002:
+        tree.add(rel)
+    tree.regenerate_versions()
+
+
+# Test files placed as upstream places them (libtorch_agn_2_15_extension's
+# pyobject_interop_module.cpp is the precedent for an importable _interop module).
+NEW_0001 = [
+    "test/cpp_extensions/libtorch_agn_2_16_extension/csrc/pyobject_interop_module.cpp",
+    "test/cpp_extensions/test_libtorch_agnostic_pyobject_borrow.py",
+]
+NEW_0002 = [
+    "test/cpp_extensions/libtorch_agn_2_16_extension/csrc/my_is_conj_neg.cpp",
+    "test/cpp_extensions/test_libtorch_agnostic_conj_neg.py",
+]
+
+
+def git(tree: pathlib.Path, *args: str, stdin: str | None = None) -> str:
     """Run git in the scratch repository with the fixed identity and dates."""
-    env = {**os.environ, **GIT_ENV}
-    return subprocess.run(["git", "-C", str(tree), *args], check=True, env=env,
-                          capture_output=True, text=True).stdout
+    return subprocess.run(["git", "-C", str(tree), *args], check=True, input=stdin, text=True,
+                          env={**os.environ, **GIT_ENV}, capture_output=True).stdout
+
+
+def commit_message(patch: str, touched: set[str]) -> str:
+    """The commit message of ``patch``, naming the base commit of each file it touches."""
+    with (HERE / "upstream" / "BASE.toml").open("rb") as f:
+        manifest = tomllib.load(f)
+    text = (SRC / f"{patch}-message.txt").read_text()
+    others = sorted({(row["commit"], row["source"]) for row in manifest["file"]
+                     if row["commit"] != manifest["main_commit"]})
+    lines = [f"Base: pytorch/pytorch main at {manifest['main_commit']}",
+             "(shim.h, shim_common.cpp, shim_function_versions.txt, libtorch_agn_2_16_extension);",
+             "files not stored at that commit come from the nearest commit that has them:"]
+    for commit, source in others:
+        paths = [row["path"] for row in manifest["file"]
+                 if row["commit"] == commit and row["path"] in touched]
+        if paths:
+            where = "the v2.15.0 wheel's headers" if source.startswith("wheel") else "main"
+            lines.append(f"  {commit} ({where}): " + ", ".join(paths))
+    lines.append("proposal/upstream/BASE.toml records each file's commit and SHA-256.")
+    return text + "\n" + "\n".join(lines) + "\n"
+
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Build the patch; print its path."""
+    """Build both patches; print their paths."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", type=pathlib.Path, default=HERE / ".upstream-base",
-                        help="a PyTorch tree holding the files the patch modifies")
+                        help="the assembled PyTorch base (proposal/upstream_base.py)")
     parser.add_argument("--out", type=pathlib.Path, default=HERE / "patches")
     args = parser.parse_args(argv)
+    if not (args.base / "torch/csrc/shim_common.cpp").exists():
+        raise SystemExit(f"no base tree at {args.base}: run proposal/upstream_base.py first")
     clang_format = find_clang_format()
 
     with tempfile.TemporaryDirectory(prefix="torch-borrow-patch-") as scratch:
-        tree = pathlib.Path(scratch)
-        git(tree, "init", "-q", "-b", "base")
-        for rel in MODIFIED:
-            (tree / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(args.base / rel, tree / rel)
-        shutil.copyfile(args.base / ".clang-format", tree / ".clang-format")
-        git(tree, "add", "--", *MODIFIED, ".clang-format")
-        git(tree, "commit", "-q", "-m", "base: the PyTorch files the patch touches")
-        apply_change(tree, clang_format)
-        git(tree, "add", "--", *MODIFIED, *NEW)
-        subprocess.run(["git", "-C", str(tree), "commit", "-q", "-F", "-"], input=COMMIT_MESSAGE,
-                       text=True, check=True, env={**os.environ, **GIT_ENV})
+        root = pathlib.Path(scratch)
+        shutil.copytree(args.base, root, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".git"))
+        git(root, "init", "-q", "-b", "main")
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", "base: the PyTorch files the patches touch or need")
+        tree = Tree(root, clang_format)
+        for patch, apply in (("0001", apply_0001), ("0002", apply_0002)):
+            apply(tree)
+            git(root, "add", "-A")
+            touched = set(git(root, "diff", "--cached", "--name-only").split())
+            git(root, "commit", "-q", "-F", "-", stdin=commit_message(patch, touched))
         args.out.mkdir(parents=True, exist_ok=True)
-        for old in args.out.glob("0001-*.patch"):
+        for old in args.out.glob("000*.patch"):
             old.unlink()
-        written = git(tree, "format-patch", "-1", "--zero-commit", "--no-signature",
+        written = git(root, "format-patch", "-2", "--zero-commit", "--no-signature",
                       "--full-index", "-o", str(args.out.resolve())).strip()
     print(written)
     return 0

@@ -62,14 +62,13 @@ def borrow_without_gil(obj) -> int:
 
 def borrow_metadata(obj) -> tuple:
     """(data_ptr, sizes, strides, storage_offset, dtype, device_type,
-    device_index, is_conj, is_neg) read through the borrowed handle."""
+    device_index) read through the borrowed handle."""
     shim, _, cpu = _libs()
     handle = _HANDLE(_borrow(shim, obj))
     data_ptr, dim = ctypes.c_void_p(), ctypes.c_int64()
     sizes, strides = ctypes.POINTER(ctypes.c_int64)(), ctypes.POINTER(ctypes.c_int64)()
     storage_offset = ctypes.c_int64()
     dtype, device_type, device_index = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_int32()
-    is_conj, is_neg = ctypes.c_bool(), ctypes.c_bool()
     calls = [
         (cpu.aoti_torch_get_data_ptr, data_ptr),
         (cpu.aoti_torch_get_dim, dim),
@@ -79,8 +78,6 @@ def borrow_metadata(obj) -> tuple:
         (cpu.aoti_torch_get_dtype, dtype),
         (cpu.aoti_torch_get_device_type, device_type),
         (cpu.aoti_torch_get_device_index, device_index),
-        (shim.torch_is_conj, is_conj),
-        (shim.torch_is_neg, is_neg),
     ]
     for function, out in calls:
         if function(handle, ctypes.byref(out)) != _SUCCESS:
@@ -94,6 +91,4 @@ def borrow_metadata(obj) -> tuple:
         dtype.value,
         device_type.value,
         device_index.value,
-        is_conj.value,
-        is_neg.value,
     )

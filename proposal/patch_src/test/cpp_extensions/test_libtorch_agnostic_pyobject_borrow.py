@@ -1,6 +1,7 @@
 # Owner(s): ["module: cpp"]
 
 import sys
+import sysconfig
 import weakref
 from pathlib import Path
 
@@ -42,8 +43,6 @@ def expected_metadata(t):
         DTYPE_CODES[t.dtype],
         DEVICE_TYPE_CODES[t.device.type],
         -1 if t.device.index is None else t.device.index,
-        t.is_conj(),
-        t.is_neg(),
     )
 
 
@@ -55,9 +54,12 @@ class Impostor:
         return torch.Tensor
 
 
+# abi3 (limited API) extension modules do not load into a free-threaded CPython.
+IS_FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+
 # TODO: Fix this error in Windows:
 # LINK : error LNK2001: unresolved external symbol PyInit__C
-if not IS_WINDOWS:
+if not IS_WINDOWS and not IS_FREE_THREADED:
 
     class TestLibtorchAgnosticPyObjectBorrow(TestCase):
         """torch_tensor_borrow_from_pyobject (2.16) through libtorch_agn_2_16."""
@@ -65,14 +67,14 @@ if not IS_WINDOWS:
         @classmethod
         def setUpClass(cls):
             try:
-                import libtorch_agn_2_16
+                from libtorch_agn_2_16 import _interop
             except ImportError:
                 install_cpp_extension(
                     extension_root=Path(__file__).parent
                     / "libtorch_agn_2_16_extension"
                 )
-                import libtorch_agn_2_16
-            cls.interop = libtorch_agn_2_16._interop
+                from libtorch_agn_2_16 import _interop
+            cls.interop = _interop
 
         def test_metadata_matches_torch(self):
             base = torch.arange(24, dtype=torch.float32).reshape(4, 6)
@@ -141,16 +143,6 @@ if not IS_WINDOWS:
         def test_refuses_without_the_gil(self):
             with self.assertRaisesRegex(RuntimeError, "requires the GIL"):
                 self.interop.borrow_without_gil(torch.ones(1))
-
-        def test_conjugate_and_negative_bits_are_visible(self):
-            c = torch.randn(3, dtype=torch.complex64)
-            for t in (c, c.conj(), c.conj().imag, c.conj().resolve_conj()):
-                self.assertEqual(
-                    self.interop.borrow_metadata(t), expected_metadata(t)
-                )
-            self.assertTrue(self.interop.borrow_metadata(c.conj())[-2])
-            self.assertTrue(self.interop.borrow_metadata(c.conj().imag)[-1])
-
 
 if __name__ == "__main__":
     run_tests()

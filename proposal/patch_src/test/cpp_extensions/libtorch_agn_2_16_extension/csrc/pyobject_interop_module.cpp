@@ -1,16 +1,17 @@
 #include <Python.h>
 
-#include <torch/csrc/stable/c/shim.h>
+#include <torch/csrc/stable/pyobject.h>
 
 // Importable (abi3) module functions that exercise the 2.16 borrowed
-// PyObject -> AtenTensorHandle shim: a raw PyObject arrives straight from
+// PyObject -> AtenTensorHandle shim, as libtorch_agn_2_15_extension's module
+// exercises the 2.15 ones: a raw PyObject arrives straight from
 // Python (no dispatcher boxing), so the GIL is naturally held. The module links
 // only libtorch; the conversion is serviced by the vtable that libtorch_python
 // registers.
 //
 // The handle is borrowed: it aliases the at::Tensor inside the Python object.
-// It is read while `obj` is alive and never deleted, so it is deliberately not
-// wrapped in torch::stable::Tensor, which owns its handle and would delete it.
+// It is read while `obj` is alive and never deleted: torch::stable's
+// BorrowedTensor holds it, not torch::stable::Tensor, which would delete it.
 
 namespace {
 
@@ -40,11 +41,12 @@ PyObject* int64_tuple(const int64_t* values, int64_t n) {
 // The borrowed handle as an int. Borrowing twice gives the same handle: no
 // allocation, nothing to free.
 PyObject* borrow_handle(PyObject* /*self*/, PyObject* obj) {
-  AtenTensorHandle handle = nullptr;
-  if (torch_tensor_borrow_from_pyobject(obj, &handle) != AOTI_TORCH_SUCCESS) {
-    return raise_shim_error();
+  try {
+    return PyLong_FromVoidPtr(torch::stable::tensor_borrow_from_pyobject(obj).get());
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return nullptr;
   }
-  return PyLong_FromVoidPtr(handle);
 }
 
 // Calls the shim with the GIL released, which it must refuse.
@@ -61,7 +63,7 @@ PyObject* borrow_without_gil(PyObject* /*self*/, PyObject* obj) {
 }
 
 // (data_ptr, sizes, strides, storage_offset, dtype, device_type,
-// device_index, is_conj, is_neg), read through the borrowed handle with the
+// device_index), read through the borrowed handle with the
 // stable getters. data_ptr includes the storage offset; strides are in
 // elements; dtype and device_type use the aoti_torch_dtype_*() /
 // aoti_torch_device_type_*() codes.
@@ -75,8 +77,6 @@ PyObject* borrow_metadata(PyObject* /*self*/, PyObject* obj) {
   int32_t dtype = 0;
   int32_t device_type = 0;
   int32_t device_index = 0;
-  bool is_conj = false;
-  bool is_neg = false;
   if (torch_tensor_borrow_from_pyobject(obj, &handle) != AOTI_TORCH_SUCCESS ||
       aoti_torch_get_data_ptr(handle, &data_ptr) != AOTI_TORCH_SUCCESS ||
       aoti_torch_get_dim(handle, &dim) != AOTI_TORCH_SUCCESS ||
@@ -87,22 +87,18 @@ PyObject* borrow_metadata(PyObject* /*self*/, PyObject* obj) {
       aoti_torch_get_dtype(handle, &dtype) != AOTI_TORCH_SUCCESS ||
       aoti_torch_get_device_type(handle, &device_type) != AOTI_TORCH_SUCCESS ||
       aoti_torch_get_device_index(handle, &device_index) !=
-          AOTI_TORCH_SUCCESS ||
-      torch_is_conj(handle, &is_conj) != AOTI_TORCH_SUCCESS ||
-      torch_is_neg(handle, &is_neg) != AOTI_TORCH_SUCCESS) {
+          AOTI_TORCH_SUCCESS) {
     return raise_shim_error();
   }
   return Py_BuildValue(
-      "(NNNLiiiNN)",
+      "(NNNLiii)",
       PyLong_FromVoidPtr(data_ptr),
       int64_tuple(sizes, dim),
       int64_tuple(strides, dim),
       static_cast<long long>(storage_offset),
       static_cast<int>(dtype),
       static_cast<int>(device_type),
-      static_cast<int>(device_index),
-      PyBool_FromLong(is_conj),
-      PyBool_FromLong(is_neg));
+      static_cast<int>(device_index));
 }
 
 PyMethodDef methods[] = {

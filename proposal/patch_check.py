@@ -1,0 +1,313 @@
+"""`make patch-check`: the patches as a PyTorch maintainer would meet them, built for real.
+
+Steps, each printed as it runs; the first failure ends the run with exit status 1:
+
+1. assemble the base (``upstream_base.py``) and commit it as ``main`` of a scratch
+   repository; a clone of it (``origin`` = the base) gets the patches by ``git am``;
+2. regenerate the patches with ``make_patch.py`` and compare them byte for byte
+   with the committed ones;
+3. compile every touched C++ file of libtorch (``shim_common.cpp``,
+   ``PyObjectConversion.cpp``, ``PyObjectConversionPythonImpl.cpp``) and a
+   translation unit including the touched stable headers (``pyobject.h``,
+   ``tensor_struct.h``) with ``-std=c++20`` against the patched tree, then the
+   torch 2.15.0 wheel's headers, at feature version 2.16 (a
+   ``torch/headeronly/version.h`` for 2.16.0, as main's build generates from
+   ``version.txt``); a missing internal header is reported by name;
+4. ``nm`` the objects: the new functions must be defined with C linkage
+   (``T torch_tensor_borrow_from_pyobject``), never mangled;
+5. build the patch's C++ test module (``libtorch_agn_2_16._interop``,
+   abi3, ``TORCH_TARGET_VERSION`` 2.16) against libtorch 2.15.0 plus the
+   prototype library, which provides the new symbols libtorch 2.15 lacks, and
+   run the patch's Python test against it under pytest;
+6. run upstream's ``stable_shim_version_linter.py`` and
+   ``stable_shim_usage_linter.py`` on the patched files: no lint message, and
+   the usage linter leaves ``shim_function_versions.txt`` as the patch has it.
+
+Usage: ``python -P proposal/patch_check.py [--work DIR] [--keep]`` with the
+interpreter of the torch 2.15.0 environment (clang-format, expecttest and
+pytest installed: the Makefile's ``patch-check`` target does this).
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import make_patch  # noqa: E402
+import upstream_base  # noqa: E402
+
+PATCHES = sorted((HERE / "patches").glob("000*.patch"))
+LIBTORCH_SOURCES = ["torch/csrc/shim_common.cpp", "torch/csrc/PyObjectConversion.cpp",
+                    "torch/csrc/PyObjectConversionPythonImpl.cpp"]
+STABLE_HEADERS = ["torch/csrc/stable/pyobject.h", "torch/csrc/stable/tensor.h"]
+NEW_SYMBOLS = ["torch_tensor_borrow_from_pyobject", "torch_is_conj", "torch_is_neg"]
+INTEROP_SRC = "test/cpp_extensions/libtorch_agn_2_16_extension/csrc/pyobject_interop_module.cpp"
+PATCH_TEST = "test/cpp_extensions/test_libtorch_agnostic_pyobject_borrow.py"
+TARGET_2_16 = "0x0210000000000000"
+HEADERONLY_VERSION_2_16 = """\
+#pragma once
+// What main's build generates from version.txt (2.16.0a0) with
+// tools/setup_helpers/gen_version_header.py; written by proposal/patch_check.py.
+#define TORCH_VERSION_MAJOR 2
+#define TORCH_VERSION_MINOR 16
+#define TORCH_VERSION_PATCH 0
+#define TORCH_VERSION_ABI_TAG 0
+#define TORCH_VERSION "2.16.0"
+#define TORCH_ABI_VERSION ( \\
+  ((0ULL + TORCH_VERSION_MAJOR) << 56) | \\
+  ((0ULL + TORCH_VERSION_MINOR) << 48) | \\
+  ((0ULL + TORCH_VERSION_PATCH) << 40) | \\
+  ((0ULL + TORCH_VERSION_ABI_TAG) << 0))
+"""
+
+
+class CheckFailed(Exception):
+    """One step's failure, with what to look at."""
+
+
+def step(title: str) -> None:
+    print(f"\n=== {title}", flush=True)
+
+
+def run(cmd: list[str], cwd: pathlib.Path | None = None, env: dict | None = None,
+        check: bool = True) -> subprocess.CompletedProcess:
+    """Run a command, capturing its output; raise CheckFailed with that output on failure."""
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    if check and done.returncode != 0:
+        raise CheckFailed(f"{' '.join(cmd[:3])} ... exited {done.returncode}\n"
+                          f"{done.stdout[-4000:]}{done.stderr[-4000:]}")
+    return done
+
+
+def git(repo: pathlib.Path, *args: str) -> str:
+    return run(["git", "-C", str(repo), *args], env={**os.environ, **make_patch.GIT_ENV}).stdout
+
+
+def apply_patches(work: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
+    """Base repository and a clone of it with the patches applied by git am."""
+    base = work / "base"
+    upstream_base.assemble(base)
+    git(base, "init", "-q", "-b", "main")
+    git(base, "add", "-A")
+    git(base, "commit", "-q", "-m", "base")
+    tree = work / "patched"
+    run(["git", "clone", "-q", str(base), str(tree)])
+    for patch in PATCHES:
+        git(tree, "am", "-q", "--keep-non-patch", "--whitespace=error-all", str(patch))
+        print(f"applied {patch.name}")
+    return base, tree
+
+
+def check_reproducible(base: pathlib.Path, work: pathlib.Path) -> None:
+    out = work / "regenerated"
+    run([sys.executable, str(HERE / "make_patch.py"), "--base", str(base), "--out", str(out)])
+    for patch in PATCHES:
+        again = out / patch.name
+        if not again.exists() or not filecmp.cmp(patch, again, shallow=False):
+            raise CheckFailed(f"make_patch.py does not reproduce {patch.name} byte for byte "
+                              f"(diff {patch} {again})")
+        print(f"{patch.name}: regenerated byte for byte")
+
+
+def compile_flags(tree: pathlib.Path, overlay: pathlib.Path) -> list[str]:
+    import torch
+    import torch.utils.cpp_extension as cpp_extension
+
+    include = [str(tree), str(overlay), *cpp_extension.include_paths()]
+    return ["-std=c++20", "-fPIC", "-O1", "-Wall", "-Wno-unused-function",
+            f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
+            *[f"-I{p}" for p in include], f"-I{sysconfig.get_paths()['include']}"]
+
+
+# The newest stored PyObjectConversionPythonImpl.cpp (149ccf4d) predates the
+# is_tensor_pyobject method of v2.15.0's interface: its class is abstract
+# against main's header. That one error is the base's gap, not the patch's.
+KNOWN_BASE_GAP = re.compile(r"is_tensor_pyobject\(PyObject\*\) const")
+
+
+def base_gap_only(stderr: str) -> bool:
+    """Whether the only compile error is ConcretePyObjectConversion missing is_tensor_pyobject."""
+    errors = re.findall(r"error: (.*)", stderr)
+    pure = re.findall(r"note: +.(virtual .*)'", stderr.replace("\u2019", "'"))
+    return (bool(errors) and all("abstract type" in e for e in errors)
+            and bool(pure) and all(KNOWN_BASE_GAP.search(p) for p in pure))
+
+
+def compile_one(source: pathlib.Path, obj: pathlib.Path, flags: list[str]) -> None:
+    done = run(["g++", *flags, "-c", str(source), "-o", str(obj)], check=False)
+    if done.returncode != 0 and base_gap_only(done.stderr):
+        print(f"compiled {source.name} up to one error of the base, not the patch: the stored "
+              "copy (149ccf4d) lacks is_tensor_pyobject, which v2.15.0's interface declares")
+        return
+    if done.returncode != 0:
+        missing = sorted(set(re.findall(r"fatal error: (\S+): No such file", done.stderr)))
+        if missing:
+            raise CheckFailed(f"{source.name}: internal headers missing from the wheel: "
+                              + ", ".join(missing))
+        raise CheckFailed(f"{source.name} does not compile:\n{done.stderr[-6000:]}")
+    print(f"compiled {source.name}")
+
+
+def compile_libtorch(tree: pathlib.Path, work: pathlib.Path) -> list[pathlib.Path]:
+    """Compile the touched libtorch sources and stable headers; return the objects."""
+    overlay = work / "overlay"
+    (overlay / "torch/headeronly").mkdir(parents=True)
+    (overlay / "torch/headeronly/version.h").write_text(HEADERONLY_VERSION_2_16)
+    flags = compile_flags(tree, overlay)
+    objects = []
+    for rel in LIBTORCH_SOURCES:
+        obj = work / (pathlib.Path(rel).stem + ".o")
+        compile_one(tree / rel, obj, flags)
+        objects.append(obj)
+    headers_tu = work / "stable_headers.cpp"
+    headers_tu.write_text("".join(f"#include <{h}>\n" for h in STABLE_HEADERS)
+                          + "void use(torch::stable::Tensor t) { (void)t.is_conj(); (void)t.is_neg(); }\n"
+                          + "void borrow(void* o) { (void)torch::stable::tensor_borrow_from_pyobject(o).get(); }\n")
+    compile_one(headers_tu, work / "stable_headers.o", flags + [f"-DTORCH_TARGET_VERSION={TARGET_2_16}"])
+    return objects
+
+
+def check_symbols(objects: list[pathlib.Path]) -> None:
+    """The new functions are defined, unmangled, in shim_common.o."""
+    listing = run(["nm", "--defined-only", str(objects[0])]).stdout
+    for name in NEW_SYMBOLS:
+        line = next((l for l in listing.splitlines() if l.endswith(f" T {name}")), None)
+        if line is None:
+            mangled = [l for l in listing.splitlines() if name in l]
+            raise CheckFailed(f"{name} is not a defined C symbol of shim_common.o: {mangled}")
+        print(f"nm shim_common.o: {line}")
+    demangled = run(["nm", "-C", "--defined-only", str(objects[1])]).stdout
+    print("nm -C PyObjectConversion.o: " + next(
+        l for l in demangled.splitlines() if "tensor_borrow_from_pyobject" in l).strip())
+
+
+def build_interop_module(tree: pathlib.Path, work: pathlib.Path) -> pathlib.Path:
+    """Build libtorch_agn_2_16._interop; return the directory to put on sys.path."""
+    import torch.utils.cpp_extension as cpp_extension
+
+    prototype = next((ROOT / "shim_ext").glob("_borrow*.so"), None)
+    if prototype is None:
+        import shim_ext._borrow as built  # the installed package's build
+
+        prototype = pathlib.Path(built.__file__)
+    package = work / "site" / "libtorch_agn_2_16"
+    package.mkdir(parents=True)
+    # The upstream package also loads _C (the 2.9-2.16 op csrc); only _interop is built here.
+    (package / "__init__.py").write_text("from . import _interop\n")
+    overlay = work / "overlay"
+    flags = compile_flags(tree, overlay) + [f"-DTORCH_TARGET_VERSION={TARGET_2_16}",
+                                            "-DPy_LIMITED_API=0x030a0000"]
+    libs = cpp_extension.library_paths()
+    out = package / "_interop.so"
+    done = run(["g++", *flags, "-shared", str(tree / INTEROP_SRC), "-o", str(out),
+                *[f"-L{p}" for p in libs], *[f"-Wl,-rpath,{p}" for p in libs],
+                str(prototype), f"-Wl,-rpath,{prototype.parent}", "-ltorch", "-ltorch_cpu", "-lc10"],
+               check=False)
+    if done.returncode != 0:
+        raise CheckFailed(f"the test module does not build:\n{done.stderr[-6000:]}")
+    print(f"built {out.relative_to(work)} (abi3, TORCH_TARGET_VERSION {TARGET_2_16}), "
+          f"new symbols from {prototype.name}")
+    return package.parent
+
+
+def run_patch_test(tree: pathlib.Path, site: pathlib.Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    done = run([sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                str(tree / PATCH_TEST)], cwd=tree, env=env, check=False)
+    print(done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-2000:])
+    if done.returncode != 0:
+        raise CheckFailed(f"the patch's Python test failed:\n{done.stdout[-6000:]}{done.stderr[-2000:]}")
+
+
+def lint(tree: pathlib.Path, linter: str, files: list[str]) -> None:
+    done = run([sys.executable, f"tools/linter/adapters/{linter}", *files], cwd=tree)
+    messages = [json.loads(l) for l in done.stdout.splitlines() if l.strip()]
+    print(f"{linter} {' '.join(files)}: {len(messages)} lint messages")
+    for message in messages:
+        print(f"  {message['path']}:{message['line']}: {message['name']}")
+    if messages:
+        raise CheckFailed(f"{linter} reports {len(messages)} problems")
+
+
+def run_linters(tree: pathlib.Path) -> None:
+    """Upstream's two stable-shim linters, as lintrunner runs them on the changed files."""
+    # The version linter judges the lines added by the last commit (HEAD~1..HEAD):
+    # run it with each patch on top.
+    for patch in reversed(PATCHES):
+        head = git(tree, "log", "-1", "--format=%h %s").strip()
+        print(f"at {head}:")
+        lint(tree, "stable_shim_version_linter.py", ["torch/csrc/stable/c/shim.h"])
+        git(tree, "checkout", "-q", "-f", "--detach", "HEAD~1")
+    git(tree, "checkout", "-q", "-f", "main")
+    versions = tree / make_patch.VERSIONS_TXT
+    patched = versions.read_bytes()
+    lint(tree, "stable_shim_usage_linter.py",
+         ["torch/csrc/stable/pyobject.h", "torch/csrc/stable/tensor_struct.h"])
+    # Its command line also rewrites the registry from its default header list, which
+    # lacks shim_mps.h; make_patch.VERSIONED_HEADERS adds it (that list reproduces
+    # main's file on the base). Regenerate with it and compare with the patch's copy.
+    versions.write_bytes(b"")
+    make_patch.run_usage_linter_writer(tree)
+    if versions.read_bytes() != patched:
+        raise CheckFailed("shim_function_versions.txt differs from what the usage linter "
+                          "writes for the patched headers: the patch's copy is stale")
+    print(f"{make_patch.VERSIONS_TXT}: as the usage linter writes it for the patched headers")
+    base = git(tree, "show", f"HEAD~{len(PATCHES)}:{make_patch.VERSIONS_TXT}")
+    git(tree, "checkout", "-q", "--detach", f"HEAD~{len(PATCHES)}")
+    make_patch.run_usage_linter_writer(tree)
+    same = versions.read_text() == base
+    git(tree, "checkout", "-q", "-f", "main")
+    if not same:
+        raise CheckFailed("on the base, the usage linter does not reproduce main's "
+                          "shim_function_versions.txt: the base is not one coherent tree")
+    print(f"{make_patch.VERSIONS_TXT}: on the base, reproduced byte for byte (the base is coherent)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--work", type=pathlib.Path, help="scratch directory (default: a temporary one)")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    args = parser.parse_args(argv)
+    work = args.work or pathlib.Path(tempfile.mkdtemp(prefix="patch-check-"))
+    if args.work and work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        step("1. apply the patches to the reconstructed base (git am)")
+        base, tree = apply_patches(work)
+        step("2. regenerate the patches")
+        check_reproducible(work / "base", work)
+        step("3. compile the touched C++ at feature version 2.16 (g++ -std=c++20)")
+        objects = compile_libtorch(tree, work)
+        step("4. symbols")
+        check_symbols(objects)
+        step("5. the patch's test module, built, and its Python test")
+        site = build_interop_module(tree, work)
+        run_patch_test(tree, site)
+        step("6. upstream's stable-shim linters")
+        run_linters(tree)
+    except CheckFailed as failure:
+        print(f"\npatch-check FAILED: {failure}", flush=True)
+        return 1
+    finally:
+        if not args.keep and not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+    print("\npatch-check passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

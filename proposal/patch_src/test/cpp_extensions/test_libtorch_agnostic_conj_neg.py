@@ -1,0 +1,29 @@
+# Owner(s): ["module: cpp"]
+
+import torch
+from torch.testing._internal.common_utils import IS_WINDOWS, run_tests, TestCase
+
+
+# TODO: Fix this error in Windows:
+# LINK : error LNK2001: unresolved external symbol PyInit__C
+if not IS_WINDOWS:
+
+    class TestLibtorchAgnosticConjNeg(TestCase):
+        """torch_is_conj / torch_is_neg (2.16) through Tensor::is_conj()/is_neg()."""
+
+        def test_is_conj_and_is_neg(self):
+            import libtorch_agn_2_16 as libtorch_agnostic
+
+            c = torch.randn(3, dtype=torch.complex64)
+            x = torch.randn(3)
+            # A lazy conj() sets the conjugate bit; its imaginary part is a
+            # negative view; resolving materializes the values and clears both.
+            for t in (c, c.conj(), c.conj().imag, c.conj().resolve_conj(), x):
+                self.assertEqual(libtorch_agnostic.ops.my_is_conj(t), t.is_conj())
+                self.assertEqual(libtorch_agnostic.ops.my_is_neg(t), t.is_neg())
+            self.assertTrue(libtorch_agnostic.ops.my_is_conj(c.conj()))
+            self.assertTrue(libtorch_agnostic.ops.my_is_neg(c.conj().imag))
+
+
+if __name__ == "__main__":
+    run_tests()
