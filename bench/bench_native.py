@@ -12,7 +12,10 @@ contenders can be compared round by round:
 - ``dlpack_managed``: ``managed_tensor_from_py_object_no_sync`` + its deleter;
 - ``typecheck``: the real-type check alone, the floor;
 - ``handle_<path>``: the handle alone (no metadata read) and ``getters7``: the seven
-  getters alone through a borrowed handle: the parts the first three are made of.
+  getters alone through a borrowed handle: the parts the first three are made of;
+- ``conj_getter`` / ``conj_dispatcher``: the conjugate bit through the proposed
+  ``torch_is_conj`` vs through ``torch_call_dispatcher("aten::is_conj")`` (which needs an
+  owning copy of the borrowed handle): patch 0002's justification.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ GROUP = "2 native: handle + metadata per call, C loop, 32x32 float32"
 PARTS_GROUP = "2b native parts: handle alone, seven getters alone, type check"
 PATH_NAMES = views.VIEWERS
 PEER_NAMES = ("dlpack_dltensor", "dlpack_managed", "typecheck")
-PART_NAMES = ("handle_owned", "handle_borrow", "handle_fallback", "getters7")
+PART_NAMES = ("handle_owned", "handle_borrow", "handle_fallback", "getters7",
+              "conj_getter", "conj_dispatcher")
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +57,12 @@ def native_run(torch, bridge, available, native_peers, protocol, notes, device):
     contenders.append(interleave.native("typecheck", lambda n: native_peers.typecheck_loop(t, n)))
     if available["fallback"]:
         contenders.append(interleave.native("getters7", lambda n: native_peers.getters_loop(t, n)))
+    for route, why in native_peers.conj_reason.items():
+        if why is None and available["fallback"]:
+            contenders.append(interleave.native(
+                f"conj_{route}", lambda n, r=route: native_peers.conj_loop(r, t, n)))
+        else:
+            notes["unavailable"][f"conj_{route}"] = why or "no proven borrowed handle (fallback)"
     for c in contenders:  # any error surfaces here, before timing
         c.run(1)
     return interleave.measure(contenders, protocol.rounds, protocol.native_calls,

@@ -227,6 +227,79 @@ done:
   return result;
 }
 
+/* The conjugate bit of a borrowed handle, two ways (issue 10, patch 0002's justification).
+ * getter: torch_is_conj(h, &b), the proposed C getter.
+ * dispatcher: aten::is_conj through torch_call_dispatcher, the stable route that exists
+ * today. Its stack owns what it holds (docs: "give owning references to the calling
+ * stack"), so a borrowed handle is first copied into a new owning one
+ * (aoti_torch_new_tensor_handle), which the dispatcher consumes; the result comes back
+ * as a StableIValue holding a bool. `version` is the extension build version
+ * (TORCH_ABI_VERSION of the torch the caller targets). */
+typedef AOTITorchError (*is_flag_fn)(AtenTensorHandle, _Bool*);
+typedef AOTITorchError (*new_handle_fn)(AtenTensorHandle, AtenTensorHandle*);
+typedef AOTITorchError (*dispatch_fn)(const char*, const char*, uint64_t*, uint64_t);
+
+double peers_conj_getter_loop(uintptr_t is_conj, uintptr_t handle, int64_t n) {
+  is_flag_fn fn = (is_flag_fn)is_conj;
+  AtenTensorHandle h = (AtenTensorHandle)handle;
+  _Bool b = 0;
+  double result = -1.0;
+  PyGILState_STATE g = PyGILState_Ensure();
+  if (fn(h, &b)) {
+    set_error("torch_is_conj failed");
+    goto done;
+  }
+  uint64_t t0 = now_ns();
+  for (int64_t i = 0; i < n; i++) {
+    if (fn(h, &b)) {
+      set_error("torch_is_conj failed");
+      goto done;
+    }
+    peers_sink = (uintptr_t)b;
+  }
+  result = (double)(now_ns() - t0) / (double)n;
+done:
+  PyGILState_Release(g);
+  return result;
+}
+
+static int conj_by_dispatcher(new_handle_fn new_handle, dispatch_fn dispatch,
+                              AtenTensorHandle h, uint64_t version, _Bool* out) {
+  AtenTensorHandle owned = NULL;
+  uint64_t stack[1];
+  if (new_handle(h, &owned)) return 1;
+  stack[0] = (uint64_t)(uintptr_t)owned; /* the stack now owns it */
+  if (dispatch("aten::is_conj", "", stack, version)) return 1;
+  *out = *(_Bool*)&stack[0];
+  return 0;
+}
+
+double peers_conj_dispatcher_loop(uintptr_t new_handle, uintptr_t dispatch, uintptr_t handle,
+                                  uint64_t version, int64_t n) {
+  new_handle_fn nh = (new_handle_fn)new_handle;
+  dispatch_fn dp = (dispatch_fn)dispatch;
+  AtenTensorHandle h = (AtenTensorHandle)handle;
+  _Bool b = 0;
+  double result = -1.0;
+  PyGILState_STATE g = PyGILState_Ensure();
+  if (conj_by_dispatcher(nh, dp, h, version, &b)) {
+    set_error("torch_call_dispatcher(aten::is_conj) failed");
+    goto done;
+  }
+  uint64_t t0 = now_ns();
+  for (int64_t i = 0; i < n; i++) {
+    if (conj_by_dispatcher(nh, dp, h, version, &b)) {
+      set_error("torch_call_dispatcher(aten::is_conj) failed");
+      goto done;
+    }
+    peers_sink = (uintptr_t)b;
+  }
+  result = (double)(now_ns() - t0) / (double)n;
+done:
+  PyGILState_Release(g);
+  return result;
+}
+
 /* An empty METH_O C function: the floor of a Python-level call into C with one
  * argument, the calling convention of the bridge's view functions. */
 static PyObject* peers_empty(PyObject* self, PyObject* arg) {

@@ -69,6 +69,19 @@ class NativePeers:
         res = _resolve.resolve(core.PYOBJECT_SIZE)
         self._sym = {name: s.address for name, s in res.symbols.items()}
         self.paths = {p: i.available for p, i in res.paths.items()}
+        libs = _resolve._loaded_libraries(torch)
+        conj = [_resolve._lookup_prototype(_resolve.IS_CONJ, libs, frozenset())[0],
+                _resolve._lookup("aoti_torch_new_tensor_handle", libs, frozenset()),
+                _resolve._lookup("torch_call_dispatcher", libs, frozenset())]
+        #: why each conj route is missing (None when it can run)
+        self.conj_reason = {
+            "getter": None if conj[0] else "no torch_is_conj (libtorch or shim_ext)",
+            "dispatcher": None if conj[1] and conj[2] else
+            f"torch {torch.__version__} exports no torch_call_dispatcher"}
+        self._conj = [s.address if s else 0 for s in conj]
+        # The extension build version torch_call_dispatcher expects: this torch's ABI.
+        major, minor = (int(x) for x in torch.__version__.split(".")[:2])
+        self._abi_version = (major << 56) | (minor << 48)
         self._api = 0
         self.dlpack_version = None
         self.dlpack_reason = None
@@ -123,6 +136,20 @@ class NativePeers:
         names = ("data_ptr", "dim", "sizes", "strides", "dtype", "device_type", "device_index")
         arr = self._ffi.new("uintptr_t[7]", [self._sym[f"aoti_torch_get_{x}"] for x in names])
         return self._check(self._lib.peers_getters_loop(arr, id(t) + self._offset, n))
+
+    def conj_loop(self, route: str, t, n: int) -> float:
+        """ns per read of the conjugate bit through the borrowed handle ``id(t) + offset``:
+        ``getter`` = ``torch_is_conj`` (the prototype's, patch 0002); ``dispatcher`` =
+        ``aoti_torch_new_tensor_handle`` (the stack must own its tensor) +
+        ``torch_call_dispatcher("aten::is_conj", "")``, the route that exists today.
+
+        Raises KeyError naming the symbol this torch lacks."""
+        handle = id(t) + self._offset
+        if route == "getter":
+            return self._check(self._lib.peers_conj_getter_loop(self._conj[0], handle, n))
+        new_handle, dispatch = self._conj[1], self._conj[2]
+        return self._check(self._lib.peers_conj_dispatcher_loop(
+            new_handle, dispatch, handle, self._abi_version, n))
 
     def empty_function(self):
         """An empty METH_O C function, ``empty(obj) -> None``: the Python-level call floor."""

@@ -133,6 +133,8 @@ LABELS = {
     "handle_borrow": "handle alone: torch_tensor_borrow_from_pyobject",
     "handle_fallback": "handle alone: (char*)obj + sizeof(PyObject)",
     "getters7": "seven aoti_torch_get_* alone",
+    "conj_getter": "conj bit: torch_is_conj (patch 0002)",
+    "conj_dispatcher": "conj bit: new owning handle + torch_call_dispatcher(aten::is_conj)",
 }
 
 
@@ -335,6 +337,9 @@ def markdown(r: Results, chart_name: str | None) -> str:
               "Parts (same interleaved run):", "",
               group_table(r, PARTS, ("handle_owned", "handle_borrow", "handle_fallback",
                                      "getters7"), None), "",
+              "The conjugate bit through a borrowed handle, the proposed getter against the "
+              "stable route that exists today (same interleaved run):", "",
+              group_table(r, PARTS, ("conj_getter", "conj_dispatcher"), "conj_getter"), "",
               "## 3. Peers (Python level)", "",
               group_table(r, PEERS, r.peer_names(
                   ("empty", "owned", "borrow", "fallback", "data_ptr", "python_attrs",
