@@ -14,7 +14,10 @@ from setuptools import Extension, setup
 BUILD_BASE = f"build/torch-{torch.__version__}-py{sys.version_info[0]}{sys.version_info[1]}"
 
 setup(
-    cffi_modules=["shim_ext/borrow_build.py:ffibuilder"],
+    # The prototype's two libraries: the entry points (libtorch's half) and the
+    # implementation they reach through a registered interface (libtorch_python's).
+    cffi_modules=["shim_ext/borrow_build.py:entry_ffibuilder",
+                  "shim_ext/borrow_build.py:ffibuilder"],
     # The bridge needs no torch header: the handle is an opaque pointer, so one
     # build serves every torch version.
     ext_modules=cythonize(

@@ -180,10 +180,18 @@ def _lookup_prototype(name, libraries, hide):
         # Its THPVariable layout is that of the torch it was compiled against.
         return None, (f"shim_ext was built for torch {built_for} but torch "
                       f"{torch.__version__} is running: rebuild it (make)")
-    lib = ctypes.CDLL(_borrow.__file__, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
-    origin = "shim_ext/" + os.path.basename(_borrow.__file__)
-    sym = _lookup(name, [(origin, lib)], hide)
-    return sym, None if sym else f"{origin} does not export {name}"
+    try:
+        # The entry points live in _entry and reach _borrow through the interface that
+        # load() registers, the shape the patches give libtorch and libtorch_python.
+        import shim_ext
+
+        modules = shim_ext.load()
+    except ImportError as exc:
+        return None, f"shim_ext._entry is not built or does not load ({exc})"
+    libs = [("shim_ext/" + os.path.basename(m.__file__),
+             ctypes.CDLL(m.__file__, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)) for m in modules]
+    sym = _lookup(name, libs, hide)
+    return sym, None if sym else f"{libs[0][0]} does not export {name}"
 
 
 def prove_fallback_offset(torch, offset, hide=frozenset()):

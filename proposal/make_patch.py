@@ -57,6 +57,7 @@ SNIPPETS = SRC / "snippets"
 SHIM_H = ROOT / "shim_ext" / "include" / "torch_borrow" / "shim.h"
 PYOBJECT_H = ROOT / "shim_ext" / "include" / "torch_borrow" / "pyobject.h"
 BORROW_CPP = ROOT / "shim_ext" / "borrow.cpp"
+ENTRY_CPP = ROOT / "shim_ext" / "entry.cpp"
 BLOCK_END_2_16 = "#endif // TORCH_FEATURE_VERSION >= TORCH_VERSION_2_16_0\n"
 VERSIONS_TXT = "torch/csrc/stable/c/shim_function_versions.txt"
 USAGE_LINTER = "tools/linter/adapters/stable_shim_usage_linter.py"
@@ -69,10 +70,10 @@ GIT_ENV = {
     "GIT_COMMITTER_EMAIL": "proposal@localhost",
     "GIT_COMMITTER_DATE": "2026-11-30T00:00:00+00:00",
 }
-# The prototype calls the Python-side half directly; libtorch calls it through
-# the vtable that libtorch_python registers.
-PROTOTYPE_CALL = "torch_borrow::tensor_borrow_from_pyobject("
-VTABLE_CALL = "torch::detail::getPyObjectConversionImpl().tensor_borrow_from_pyobject("
+# The prototype's entry point reaches its Python-side half through its own
+# registered interface; libtorch's reaches libtorch_python's through upstream's.
+PROTOTYPE_CALL = "torch_borrow::detail::getBorrowConversionImpl()"
+VTABLE_CALL = "torch::detail::getPyObjectConversionImpl()"
 
 
 def between(text: str, begin: str, end: str) -> str:
@@ -102,9 +103,15 @@ def python_impl_body() -> str:
     return "".join(lines[first + 1:last])
 
 
+def python_impl_helpers() -> str:
+    """The cold helpers the method uses, as the prototype defines them."""
+    return between(BORROW_CPP.read_text(), "// BEGIN PyObjectConversionPythonImpl.cpp helpers",
+                   "// END PyObjectConversionPythonImpl.cpp helpers")
+
+
 def shim_common_block(patch: str) -> str:
     """The prototype's extern "C" entry points of ``patch``, as shim_common.cpp holds them."""
-    block = between(BORROW_CPP.read_text(), f"// BEGIN shim_common.cpp {patch}",
+    block = between(ENTRY_CPP.read_text(), f"// BEGIN shim_common.cpp {patch}",
                     f"// END shim_common.cpp {patch}")
     if patch == "0001":
         if PROTOTYPE_CALL not in block:
@@ -217,6 +224,9 @@ def apply_0001(tree: Tree) -> None:
               + body + "  }\n")
     tree.edit("torch/csrc/PyObjectConversionPythonImpl.cpp",
               "};\n\n// Registered once when libtorch_python is loaded", method, before=True, fmt=True)
+    tree.edit("torch/csrc/PyObjectConversionPythonImpl.cpp",
+              "struct ConcretePyObjectConversion final", python_impl_helpers() + "\n", before=True,
+              fmt=True)
     tree.edit("torch/csrc/shim_common.cpp", "// Most other dtypes defined in",
               shim_common_block("0001") + "\n", before=True, fmt=True)
     tree.edit("docs/source/notes/libtorch_stable_abi.md",

@@ -198,15 +198,17 @@ def build_interop_module(tree: pathlib.Path, work: pathlib.Path) -> pathlib.Path
     """Build libtorch_agn_2_16._interop; return the directory to put on sys.path."""
     import torch.utils.cpp_extension as cpp_extension
 
-    prototype = next((ROOT / "shim_ext").glob("_borrow*.so"), None)
-    if prototype is None:
-        import shim_ext._borrow as built  # the installed package's build
+    import shim_ext._entry as entry  # the installed package's build (-P: never the source tree)
 
-        prototype = pathlib.Path(built.__file__)
+    # The prototype's libtorch half: the entry points libtorch 2.15 lacks.
+    prototype = pathlib.Path(entry.__file__)
     package = work / "site" / "libtorch_agn_2_16"
     package.mkdir(parents=True)
-    # The upstream package also loads _C (the 2.9-2.16 op csrc); only _interop is built here.
-    (package / "__init__.py").write_text("from . import _interop\n")
+    # The upstream package also loads _C (the 2.9-2.16 op csrc); only _interop is built
+    # here. shim_ext.load() registers the prototype's libtorch_python half, which
+    # upstream's libtorch_python registers when `import torch` loads it.
+    (package / "__init__.py").write_text(
+        "import torch\nimport shim_ext\n\nshim_ext.load()\nfrom . import _interop\n")
     overlay = work / "overlay"
     flags = compile_flags(tree, overlay) + [f"-DTORCH_TARGET_VERSION={TARGET_2_16}",
                                             "-DPy_LIMITED_API=0x030a0000"]

@@ -4,7 +4,7 @@ The patch adds ``test/cpp_extensions/test_libtorch_agnostic_pyobject_borrow.py``
 to PyTorch. This script takes that file's text out of the patch itself (so what
 runs is exactly what the patch proposes), puts ``proposal/stand_in`` first on
 ``sys.path`` so that ``import libtorch_agn_2_16`` finds the ctypes stand-in over
-``shim_ext._borrow`` instead of the C++ extension, and runs the test class.
+``shim_ext`` (the prototype) instead of the C++ extension, and runs the test class.
 
 PyTorch's ``torch.testing._internal.common_utils`` needs ``expecttest``, a
 PyTorch development dependency that the project's environments do not install.

@@ -1,18 +1,13 @@
-// Prototype of torch_tensor_borrow_from_pyobject (and of the torch_is_conj /
-// torch_is_neg getters it needs beside it), written as PyTorch would
-// write it, compiled against the installed torch's headers and linked against
-// its libraries.
-//
-// Inside PyTorch the function is split in two, like the owned
-// torch_tensor_from_pyobject it mirrors: the stable C entry point lives in
-// libtorch (torch/csrc/shim_common.cpp) and reaches THPVariable through the
-// PyObjectConversionInterface vtable that libtorch_python registers
-// (torch/csrc/PyObjectConversionPythonImpl.cpp). The prototype lives outside
-// libtorch and cannot add a vtable slot, so it calls the Python-side half
-// directly. The blocks below are the bodies that proposal/patches/0001 and
-// 0002 add to those two files; tests/test_proposal.py checks that they do not
-// drift.
+// The libtorch_python half of the prototype (shim_ext._borrow): the
+// implementation behind torch_tensor_borrow_from_pyobject, written as patch 0001
+// adds it to torch/csrc/PyObjectConversionPythonImpl.cpp, registered with the
+// libtorch half (shim_ext._entry, entry.cpp) by shim_ext.load(), the way
+// libtorch_python registers ConcretePyObjectConversion with libtorch at load.
+// Between the BEGIN/END markers: what the patch adds (the method's body, and
+// the cold helper that formats the type error); tests/test_proposal.py checks
+// that they do not drift.
 
+#include <torch_borrow/conversion.h>
 #include <torch_borrow/shim.h>
 
 #include <torch/csrc/autograd/python_variable.h>
@@ -21,9 +16,24 @@
 
 namespace torch_borrow {
 
+namespace {
+
+// BEGIN PyObjectConversionPythonImpl.cpp helpers
+// The message of a failed type check, formatted out of the hot path: the
+// caller's frame stays a straight line of tests.
+[[noreturn]] C10_NOINLINE void raise_not_a_tensor(PyObject* obj) {
+  TORCH_CHECK(
+      false,
+      "torch_tensor_borrow_from_pyobject: expected torch.Tensor, got ",
+      Py_TYPE(obj)->tp_name);
+}
+// END PyObjectConversionPythonImpl.cpp helpers
+
+} // namespace
+
 // BEGIN PyObjectConversionPythonImpl.cpp body
-// Borrow the at::Tensor stored inside a Python torch.Tensor. The GIL must be
-// held. The reference is valid while obj is alive.
+// Borrow the at::Tensor stored inside a Python torch.Tensor. The reference is
+// valid while obj is alive.
 const at::Tensor& tensor_borrow_from_pyobject(PyObject* obj) {
   // PyGILState_Check: this thread has an attached thread state. With a GIL
   // that means it holds the GIL; on a free-threaded build it guards nothing
@@ -39,10 +49,10 @@ const at::Tensor& tensor_borrow_from_pyobject(PyObject* obj) {
   // isinstance(), which an object passes by claiming a __class__ it does not
   // have. Only an object whose type really derives from torch.Tensor has a
   // THPVariable's memory layout, and the reference below points into it.
-  TORCH_CHECK(
-      PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject*>(THPVariableClass)),
-      "torch_tensor_borrow_from_pyobject: expected torch.Tensor, got ",
-      Py_TYPE(obj)->tp_name);
+  if (C10_UNLIKELY(!PyObject_TypeCheck(
+          obj, reinterpret_cast<PyTypeObject*>(THPVariableClass)))) {
+    raise_not_a_tensor(obj);
+  }
   const at::Tensor& tensor = THPVariable_Unpack(obj);
   TORCH_CHECK(
       tensor.defined(),
@@ -51,45 +61,41 @@ const at::Tensor& tensor_borrow_from_pyobject(PyObject* obj) {
 }
 // END PyObjectConversionPythonImpl.cpp body
 
+namespace {
+
+struct ConcreteBorrowConversion final : detail::BorrowConversionInterface {
+  const at::Tensor& tensor_borrow_from_pyobject(PyObject* obj) const override {
+    return torch_borrow::tensor_borrow_from_pyobject(obj);
+  }
+};
+
+const ConcreteBorrowConversion impl;
+
+} // namespace
+
 } // namespace torch_borrow
 
 extern "C" {
 
-// BEGIN shim_common.cpp 0001
-AOTITorchError torch_tensor_borrow_from_pyobject(
-    void* py_obj,
-    AtenTensorHandle* ret) {
+// What shim_ext.load() passes to shim_ext._entry's torch_borrow_set_impl.
+AOTI_TORCH_EXPORT const void* torch_borrow_impl(void) {
+  return &torch_borrow::impl;
+}
+
+// The same entry point calling the implementation directly, without the vtable
+// (the prototype's earlier shape): an extra benchmark row, so the price of the
+// patch's vtable shows. Not part of any patch.
+AOTI_TORCH_EXPORT AOTITorchError
+torch_borrow_direct_from_pyobject(void* py_obj, AtenTensorHandle* ret) {
   AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
     TORCH_CHECK(py_obj != nullptr, "py_obj must not be null");
     TORCH_CHECK(ret != nullptr, "ret must not be null");
     const at::Tensor& tensor = torch_borrow::tensor_borrow_from_pyobject(
         static_cast<PyObject*>(py_obj));
-    // Borrowed: the handle is the address of the at::Tensor inside the
-    // Python object. No copy, no refcount bump, nothing for the caller to
-    // delete.
     // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast)
     *ret = torch::aot_inductor::tensor_pointer_to_tensor_handle(
         const_cast<at::Tensor*>(&tensor));
   });
 }
-// END shim_common.cpp 0001
-
-// BEGIN shim_common.cpp 0002
-AOTITorchError torch_is_conj(AtenTensorHandle tensor, bool* ret_is_conj) {
-  AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
-    TORCH_CHECK(ret_is_conj != nullptr, "ret_is_conj must not be null");
-    *ret_is_conj =
-        torch::aot_inductor::tensor_handle_to_tensor_pointer(tensor)->is_conj();
-  });
-}
-
-AOTITorchError torch_is_neg(AtenTensorHandle tensor, bool* ret_is_neg) {
-  AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
-    TORCH_CHECK(ret_is_neg != nullptr, "ret_is_neg must not be null");
-    *ret_is_neg =
-        torch::aot_inductor::tensor_handle_to_tensor_pointer(tensor)->is_neg();
-  });
-}
-// END shim_common.cpp 0002
 
 } // extern "C"

@@ -5,7 +5,7 @@
 catalogue through every path) under ``valgrind --tool=memcheck`` with
 ``PYTHONMALLOC=malloc`` (so valgrind sees every allocation), writes valgrind's XML, and
 reports each error kind. An error is *ours* when a frame of its stack lies in
-``bridge/_bridge*.so`` or ``shim_ext/_borrow*.so``; CPython's and torch's own noise is
+``bridge/_bridge*.so`` or ``shim_ext/_borrow*.so`` / ``_entry*.so``; CPython's and torch's own noise is
 counted apart, not hidden (``valgrind.supp`` silences only the known CPython and
 libgomp patterns). Exits 1 if any error other than a leak record is ours. Leak records
 are reported, not judged: at exit CPython never frees module-level objects (valgrind
@@ -25,7 +25,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-OURS = ("_bridge", "_borrow")
+OURS = ("_bridge", "_borrow", "_entry")
 WORKLOAD = f"""
 import sys, warnings
 sys.path.insert(0, {os.path.dirname(HERE)!r})

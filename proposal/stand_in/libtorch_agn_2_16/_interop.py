@@ -1,4 +1,4 @@
-"""``_interop`` of the patch's test extension, in ctypes over ``shim_ext._borrow``.
+"""``_interop`` of the patch's test extension, in ctypes over the prototype (``shim_ext``).
 
 Each function mirrors the one of the same name in the patch's
 ``csrc/pyobject_interop_module.cpp``: the same C calls in the same order, the
@@ -17,7 +17,7 @@ import pathlib
 
 import torch
 
-import shim_ext._borrow as _borrow_module
+import shim_ext
 
 _SUCCESS = 0
 _HANDLE = ctypes.c_void_p
@@ -26,7 +26,8 @@ _HANDLE = ctypes.c_void_p
 @functools.cache
 def _libs() -> tuple[ctypes.PyDLL, ctypes.CDLL, ctypes.PyDLL]:
     """(shim with GIL held, shim with GIL released, libtorch_cpu), loaded once."""
-    shim_path = _borrow_module.__file__
+    entry, _ = shim_ext.load()  # the entry points, their implementation registered
+    shim_path = entry.__file__
     torch_cpu = pathlib.Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"
     with_gil, without_gil, cpu = (ctypes.PyDLL(shim_path), ctypes.CDLL(shim_path),
                                   ctypes.PyDLL(str(torch_cpu)))

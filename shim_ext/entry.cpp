@@ -1,0 +1,92 @@
+// The libtorch half of the prototype (shim_ext._entry): the stable C entry
+// points, exactly as patches 0001-0003 add them to torch/csrc/shim_common.cpp,
+// and the registration point of the Python-side implementation, as
+// torch/csrc/PyObjectConversion.cpp holds upstream's. This library links libtorch
+// but not libtorch_python, like libtorch itself; borrow.cpp (shim_ext._borrow)
+// is the libtorch_python half. make_patch.py replaces the prototype's accessor
+// (torch_borrow::detail::getBorrowConversionImpl) with upstream's
+// (torch::detail::getPyObjectConversionImpl); tests/test_proposal.py checks that
+// the blocks below and the patches hold the same tokens.
+
+#include <torch_borrow/conversion.h>
+#include <torch_borrow/shim.h>
+
+#include <torch/csrc/inductor/aoti_torch/utils.h>
+
+namespace torch_borrow::detail {
+
+namespace {
+
+constexpr const char* kNoImplMsg =
+    "torch_tensor_borrow_from_pyobject needs its Python-side implementation: "
+    "call shim_ext.load() (the bridge does) after `import torch`.";
+
+struct NoopBorrowConversion final : BorrowConversionInterface {
+  const at::Tensor& tensor_borrow_from_pyobject(
+      PyObject* /*obj*/) const override {
+    TORCH_CHECK(false, kNoImplMsg);
+  }
+};
+
+const NoopBorrowConversion noop_impl;
+const BorrowConversionInterface* g_impl = &noop_impl;
+
+} // namespace
+
+// Out of line, as upstream's getPyObjectConversionImpl() is (another
+// translation unit of libtorch), so the entry point pays the same call.
+C10_NOINLINE const BorrowConversionInterface& getBorrowConversionImpl() {
+  return *g_impl;
+}
+
+} // namespace torch_borrow::detail
+
+extern "C" {
+
+// Called once by shim_ext.load() with the address shim_ext._borrow's
+// torch_borrow_impl() returns; nullptr restores the no-op.
+AOTI_TORCH_EXPORT void torch_borrow_set_impl(const void* impl) {
+  torch_borrow::detail::g_impl = impl != nullptr
+      ? static_cast<const torch_borrow::detail::BorrowConversionInterface*>(impl)
+      : &torch_borrow::detail::noop_impl;
+}
+
+// BEGIN shim_common.cpp 0001
+AOTITorchError torch_tensor_borrow_from_pyobject(
+    void* py_obj,
+    AtenTensorHandle* ret) {
+  AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
+    TORCH_CHECK(py_obj != nullptr, "py_obj must not be null");
+    TORCH_CHECK(ret != nullptr, "ret must not be null");
+    const at::Tensor& tensor =
+        torch_borrow::detail::getBorrowConversionImpl()
+            .tensor_borrow_from_pyobject(static_cast<PyObject*>(py_obj));
+    // Borrowed: the handle is the address of the at::Tensor inside the
+    // Python object. No copy, no refcount bump, nothing for the caller to
+    // delete.
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast)
+    *ret = torch::aot_inductor::tensor_pointer_to_tensor_handle(
+        const_cast<at::Tensor*>(&tensor));
+  });
+}
+// END shim_common.cpp 0001
+
+// BEGIN shim_common.cpp 0002
+AOTITorchError torch_is_conj(AtenTensorHandle tensor, bool* ret_is_conj) {
+  AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
+    TORCH_CHECK(ret_is_conj != nullptr, "ret_is_conj must not be null");
+    *ret_is_conj =
+        torch::aot_inductor::tensor_handle_to_tensor_pointer(tensor)->is_conj();
+  });
+}
+
+AOTITorchError torch_is_neg(AtenTensorHandle tensor, bool* ret_is_neg) {
+  AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
+    TORCH_CHECK(ret_is_neg != nullptr, "ret_is_neg must not be null");
+    *ret_is_neg =
+        torch::aot_inductor::tensor_handle_to_tensor_pointer(tensor)->is_neg();
+  });
+}
+// END shim_common.cpp 0002
+
+} // extern "C"
