@@ -15,7 +15,10 @@ contenders can be compared round by round:
   getters alone through a borrowed handle: the parts the first three are made of;
 - ``conj_getter`` / ``conj_dispatcher``: the conjugate bit through the proposed
   ``torch_is_conj`` vs through ``torch_call_dispatcher("aten::is_conj")`` (which needs an
-  owning copy of the borrowed handle): patch 0002's justification.
+  owning copy of the borrowed handle): patch 0002's justification;
+- ``meta_<mode>``: patch 0003's batched read (``torch_tensor_get_metadata``) through the
+  offset or a borrowed handle, and ``torch_tensor_borrow_metadata_from_pyobject`` in one
+  call: the RFC's choice between the two forms.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ PARTS_GROUP = "2b native parts: handle alone, seven getters alone, type check"
 PATH_NAMES = views.VIEWERS
 PEER_NAMES = ("dlpack_dltensor", "dlpack_managed", "typecheck")
 PART_NAMES = ("handle_owned", "handle_borrow", "handle_fallback", "getters7",
-              "conj_getter", "conj_dispatcher")
+              "conj_getter", "conj_dispatcher", "meta_offset", "meta_borrow", "meta_from_pyobject")
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +66,13 @@ def native_run(torch, bridge, available, native_peers, protocol, notes, device):
                 f"conj_{route}", lambda n, r=route: native_peers.conj_loop(r, t, n)))
         else:
             notes["unavailable"][f"conj_{route}"] = why or "no proven borrowed handle (fallback)"
+    for mode in native_peers.METADATA_MODES:
+        if native_peers.metadata_reason is None and available["fallback"]:
+            contenders.append(interleave.native(
+                f"meta_{mode}", lambda n, m=mode: native_peers.metadata_loop(m, t, n)))
+        else:
+            notes["unavailable"][f"meta_{mode}"] = (native_peers.metadata_reason
+                                                    or "no proven borrowed handle (fallback)")
     for c in contenders:  # any error surfaces here, before timing
         c.run(1)
     return interleave.measure(contenders, protocol.rounds, protocol.native_calls,

@@ -300,6 +300,61 @@ done:
   return result;
 }
 
+/* The batched metadata read of patch 0003, three ways (the RFC's choice of form):
+ * mode 0: (char*)obj + offset (the pointer trick) + torch_tensor_get_metadata;
+ * mode 1: torch_tensor_borrow_from_pyobject + torch_tensor_get_metadata;
+ * mode 2: torch_tensor_borrow_metadata_from_pyobject, one call.
+ * The struct mirrors shim_ext/include/torch_borrow/shim.h's TorchTensorMetadata. */
+typedef struct {
+  uint64_t struct_size;
+  void* data_ptr;
+  const int64_t* sizes;
+  const int64_t* strides;
+  int64_t dim;
+  int64_t storage_offset;
+  int32_t dtype, device_type, device_index, layout;
+  uint8_t is_conj, is_neg;
+} peers_metadata;
+typedef AOTITorchError (*get_metadata_fn)(AtenTensorHandle, peers_metadata*);
+typedef AOTITorchError (*metadata_from_pyobject_fn)(void*, peers_metadata*);
+
+static int metadata_once(int mode, uintptr_t get, uintptr_t borrow, uintptr_t from_obj,
+                         void* obj, int64_t offset, peers_metadata* m) {
+  AtenTensorHandle h = NULL;
+  m->struct_size = sizeof *m;
+  if (mode == 2) return ((metadata_from_pyobject_fn)from_obj)(obj, m);
+  if (mode == 0) {
+    h = (AtenTensorHandle)((char*)obj + offset);
+  } else if (((from_pyobject_fn)borrow)(obj, &h)) {
+    return 1;
+  }
+  return ((get_metadata_fn)get)(h, m);
+}
+
+double peers_metadata_loop(int mode, uintptr_t get, uintptr_t borrow, uintptr_t from_obj,
+                           uintptr_t obj, int64_t offset, int64_t n) {
+  peers_metadata m;
+  double result = -1.0;
+  PyGILState_STATE g = PyGILState_Ensure();
+  if (metadata_once(mode, get, borrow, from_obj, (void*)obj, offset, &m)) {
+    set_error("the batched metadata read failed");
+    goto done;
+  }
+  uint64_t t0 = now_ns();
+  for (int64_t i = 0; i < n; i++) {
+    if (metadata_once(mode, get, borrow, from_obj, (void*)obj, offset, &m)) {
+      set_error("the batched metadata read failed");
+      goto done;
+    }
+    peers_sink = (uintptr_t)m.data_ptr + (uintptr_t)m.sizes + (uintptr_t)m.strides +
+                 (uintptr_t)m.dim + (uintptr_t)m.dtype + (uintptr_t)m.device_index;
+  }
+  result = (double)(now_ns() - t0) / (double)n;
+done:
+  PyGILState_Release(g);
+  return result;
+}
+
 /* An empty METH_O C function: the floor of a Python-level call into C with one
  * argument, the calling convention of the bridge's view functions. */
 static PyObject* peers_empty(PyObject* self, PyObject* arg) {

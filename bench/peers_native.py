@@ -79,6 +79,13 @@ class NativePeers:
             "dispatcher": None if conj[1] and conj[2] else
             f"torch {torch.__version__} exports no torch_call_dispatcher"}
         self._conj = [s.address if s else 0 for s in conj]
+        meta = [_resolve._lookup_prototype(name, libs, frozenset())[0] for name in (
+            "torch_tensor_get_metadata", _resolve.BORROW,
+            "torch_tensor_borrow_metadata_from_pyobject")]
+        #: why the batched reads cannot run (None when they can)
+        self.metadata_reason = (None if all(meta) else
+                                "no torch_tensor_get_metadata (libtorch or shim_ext)")
+        self._meta = [s.address if s else 0 for s in meta]
         # The extension build version torch_call_dispatcher expects: this torch's ABI.
         major, minor = (int(x) for x in torch.__version__.split(".")[:2])
         self._abi_version = (major << 56) | (minor << 48)
@@ -150,6 +157,17 @@ class NativePeers:
         new_handle, dispatch = self._conj[1], self._conj[2]
         return self._check(self._lib.peers_conj_dispatcher_loop(
             new_handle, dispatch, handle, self._abi_version, n))
+
+    METADATA_MODES = {"offset": 0, "borrow": 1, "from_pyobject": 2}
+
+    def metadata_loop(self, mode: str, t, n: int) -> float:
+        """ns per batched metadata read (patch 0003), ``mode``: ``offset`` =
+        ``(char*)t + sizeof(PyObject)`` + ``torch_tensor_get_metadata``; ``borrow`` =
+        ``torch_tensor_borrow_from_pyobject`` + ``torch_tensor_get_metadata``;
+        ``from_pyobject`` = ``torch_tensor_borrow_metadata_from_pyobject``, one call."""
+        get, borrow, from_obj = self._meta
+        return self._check(self._lib.peers_metadata_loop(
+            self.METADATA_MODES[mode], get, borrow, from_obj, id(t), self._offset, n))
 
     def empty_function(self):
         """An empty METH_O C function, ``empty(obj) -> None``: the Python-level call floor."""

@@ -135,6 +135,9 @@ LABELS = {
     "getters7": "seven aoti_torch_get_* alone",
     "conj_getter": "conj bit: torch_is_conj (patch 0002)",
     "conj_dispatcher": "conj bit: new owning handle + torch_call_dispatcher(aten::is_conj)",
+    "meta_offset": "batched: (char*)obj + sizeof(PyObject) + torch_tensor_get_metadata",
+    "meta_borrow": "batched: torch_tensor_borrow_from_pyobject + torch_tensor_get_metadata",
+    "meta_from_pyobject": "batched: torch_tensor_borrow_metadata_from_pyobject (one call)",
 }
 
 
@@ -340,6 +343,10 @@ def markdown(r: Results, chart_name: str | None) -> str:
               "The conjugate bit through a borrowed handle, the proposed getter against the "
               "stable route that exists today (same interleaved run):", "",
               group_table(r, PARTS, ("conj_getter", "conj_dispatcher"), "conj_getter"), "",
+              "Patch 0003's batched metadata read, its two forms (same interleaved run), "
+              "beside the seven getters alone:", "",
+              group_table(r, PARTS, ("meta_offset", "meta_borrow", "meta_from_pyobject",
+                                     "getters7"), "meta_borrow"), "",
               "## 3. Peers (Python level)", "",
               group_table(r, PEERS, r.peer_names(
                   ("empty", "owned", "borrow", "fallback", "data_ptr", "python_attrs",

@@ -1,4 +1,4 @@
-"""Build proposal/patches/000{1,2}-*.patch with git, from the PyTorch base and shim_ext.
+"""Build proposal/patches/000{1,2,3}-*.patch with git, from the PyTorch base and shim_ext.
 
 The patches are never edited by hand. This script copies the base tree
 (``--base``; default ``proposal/.upstream-base``, assembled by
@@ -30,6 +30,11 @@ code the patches add comes from the prototype, so the two cannot differ:
 ``torch::stable::Tensor::is_conj()/is_neg()`` methods (after ``has_storage()``,
 as that 2.14 getter came), an op test in ``libtorch_agn_2_16_extension``, and
 the docs.
+
+0003 ``torch_tensor_get_metadata`` / ``torch_tensor_borrow_metadata_from_pyobject``:
+the ``shim.h 0003`` and ``shim_common.cpp 0003`` blocks (a size-versioned
+``TorchTensorMetadata`` filled in one call), a ``borrow_metadata_batched`` function in
+the test module with its test, and a docs paragraph.
 
 Inserted C++ (except the header blocks) is formatted with clang-format and
 PyTorch's root ``.clang-format`` (part of the base), on the inserted lines only. clang-format
@@ -113,10 +118,9 @@ def shim_common_block(patch: str) -> str:
     """The prototype's extern "C" entry points of ``patch``, as shim_common.cpp holds them."""
     block = between(ENTRY_CPP.read_text(), f"// BEGIN shim_common.cpp {patch}",
                     f"// END shim_common.cpp {patch}")
-    if patch == "0001":
-        if PROTOTYPE_CALL not in block:
-            raise SystemExit(f"shim_ext/borrow.cpp no longer calls {PROTOTYPE_CALL!r}")
-        block = block.replace(PROTOTYPE_CALL, VTABLE_CALL)
+    if patch == "0001" and PROTOTYPE_CALL not in block:
+        raise SystemExit(f"shim_ext/entry.cpp no longer calls {PROTOTYPE_CALL!r}")
+    block = block.replace(PROTOTYPE_CALL, VTABLE_CALL)
     return re.sub(r"^AOTITorchError ", "AOTI_TORCH_EXPORT AOTITorchError ", block, flags=re.M)
 
 
@@ -261,6 +265,25 @@ def apply_0002(tree: Tree) -> None:
     tree.regenerate_versions()
 
 
+def apply_0003(tree: Tree) -> None:
+    """torch_tensor_get_metadata / torch_tensor_borrow_metadata_from_pyobject, tests, docs."""
+    tree.edit("torch/csrc/stable/c/shim.h", BLOCK_END_2_16, "\n" + header_block("0003") + "\n",
+              before=True)
+    tree.edit("torch/csrc/shim_common.cpp", "// Most other dtypes defined in",
+              shim_common_block("0003") + "\n", before=True, fmt=True)
+    module = "test/cpp_extensions/libtorch_agn_2_16_extension/csrc/pyobject_interop_module.cpp"
+    tree.edit(module, "PyMethodDef methods[] = {",
+              (SNIPPETS / "interop-batched.cpp.txt").read_text(), before=True)
+    tree.edit(module, '    {"borrow_metadata", borrow_metadata, METH_O, nullptr},\n',
+              '    {"borrow_metadata_batched", borrow_metadata_batched, METH_O, nullptr},\n')
+    tree.edit("test/cpp_extensions/test_libtorch_agnostic_pyobject_borrow.py",
+              "        def test_refuses_without_the_gil(self):",
+              (SNIPPETS / "test-batched.py.txt").read_text(), before=True)
+    tree.edit("docs/source/notes/libtorch_stable_abi.md", "\n## Migrating your kernel to the LibTorch",
+              (SNIPPETS / "docs-batched.md.txt").read_text(), before=True)
+    tree.regenerate_versions()
+
+
 # Test files placed as upstream places them (libtorch_agn_2_15_extension's
 # pyobject_interop_module.cpp is the precedent for an importable _interop module).
 NEW_0001 = [
@@ -318,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         git(root, "add", "-A")
         git(root, "commit", "-q", "-m", "base: the PyTorch files the patches touch or need")
         tree = Tree(root, clang_format)
-        for patch, apply in (("0001", apply_0001), ("0002", apply_0002)):
+        for patch, apply in (("0001", apply_0001), ("0002", apply_0002), ("0003", apply_0003)):
             apply(tree)
             git(root, "add", "-A")
             touched = set(git(root, "diff", "--cached", "--name-only").split())
@@ -326,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         for old in args.out.glob("000*.patch"):
             old.unlink()
-        written = git(root, "format-patch", "-2", "--zero-commit", "--no-signature",
+        written = git(root, "format-patch", "-3", "--zero-commit", "--no-signature",
                       "--full-index", "-o", str(args.out.resolve())).strip()
     print(written)
     return 0

@@ -53,7 +53,8 @@ PATCHES = sorted((HERE / "patches").glob("000*.patch"))
 LIBTORCH_SOURCES = ["torch/csrc/shim_common.cpp", "torch/csrc/PyObjectConversion.cpp",
                     "torch/csrc/PyObjectConversionPythonImpl.cpp"]
 STABLE_HEADERS = ["torch/csrc/stable/pyobject.h", "torch/csrc/stable/tensor.h"]
-NEW_SYMBOLS = ["torch_tensor_borrow_from_pyobject", "torch_is_conj", "torch_is_neg"]
+NEW_SYMBOLS = ["torch_tensor_borrow_from_pyobject", "torch_is_conj", "torch_is_neg",
+               "torch_tensor_get_metadata", "torch_tensor_borrow_metadata_from_pyobject"]
 INTEROP_SRC = "test/cpp_extensions/libtorch_agn_2_16_extension/csrc/pyobject_interop_module.cpp"
 PATCH_TEST = "test/cpp_extensions/test_libtorch_agnostic_pyobject_borrow.py"
 TARGET_2_16 = "0x0210000000000000"

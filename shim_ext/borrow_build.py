@@ -72,6 +72,23 @@ entry_ffibuilder.cdef(_TYPES + """
     AOTITorchError torch_tensor_borrow_from_pyobject(void* py_obj, AtenTensorHandle* ret);
     AOTITorchError torch_is_conj(AtenTensorHandle tensor, bool* ret_is_conj);
     AOTITorchError torch_is_neg(AtenTensorHandle tensor, bool* ret_is_neg);
+    typedef struct TorchTensorMetadata {
+        uint64_t struct_size;
+        void* data_ptr;
+        const int64_t* sizes;
+        const int64_t* strides;
+        int64_t dim;
+        int64_t storage_offset;
+        int32_t dtype;
+        int32_t device_type;
+        int32_t device_index;
+        int32_t layout;
+        uint8_t is_conj;
+        uint8_t is_neg;
+    } TorchTensorMetadata;
+    AOTITorchError torch_tensor_get_metadata(AtenTensorHandle tensor, TorchTensorMetadata* ret);
+    AOTITorchError torch_tensor_borrow_metadata_from_pyobject(void* py_obj,
+                                                              TorchTensorMetadata* ret);
     void torch_borrow_set_impl(const void* impl);
 """)
 entry_ffibuilder.set_source("shim_ext._entry", "#include <torch_borrow/shim.h>\n"

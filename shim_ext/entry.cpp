@@ -13,6 +13,9 @@
 
 #include <torch/csrc/inductor/aoti_torch/utils.h>
 
+#include <algorithm>
+#include <cstddef>
+
 namespace torch_borrow::detail {
 
 namespace {
@@ -88,5 +91,58 @@ AOTITorchError torch_is_neg(AtenTensorHandle tensor, bool* ret_is_neg) {
   });
 }
 // END shim_common.cpp 0002
+
+// BEGIN shim_common.cpp 0003
+namespace {
+
+// The fields of TorchTensorMetadata that every version has: a caller must
+// provide at least these.
+constexpr uint64_t kTensorMetadataMinSize =
+    offsetof(TorchTensorMetadata, is_neg) + sizeof(uint8_t);
+
+void fill_tensor_metadata(const at::Tensor& t, TorchTensorMetadata* ret) {
+  TORCH_CHECK(
+      ret->struct_size >= kTensorMetadataMinSize,
+      "TorchTensorMetadata.struct_size is too small: set it to sizeof");
+  const bool strided = t.layout() == at::kStrided;
+  ret->data_ptr = strided ? t.data_ptr() : nullptr;
+  ret->sizes = t.sizes().data();
+  ret->strides = strided ? t.strides().data() : nullptr;
+  ret->dim = t.dim();
+  ret->storage_offset = strided ? t.storage_offset() : 0;
+  ret->dtype = static_cast<int32_t>(t.scalar_type());
+  ret->device_type = static_cast<int32_t>(t.device().type());
+  ret->device_index = static_cast<int32_t>(t.device().index());
+  ret->layout = static_cast<int32_t>(t.layout());
+  ret->is_conj = t.is_conj();
+  ret->is_neg = t.is_neg();
+  ret->struct_size = std::min<uint64_t>(ret->struct_size, sizeof(*ret));
+}
+
+} // namespace
+
+AOTITorchError torch_tensor_get_metadata(
+    AtenTensorHandle tensor,
+    TorchTensorMetadata* ret) {
+  AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
+    TORCH_CHECK(ret != nullptr, "ret must not be null");
+    fill_tensor_metadata(
+        *torch::aot_inductor::tensor_handle_to_tensor_pointer(tensor), ret);
+  });
+}
+
+AOTITorchError torch_tensor_borrow_metadata_from_pyobject(
+    void* py_obj,
+    TorchTensorMetadata* ret) {
+  AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
+    TORCH_CHECK(py_obj != nullptr, "py_obj must not be null");
+    TORCH_CHECK(ret != nullptr, "ret must not be null");
+    fill_tensor_metadata(
+        torch_borrow::detail::getBorrowConversionImpl()
+            .tensor_borrow_from_pyobject(static_cast<PyObject*>(py_obj)),
+        ret);
+  });
+}
+// END shim_common.cpp 0003
 
 } // extern "C"

@@ -45,7 +45,7 @@ run_patch_test = _load("run_patch_test")
 
 @pytest.fixture(scope="module")
 def patches() -> dict[str, str]:
-    assert [p.name[:4] for p in PATCHES] == ["0001", "0002"], PATCHES
+    assert [p.name[:4] for p in PATCHES] == ["0001", "0002", "0003"], PATCHES
     return {p.name[:4]: p.read_text() for p in PATCHES}
 
 
@@ -100,9 +100,10 @@ def method_body(cpp: str) -> str:
 
 # --- the patches are what they say ------------------------------------------------------------
 
-def test_patches_are_a_two_commit_series(patches):
-    assert "\nSubject: [PATCH 1/2] [stable ABI] Add torch_tensor_borrow_from_pyobject\n" in patches["0001"]
-    assert "\nSubject: [PATCH 2/2] [stable ABI] Add torch_is_conj and torch_is_neg\n" in patches["0002"]
+def test_patches_are_a_three_commit_series(patches):
+    assert "\nSubject: [PATCH 1/3] [stable ABI] Add torch_tensor_borrow_from_pyobject\n" in patches["0001"]
+    assert "\nSubject: [PATCH 2/3] [stable ABI] Add torch_is_conj and torch_is_neg\n" in patches["0002"]
+    assert "\nSubject: [PATCH 3/3] [stable ABI] Add torch_tensor_get_metadata and\n" in patches["0003"]
     for text in patches.values():
         assert text.startswith("From 0000000000000000000000000000000000000000 ")
     # 0001 is the borrow alone: nothing of the conj/neg getters rides along.
@@ -153,6 +154,10 @@ def test_registry_lists_the_new_functions_at_2_16(patches):
         "torch_tensor_borrow_from_pyobject: TORCH_VERSION_2_16_0\n"
     assert added_lines(patches["0002"], make_patch.VERSIONS_TXT) == \
         "torch_is_conj: TORCH_VERSION_2_16_0\ntorch_is_neg: TORCH_VERSION_2_16_0\n"
+    assert added_lines(patches["0003"], make_patch.VERSIONS_TXT) == (
+        "TorchTensorMetadata: TORCH_VERSION_2_16_0\n"
+        "torch_tensor_borrow_metadata_from_pyobject: TORCH_VERSION_2_16_0\n"
+        "torch_tensor_get_metadata: TORCH_VERSION_2_16_0\n")
 
 
 def test_pyobject_helper_is_the_prototypes_non_owning_view(patch_text):
@@ -179,7 +184,7 @@ def test_python_impl_method_is_the_prototype_function(patch_text):
         normalized(make_patch.python_impl_helpers())
 
 
-@pytest.mark.parametrize("name", ["0001", "0002"])
+@pytest.mark.parametrize("name", ["0001", "0002", "0003"])
 def test_shim_common_entry_points_are_the_prototype_ones(patches, name):
     assert normalized(patch_shim_common(patches[name])) == normalized(prototype_shim_common(name))
 

@@ -58,6 +58,42 @@ AOTI_TORCH_EXPORT AOTITorchError
 torch_is_neg(AtenTensorHandle tensor, bool* ret_is_neg);
 // END shim.h 0002
 
+// BEGIN shim.h 0003
+// A tensor's metadata in one call, filled into a caller-owned struct. The
+// caller sets struct_size to sizeof(TorchTensorMetadata) as it was compiled;
+// the callee fills the fields both know and sets struct_size to the bytes it
+// filled (as sched_getattr(2) does with sched_attr.size), so either side may be
+// newer. sizes and strides are borrowed, as from aoti_torch_get_sizes /
+// _get_strides; data_ptr includes the storage offset; strides and
+// storage_offset are in elements; dtype, device_type and layout use the
+// aoti_torch_dtype_*() / _device_type_*() / _layout_*() codes. A tensor that is
+// not strided gets data_ptr, strides null and storage_offset 0.
+struct TorchTensorMetadata {
+  uint64_t struct_size;
+  void* data_ptr;
+  const int64_t* sizes;
+  const int64_t* strides;
+  int64_t dim;
+  int64_t storage_offset;
+  int32_t dtype;
+  int32_t device_type;
+  int32_t device_index;
+  int32_t layout;
+  uint8_t is_conj;
+  uint8_t is_neg;
+};
+
+AOTI_TORCH_EXPORT AOTITorchError
+torch_tensor_get_metadata(AtenTensorHandle tensor, TorchTensorMetadata* ret);
+
+// torch_tensor_borrow_from_pyobject and torch_tensor_get_metadata in one call:
+// the metadata of the tensor a Python torch.Tensor holds, with the same
+// contract (the sizes and strides are borrowed from py_obj's tensor).
+AOTI_TORCH_EXPORT AOTITorchError torch_tensor_borrow_metadata_from_pyobject(
+    void* py_obj,
+    TorchTensorMetadata* ret);
+// END shim.h 0003
+
 #endif // TORCH_FEATURE_VERSION >= TORCH_VERSION_2_16_0
 
 #ifdef __cplusplus
