@@ -287,6 +287,23 @@ def workload_table(r: Results) -> str:
     return "\n".join(out)
 
 
+def cpu_line(m: dict) -> str:
+    """``<model> (<vendor> family F model M stepping S), <MHz> MHz (/proc/cpuinfo), <min>-<max>
+    MHz (lscpu), <hypervisor> guest``: the model and clock ``machine_info`` recorded (each
+    part only where the machine told it)."""
+    c = m.get("cpu_clock")
+    if not c:  # a result recorded before the clock was
+        return str(m.get("cpu_model"))
+    ident = " ".join(f"{k} {c[k]}" for k in ("family", "model", "stepping") if c.get(k))
+    ident = f" ({c.get('vendor') or ''} {ident})".replace("( ", "(") if ident else ""
+    clock = f"{c['mhz']:.0f} MHz (/proc/cpuinfo)" if c.get("mhz") else "clock unknown"
+    clock += (f", {c['min_mhz']:.0f}-{c['max_mhz']:.0f} MHz (lscpu)" if c.get("max_mhz") and
+              c.get("min_mhz") else f", max {c['max_mhz']:.0f} MHz (lscpu)" if c.get("max_mhz")
+              else "; no cpufreq range exposed")
+    guest = f", {c['hypervisor']} guest" if c.get("hypervisor") else ""
+    return f"{m.get('cpu_model')}{ident}, {clock}{guest}"
+
+
 def footer(r: Results) -> str:
     m, ev = r.machine, r.evidence
     p = ev.get("protocol") or {}
@@ -303,7 +320,7 @@ def footer(r: Results) -> str:
                f"{d.get('memory_gib')} GiB; {d.get('device_count')} GPU(s) visible); torch built "
                f"for CUDA {d.get('torch_cuda')}, driver supports CUDA {d.get('driver_cuda')}."]
     return "\n".join(gpu + [
-        f"- Machine: {m.get('cpu_model')} ({m.get('cpu_count')} CPUs), load average "
+        f"- Machine: {cpu_line(m)} ({m.get('cpu_count')} CPUs), load average "
         f"{m.get('load_average_at_start')} at start, {m.get('load_average_at_end')} at end; "
         f"{m.get('platform')}.",
         f"- Python {m.get('python')}, torch {m.get('torch')}, bridge built by "
