@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
+import re
 import sys
 
 import numpy as np
@@ -162,6 +163,60 @@ def group_table(r: Results, group: str, names, ref: str | None, unit_div=1.0, un
                     f" {fmt_ci(paired(r.samples(group, name), ref_s, 'ratio'))} |")
         rows.append(row)
     return "\n".join(rows)
+
+
+SEED_EXCERPT = pathlib.Path(__file__).resolve().parent.parent / "proposal" / "sources" / \
+    "seed-benchmark.txt"
+SEED_LINE = re.compile(r"^\s*(shim|fallback): best=([\d.]+)ns median=([\d.]+)ns", re.M)
+
+
+def seed_comparison(r: Results, excerpt: pathlib.Path = SEED_EXCERPT) -> str:
+    """The seed's figures beside this run's seed-protocol rows, labelled for what differs.
+
+    The seed's best and median per path come from ``excerpt`` (the verbatim excerpt of
+    the seed pull request, ``proposal/sources/seed-benchmark.txt``), never typed here;
+    its environment is quoted from the excerpt's ``Env:`` and ``Same env`` lines. Both
+    sides get the difference to, and the ratio to, their own fallback, on the best and
+    on the median: a difference or ratio travels between machines better than a time.
+    """
+    if not excerpt.is_file():
+        return f"(The seed's excerpt `{excerpt.name}` is not in this checkout: no comparison.)"
+    text = excerpt.read_text()
+    theirs = {m.group(1): (float(m.group(2)), float(m.group(3))) for m in SEED_LINE.finditer(text)}
+    env = [l.split(";")[0].strip().rstrip(":") for l in text.splitlines()
+           if l.startswith(("Env:", "Same env"))]
+    ours = {p: r.get(SEED, p) for p in ("owned", "borrow", "fallback")}
+    where = "CPU" if not r.cuda else f"CUDA ({r.device.get('name')})"
+    lines = [
+        "**What differs from the seed's figures.** The seed measured under this protocol a "
+        "32x32 float32 **CUDA tensor through cuda.core's `StridedMemoryView`** (its AOTI "
+        "tensor bridge, toggled between the owned shim and the THPVariable offset) **on an "
+        "RTX 6000 Ada host**; this run measures a 32x32 float32 "
+        f"**{where} tensor through our bridge's `view_<path>(t)` on the machine above**. "
+        "A view through cuda.core does far more than ours, so the times do not compare; "
+        "each side's difference to, and ratio to, its own fallback do. The seed's words "
+        f"(`{excerpt.relative_to(excerpt.parents[2])}`): "
+        + "; ".join(f"\"{l}\"" for l in env) + ".", "",
+        "| run | path | best (ns) | median (ns) | minus fallback, best / median (ns) | "
+        "ratio to fallback, best / median |", "|---|---|---:|---:|---:|---:|"]
+
+    def row(run, label, best, median, fb):
+        return (f"| {run} | {label} | {best:.1f} | {median:.1f} | {best - fb[0]:+.1f} / "
+                f"{median - fb[1]:+.1f} | {best / fb[0]:.3f}x / {median / fb[1]:.3f}x |")
+
+    if "shim" in theirs and "fallback" in theirs:
+        fb = theirs["fallback"]
+        run = "seed: CUDA tensor, cuda.core, RTX 6000 Ada host"
+        lines.append(row(run, "owned shim", *theirs["shim"], fb))
+        lines.append(row(run, "THPVariable offset (fallback)", *fb, fb))
+    if ours["fallback"] is not None:
+        fb = (ns(ours["fallback"], "min"), ns(ours["fallback"], "median"))
+        run = f"this run: {where} tensor, our bridge, this machine"
+        for p, label in (("owned", "owned shim"), ("borrow", "borrowed shim (proposed)"),
+                         ("fallback", "THPVariable offset (fallback)")):
+            if ours[p] is not None:
+                lines.append(row(run, label, ns(ours[p], "min"), ns(ours[p], "median"), fb))
+    return "\n".join(lines)
 
 
 def goals(r: Results):
@@ -348,6 +403,7 @@ def markdown(r: Results, chart_name: str | None) -> str:
         parts += [f"![per-round samples]({chart_name})", ""]
     parts += ["## 1. Seed protocol (Python level)", "",
               group_table(r, SEED, ("owned", "borrow", "fallback"), "fallback"), "",
+              seed_comparison(r), "",
               "## 2. Native per-call cost (C loops)", "",
               group_table(r, NATIVE, ("owned", "borrow", "fallback", "dlpack_dltensor",
                                       "dlpack_managed", "typecheck"), "borrow"), "",
