@@ -81,9 +81,14 @@ def paired(a, b, kind: str = "diff", confidence: float = 0.95):
     """Median over rounds of ``a_r - b_r`` (kind ``"diff"``, ns) or ``a_r / b_r``
     (``"ratio"``), with a percentile-bootstrap ``confidence`` interval of that median.
     Returns ``(centre, low, high)``; the interval is (nan, nan) with fewer than 3 rounds."""
+    return median_ci(a - b if kind == "diff" else a / b, confidence)
+
+
+def median_ci(values, confidence: float = 0.95):
+    """``(median, low, high)`` of per-round ``values``, the interval a percentile bootstrap
+    of the median (fixed seed); (nan, nan) with fewer than 3 rounds or no spread."""
     from scipy import stats
 
-    values = a - b if kind == "diff" else a / b
     centre = float(np.median(values))
     if len(values) < 3 or np.ptp(values) == 0:
         return centre, float("nan"), float("nan")
@@ -319,24 +324,37 @@ def workload_table(r: Results) -> str:
            f"dim_feedforward={w['dim_feedforward']}), {w['params']:,} parameters, one new token "
            f"against a memory of {w['memory_len']}: **{ops} kernel launches and "
            f"{w['tensors_per_step']} tensors per decode step** (view-only ops excluded; "
-           f"dropped tensors: {w['dropped_tensors'] or 'none'}).", "",
+           f"dropped tensors: {w['dropped_tensors'] or 'none'}). The bridging rows time only "
+           "the bridging of those tensors; the decode step row times the step itself "
+           f"({w.get('torch_threads', '?')} torch threads), in the same interleaved rounds.", "",
            "| contender | best (us/step) | median (us/step) | stdev (us/step) | median per op (ns) |",
            "|---|---:|---:|---:|---:|"]
-    for name in ("empty", "owned", "borrow", "fallback"):
+    for name in ("empty", "owned", "borrow", "fallback", "decode_step"):
         b = r.get(WORK, name)
         if b is None:
             continue
-        out.append(f"| {LABELS.get(name, name)} | {ns(b, 'min') / 1e3:.1f} | "
+        label = ("one real decode step (the model's eager forward, same run)"
+                 if name == "decode_step" else f"bridging: {LABELS.get(name, name)}")
+        out.append(f"| {label} | {ns(b, 'min') / 1e3:.1f} | "
                    f"{ns(b, 'median') / 1e3:.1f} | {ns(b, 'stddev') / 1e3:.1f} | "
                    f"{ns(b, 'median') / ops:.0f} |")
-    out += ["", "| saving per 1,000 ops | per-round difference, median [95% CI] |", "|---|---:|"]
+    step = r.samples(WORK, "decode_step")
+    out += ["", "| saving | per 1,000 ops: per-round difference, median [95% CI] | per step, "
+            "as a share of the step: per-round (difference / step), median [95% CI] |",
+            "|---|---:|---:|"]
     for a, b in (("owned", "borrow"), ("borrow", "fallback"), ("owned", "fallback")):
         if r.get(WORK, a) is None or r.get(WORK, b) is None:
             continue
-        c = paired(r.samples(WORK, a), r.samples(WORK, b))
+        sa, sb = r.samples(WORK, a), r.samples(WORK, b)
+        c = paired(sa, sb)
         scale = 1000.0 / ops / 1e3  # ns per step -> us per 1,000 ops
+        share = "not measured"
+        if step is not None:
+            q = median_ci((sa - sb) / step * 100.0)
+            share = (f"{q[0]:+.3f}%" if np.isnan(q[1]) else
+                     f"{q[0]:+.3f}% [{q[1]:+.3f}, {q[2]:+.3f}]")
         out.append(f"| {a} - {b} | {c[0] * scale:+.1f} us [{c[1] * scale:+.1f}, "
-                   f"{c[2] * scale:+.1f}] |")
+                   f"{c[2] * scale:+.1f}] | {share} |")
     top = list(w["ops_by_name"].items())[:8]
     out += ["", "Most frequent ops per step: " + ", ".join(f"`{k}` x{v}" for k, v in top) + "."]
     return "\n".join(out)
