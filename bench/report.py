@@ -12,6 +12,11 @@ median of the per-round values; the 95% interval is a percentile bootstrap of th
 median (``scipy.stats.bootstrap``, 9,999 resamples, fixed seed, so a report is
 reproducible from its JSON).
 
+Beside the goals: the seed's own figures (read from ``proposal/sources/seed-benchmark.txt``)
+next to this run's seed-protocol rows, labelled for what differs; each binding library's
+tensor call minus its empty call (``bindings_table``); each workload saving as a share of
+the real decode step of the same rounds; the CPU's model and clock in the machine line.
+
 Goals (reported, never asserted): borrow within 1.5 ns of the fallback natively and
 within 3% at Python level; owned - borrow with its interval; borrow at least 3x faster
 than DLPack's ``dltensor_from_py_object_no_sync`` natively; a borrow view no dearer
@@ -141,7 +146,17 @@ LABELS = {
     "getters7": "seven aoti_torch_get_* alone",
     "conj_getter": "conj bit: torch_is_conj (patch 0002)",
     "conj_dispatcher": "conj bit: new owning handle + torch_call_dispatcher(aten::is_conj)",
+    "nanobind_empty": "nanobind: empty() (no argument)",
+    "nanobind_ndarray": "nanobind: f(t), one nb::ndarray<>",
+    "tvm_ffi_empty": "tvm-ffi: empty() (no argument)",
+    "tvm_ffi_tensor": "tvm-ffi: f(t), one TensorView",
 }
+
+# The binding libraries' pairs (bench/peers_bindings.py): (library, empty call, tensor call).
+# Our bridge's own pair (the empty METH_O call, view_borrow) is the first row for scale.
+BINDINGS = (("torch-borrow-bridge (ours)", "empty", "borrow"),
+            ("nanobind", "nanobind_empty", "nanobind_ndarray"),
+            ("apache-tvm-ffi", "tvm_ffi_empty", "tvm_ffi_tensor"))
 
 
 def group_table(r: Results, group: str, names, ref: str | None, unit_div=1.0, unit="ns"):
@@ -270,7 +285,8 @@ def headline(r: Results) -> str:
     for group, level, names in (
             (SEED, "Python (seed protocol)", ("owned", "borrow", "fallback")),
             (PEERS, "Python", r.peer_names(("empty", "data_ptr", "python_attrs", "to_dlpack",
-                                            "dunder_dlpack", "cuda_core"))),
+                                            "dunder_dlpack", "cuda_core", "nanobind_ndarray",
+                                            "tvm_ffi_tensor"))),
             (NATIVE, "native C loop", ("owned", "borrow", "fallback", "dlpack_dltensor",
                                        "dlpack_managed", "typecheck"))):
         for name in names:
@@ -282,6 +298,43 @@ def headline(r: Results) -> str:
                 rows.append(f"| {LABELS.get(name, name)} | {level} | {ns(b, 'min'):.1f} | "
                             f"{ns(b, 'median'):.1f} | {ns(b, 'stddev'):.1f} |")
     return "\n".join(rows)
+
+
+def bindings_table(r: Results) -> str:
+    """Each binding library's call with one tensor beside its own empty call (same
+    interleaved run as the peers): the per-round difference is the tensor's conversion
+    (and the reads a view makes); the last column compares the tensor call with a
+    ``view_borrow(t)`` of the same round."""
+    head = ["Each library's function taking the tensor (and reading data pointer, ndim, "
+            "sizes, strides, dtype and device, like a view) beside an empty function of the "
+            "same library: the paired difference is what receiving the tensor costs in that "
+            "library. First row: our bridge's `view_borrow(t)` beside an empty METH_O call.",
+            "", "| library | empty call, median (ns) | tensor call, median (ns) | "
+            "tensor - empty, paired (ns) [95% CI] | tensor / empty, paired [95% CI] | "
+            "tensor call / view_borrow(t), paired [95% CI] |",
+            "|---|---:|---:|---:|---:|---:|"]
+    borrow = r.samples(PEERS, "borrow")
+    rows = []
+    for library, empty, tensor in BINDINGS:
+        be, bt = r.get(PEERS, empty), r.get(PEERS, tensor)
+        if be is None or bt is None:
+            why = r.evidence.get("unavailable", {}).get(tensor, "not measured")
+            rows.append(f"| {library} | unavailable: {why} | | | | |")
+            continue
+        se, st = r.samples(PEERS, empty), r.samples(PEERS, tensor)
+        vs_borrow = ("1" if tensor == "borrow" else "no view_borrow in this run"
+                     if borrow is None else fmt_ci(paired(st, borrow, "ratio"), "x"))
+        rows.append(f"| {library} | {ns(be, 'median'):.1f} | {ns(bt, 'median'):.1f} | "
+                    f"{fmt_ci(paired(st, se), ' ns')} | {fmt_ci(paired(st, se, 'ratio'), 'x')} | "
+                    f"{vs_borrow} |")
+    notes = []
+    for key, info in r.evidence.get("bindings", {}).items():
+        if "unavailable" in info:
+            continue
+        notes.append(f"- {info.get('distribution', key)} {info.get('version')}: argument `{info.get('argument')}`, "
+                     f"built by {info.get('build')}; the tensor arrived through "
+                     f"{info.get('route')}.")
+    return "\n".join(head + rows + ([""] + notes if notes else []))
 
 
 def scaling_tables(r: Results) -> str:
@@ -434,7 +487,10 @@ def markdown(r: Results, chart_name: str | None) -> str:
               "## 3. Peers (Python level)", "",
               group_table(r, PEERS, r.peer_names(
                   ("empty", "owned", "borrow", "fallback", "data_ptr", "python_attrs",
-                   "to_dlpack", "dunder_dlpack", "cuda_core")), "borrow"), "",
+                   "to_dlpack", "dunder_dlpack", "cuda_core", "nanobind_empty",
+                   "nanobind_ndarray", "tvm_ffi_empty", "tvm_ffi_tensor")), "borrow"), "",
+              "### The binding libraries: what receiving one tensor costs", "",
+              bindings_table(r), "",
               "## 4. Scaling (Python level, medians)", "", scaling_tables(r), "",
               "## 5. Workload: a transformer decode step", "", workload_table(r), ""]
     return "\n".join(parts)
@@ -454,7 +510,8 @@ def chart(r: Results, path: pathlib.Path) -> None:
                                 "dlpack_managed")]),
         ("Python level, ns per call (log scale)", True,
          [(PEERS, n) for n in ("empty", "data_ptr", "fallback", "borrow", "owned",
-                               "to_dlpack", "python_attrs", "dunder_dlpack", "cuda_core",
+                               "nanobind_ndarray", "tvm_ffi_tensor", "to_dlpack",
+                               "python_attrs", "dunder_dlpack", "cuda_core",
                                "cuda_array_interface")]),
     ]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))

@@ -48,6 +48,14 @@ def main(argv=None) -> int:
     import report
 
     args.out.mkdir(parents=True, exist_ok=True)
+    # Build the binding peers now, where their progress shows (pytest captures it); the
+    # benchmark fixture then finds them built. A peer that cannot build is reported there.
+    import peers_bindings
+
+    device = torch.device("cuda", 0) if args.device == "cuda" else torch.device("cpu")
+    for b in peers_bindings.load_all(torch, device).values():
+        print(f"peer {b.name}: " + (f"{b.info['version']}, {b.info['route']}" if b.available
+                                    else f"unavailable ({b.info['unavailable']})"), flush=True)
     stem = args.stem or default_stem(torch, args.device)
     json_path, md_path, chart_path = (args.out / f"{stem}.{ext}" for ext in ("json", "md", "svg"))
     rc = pytest.main([
