@@ -518,11 +518,16 @@ def chart(r: Results, path: pathlib.Path) -> None:
     for ax, (title, log, items) in zip(axes, panels):
         items = [(g, n) for g, n in items if r.get(g, n) is not None]
         data, labels = [r.samples(g, n) for g, n in items], [n for _, n in items]
+        ax.set_title(title, fontsize=10)
+        if not data:  # a run of some scenarios only (run.py -- -k ...)
+            ax.text(0.5, 0.5, "not measured in this run", ha="center", va="center",
+                    transform=ax.transAxes)
+            ax.set_axis_off()
+            continue
         if tuple(int(x) for x in matplotlib.__version__.split(".")[:2]) >= (3, 10):
             ax.boxplot(data, orientation="horizontal", tick_labels=labels)
         else:  # the spelling before 3.10
             ax.boxplot(data, vert=False, labels=labels)
-        ax.set_title(title, fontsize=10)
         if log:
             ax.set_xscale("log")
         ax.grid(axis="x", alpha=0.3)
