@@ -1,5 +1,6 @@
 # The two jobs, each setting itself up on a fresh machine:
-#   make bench   benchmark evidence on the default torch (the main job)
+#   make bench   the benchmarks on the default torch (the main job; `make bench-evidence`
+#                writes the same run into the committed bench/results/)
 #   make test    the test suite on every supported torch (or: make test TORCH=2.14.1)
 # Environments live in .venv/torch-<version>/ inside the checkout; `make clean` removes them.
 # `make help` lists every target.
@@ -26,7 +27,7 @@ SHELL := /bin/bash
 # The environment stamps are made by pattern rules; keep them (never "intermediate").
 .SECONDARY:
 
-.PHONY: help bench bench-quick bench-report test test-devmode memcheck survey info clean patch-check $(addprefix test-,$(TORCH_VERSIONS))
+.PHONY: help bench bench-evidence bench-quick bench-report callgrind test test-devmode memcheck survey info clean patch-check $(addprefix test-,$(TORCH_VERSIONS))
 .DEFAULT_GOAL := help
 
 help:  ## list the targets
@@ -72,15 +73,27 @@ $(VENVS)/torch-%/.patch: $(VENVS)/torch-%/.built pyproject.toml
 	@touch $@
 
 # --- the jobs ----------------------------------------------------------------------------
-bench: $(VENVS)/torch-$(TORCH)/.bench  ## benchmark evidence on the default torch (TORCH=...)
+# `make bench` writes into the git-ignored bench/results/scratch/, so running it never
+# changes a tracked file; `make bench-evidence` (the same run) refreshes the committed
+# evidence in bench/results/. BENCH_OUT=DIR picks another folder for bench and bench-report.
+BENCH_OUT ?= bench/results/scratch
+bench: $(VENVS)/torch-$(TORCH)/.bench  ## benchmarks on the default torch (TORCH=...) into bench/results/scratch/
+	$(call py,$(TORCH)) bench/run.py --out $(BENCH_OUT)
+
+bench-evidence: $(VENVS)/torch-$(TORCH)/.bench  ## the same run, refreshing the committed bench/results/ (quiet machine)
 	$(call py,$(TORCH)) bench/run.py --out bench/results
 
 bench-quick: $(VENVS)/torch-$(TORCH)/.bench  ## every benchmark briefly (what CI runs)
 	$(call py,$(TORCH)) bench/run.py --quick --out bench/results/scratch
 
-bench-report: $(VENVS)/torch-$(TORCH)/.bench  ## redo the tables and chart from the saved JSON
-	$(call py,$(TORCH)) bench/report.py bench/results/bench-torch-$(TORCH).json \
-	  --md bench/results/bench-torch-$(TORCH).md --chart bench/results/bench-torch-$(TORCH).svg
+bench-report: $(VENVS)/torch-$(TORCH)/.bench  ## redo tables and chart from the saved JSON in BENCH_OUT (default scratch)
+	$(call py,$(TORCH)) bench/report.py $(BENCH_OUT)/bench-torch-$(TORCH).json \
+	  --md $(BENCH_OUT)/bench-torch-$(TORCH).md --chart $(BENCH_OUT)/bench-torch-$(TORCH).svg
+
+# Instruction counts (valgrind's callgrind) of each path's native loop: deterministic,
+# whatever the machine's load, so they are committed as they come out.
+callgrind: $(VENVS)/torch-$(TORCH)/.built  ## instructions per call of each path's native loop -> bench/results/callgrind-torch-<v>.md
+	$(call py,$(TORCH)) bench/callgrind.py --out bench/results
 
 test: $(addprefix test-,$(TEST_TORCH))  ## the suite on torch 2.15.0, 2.14.1 and 2.13.0 (or TORCH=...)
 

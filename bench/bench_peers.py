@@ -13,7 +13,13 @@ paths:
 - ``cuda_core``: cuda.core's ``StridedMemoryView`` of ``t`` (``cuda_core_peer``), when
   it installs and imports here; the path it took is recorded in the notes;
 - ``cuda_array_interface``: ``t.__cuda_array_interface__`` (CUDA tensors only: torch
-  raises for a CPU tensor, so on the CPU it is reported unavailable, never timed).
+  raises for a CPU tensor, so on the CPU it is reported unavailable, never timed);
+- ``nanobind_empty`` / ``nanobind_ndarray`` and ``tvm_ffi_empty`` / ``tvm_ffi_tensor``: the
+  binding libraries kernel authors use (``peers_bindings``), each as an empty call of
+  that library (no argument) beside a call taking ``t`` (``nb::ndarray<>``,
+  ``tvm::ffi::TensorView``), so the report can pair them: the tensor's conversion is
+  the per-round difference. A library that is not installed or does not build here is
+  reported unavailable with the reason; the route each took is in the notes.
 
 A capsule or view made in a round is freed in that round (its deleter is timed too).
 """
@@ -24,11 +30,13 @@ import pytest
 
 import cuda_core_peer
 import interleave
+import peers_bindings
 import views
 
 GROUP = "3 peers: Python level, 32x32 float32"
 NAMES = ("empty", "owned", "borrow", "fallback", "data_ptr", "python_attrs", "to_dlpack",
-         "dunder_dlpack", "cuda_core", "cuda_array_interface")
+         "dunder_dlpack", "cuda_core", "cuda_array_interface",
+         *(n for pair in peers_bindings.NAMES.values() for n in pair))
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +72,16 @@ def peers_run(torch, bridge, available, native_peers, protocol, notes, device):
         notes["unavailable"]["cuda_core"] = info["unavailable"]
     else:
         contenders.append(interleave.statement("cuda_core", "smv(t)", {**ns, "smv": smv}))
+    notes["bindings"] = {}
+    for name, b in peers_bindings.load_all(torch, device).items():
+        notes["bindings"][name] = b.info
+        empty_name, tensor_name = peers_bindings.NAMES[name]
+        if b.available:
+            contenders.append(interleave.statement(empty_name, "e()", {"e": b.empty}))
+            contenders.append(interleave.statement(tensor_name, "f(t)", {**ns, "f": b.tensor}))
+        else:
+            notes["unavailable"][empty_name] = notes["unavailable"][tensor_name] = \
+                b.info["unavailable"]
     return interleave.measure(contenders, protocol.rounds, protocol.calls, protocol.warmup)
 
 

@@ -372,3 +372,33 @@ uintptr_t peers_empty_function(void) {
   PyGILState_Release(g);
   return (uintptr_t)peers_empty_obj;
 }
+
+/* Valgrind client requests for bench/callgrind.py, so one process under callgrind can
+ * count each _native_loop call apart: op 0 starts instrumentation (the run starts with
+ * --instr-atstart=no, so importing torch is not instrumented), op 1 dumps the counts
+ * gathered since the last dump into a file of their own, described by `label`, op 2
+ * zeroes them. Returns 1 when done, 0 when not running under valgrind, -1 when built
+ * without <valgrind/callgrind.h> (Debian's valgrind package has it), -2 for a bad op.
+ * Outside valgrind each request is a few no-op instructions. */
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define PEERS_HAVE_CALLGRIND 1
+#endif
+#endif
+
+int peers_callgrind(int op, const char* label) {
+#ifdef PEERS_HAVE_CALLGRIND
+  if (!RUNNING_ON_VALGRIND) return 0;
+  switch (op) {
+    case 0: CALLGRIND_START_INSTRUMENTATION; return 1;
+    case 1: CALLGRIND_DUMP_STATS_AT(label); return 1;
+    case 2: CALLGRIND_ZERO_STATS; return 1;
+    default: return -2;
+  }
+#else
+  (void)op;
+  (void)label;
+  return -1;
+#endif
+}

@@ -169,6 +169,14 @@ class NativePeers:
         return self._check(self._lib.peers_metadata_loop(
             self.METADATA_MODES[mode], get, borrow, from_obj, id(t), self._offset, n))
 
+    def callgrind(self, op: str, label: str = "") -> int:
+        """A valgrind client request (``bench/callgrind.py``): ``op`` is ``"start"``
+        (instrumentation), ``"dump"`` (the counts since the last dump, into a file
+        described by ``label``) or ``"zero"``. Returns 1 when done, 0 outside valgrind,
+        -1 when built without ``<valgrind/callgrind.h>``."""
+        code = {"start": 0, "dump": 1, "zero": 2}[op]
+        return self._lib.peers_callgrind(code, label.encode())
+
     def empty_function(self):
         """An empty METH_O C function, ``empty(obj) -> None``: the Python-level call floor."""
         addr = self._lib.peers_empty_function()

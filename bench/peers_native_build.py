@@ -36,6 +36,7 @@ ffibuilder.cdef(
     double peers_conj_dispatcher_loop(uintptr_t new_handle, uintptr_t dispatch,
                                       uintptr_t handle, uint64_t version, int64_t n);
     uintptr_t peers_empty_function(void);
+    int peers_callgrind(int op, const char* label);
     """
 )
 ffibuilder.set_source(

@@ -12,6 +12,11 @@ median of the per-round values; the 95% interval is a percentile bootstrap of th
 median (``scipy.stats.bootstrap``, 9,999 resamples, fixed seed, so a report is
 reproducible from its JSON).
 
+Beside the goals: the seed's own figures (read from ``proposal/sources/seed-benchmark.txt``)
+next to this run's seed-protocol rows, labelled for what differs; each binding library's
+tensor call minus its empty call (``bindings_table``); each workload saving as a share of
+the real decode step of the same rounds; the CPU's model and clock in the machine line.
+
 Goals (reported, never asserted): borrow within 1.5 ns of the fallback natively and
 within 3% at Python level; owned - borrow with its interval; borrow at least 3x faster
 than DLPack's ``dltensor_from_py_object_no_sync`` natively; a borrow view no dearer
@@ -28,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
+import re
 import sys
 
 import numpy as np
@@ -80,9 +86,14 @@ def paired(a, b, kind: str = "diff", confidence: float = 0.95):
     """Median over rounds of ``a_r - b_r`` (kind ``"diff"``, ns) or ``a_r / b_r``
     (``"ratio"``), with a percentile-bootstrap ``confidence`` interval of that median.
     Returns ``(centre, low, high)``; the interval is (nan, nan) with fewer than 3 rounds."""
+    return median_ci(a - b if kind == "diff" else a / b, confidence)
+
+
+def median_ci(values, confidence: float = 0.95):
+    """``(median, low, high)`` of per-round ``values``, the interval a percentile bootstrap
+    of the median (fixed seed); (nan, nan) with fewer than 3 rounds or no spread."""
     from scipy import stats
 
-    values = a - b if kind == "diff" else a / b
     centre = float(np.median(values))
     if len(values) < 3 or np.ptp(values) == 0:
         return centre, float("nan"), float("nan")
@@ -138,7 +149,17 @@ LABELS = {
     "meta_offset": "batched: (char*)obj + sizeof(PyObject) + torch_tensor_get_metadata",
     "meta_borrow": "batched: torch_tensor_borrow_from_pyobject + torch_tensor_get_metadata",
     "meta_from_pyobject": "batched: torch_tensor_borrow_metadata_from_pyobject (one call)",
+    "nanobind_empty": "nanobind: empty() (no argument)",
+    "nanobind_ndarray": "nanobind: f(t), one nb::ndarray<>",
+    "tvm_ffi_empty": "tvm-ffi: empty() (no argument)",
+    "tvm_ffi_tensor": "tvm-ffi: f(t), one TensorView",
 }
+
+# The binding libraries' pairs (bench/peers_bindings.py): (library, empty call, tensor call).
+# Our bridge's own pair (the empty METH_O call, view_borrow) is the first row for scale.
+BINDINGS = (("torch-borrow-bridge (ours)", "empty", "borrow"),
+            ("nanobind", "nanobind_empty", "nanobind_ndarray"),
+            ("apache-tvm-ffi", "tvm_ffi_empty", "tvm_ffi_tensor"))
 
 
 def group_table(r: Results, group: str, names, ref: str | None, unit_div=1.0, unit="ns"):
@@ -165,6 +186,60 @@ def group_table(r: Results, group: str, names, ref: str | None, unit_div=1.0, un
                     f" {fmt_ci(paired(r.samples(group, name), ref_s, 'ratio'))} |")
         rows.append(row)
     return "\n".join(rows)
+
+
+SEED_EXCERPT = pathlib.Path(__file__).resolve().parent.parent / "proposal" / "sources" / \
+    "seed-benchmark.txt"
+SEED_LINE = re.compile(r"^\s*(shim|fallback): best=([\d.]+)ns median=([\d.]+)ns", re.M)
+
+
+def seed_comparison(r: Results, excerpt: pathlib.Path = SEED_EXCERPT) -> str:
+    """The seed's figures beside this run's seed-protocol rows, labelled for what differs.
+
+    The seed's best and median per path come from ``excerpt`` (the verbatim excerpt of
+    the seed pull request, ``proposal/sources/seed-benchmark.txt``), never typed here;
+    its environment is quoted from the excerpt's ``Env:`` and ``Same env`` lines. Both
+    sides get the difference to, and the ratio to, their own fallback, on the best and
+    on the median: a difference or ratio travels between machines better than a time.
+    """
+    if not excerpt.is_file():
+        return f"(The seed's excerpt `{excerpt.name}` is not in this checkout: no comparison.)"
+    text = excerpt.read_text()
+    theirs = {m.group(1): (float(m.group(2)), float(m.group(3))) for m in SEED_LINE.finditer(text)}
+    env = [l.split(";")[0].strip().rstrip(":") for l in text.splitlines()
+           if l.startswith(("Env:", "Same env"))]
+    ours = {p: r.get(SEED, p) for p in ("owned", "borrow", "fallback")}
+    where = "CPU" if not r.cuda else f"CUDA ({r.device.get('name')})"
+    lines = [
+        "**What differs from the seed's figures.** The seed measured under this protocol a "
+        "32x32 float32 **CUDA tensor through cuda.core's `StridedMemoryView`** (its AOTI "
+        "tensor bridge, toggled between the owned shim and the THPVariable offset) **on an "
+        "RTX 6000 Ada host**; this run measures a 32x32 float32 "
+        f"**{where} tensor through our bridge's `view_<path>(t)` on the machine above**. "
+        "A view through cuda.core does far more than ours, so the times do not compare; "
+        "each side's difference to, and ratio to, its own fallback do. The seed's words "
+        f"(`{excerpt.relative_to(excerpt.parents[2])}`): "
+        + "; ".join(f"\"{l}\"" for l in env) + ".", "",
+        "| run | path | best (ns) | median (ns) | minus fallback, best / median (ns) | "
+        "ratio to fallback, best / median |", "|---|---|---:|---:|---:|---:|"]
+
+    def row(run, label, best, median, fb):
+        return (f"| {run} | {label} | {best:.1f} | {median:.1f} | {best - fb[0]:+.1f} / "
+                f"{median - fb[1]:+.1f} | {best / fb[0]:.3f}x / {median / fb[1]:.3f}x |")
+
+    if "shim" in theirs and "fallback" in theirs:
+        fb = theirs["fallback"]
+        run = "seed: CUDA tensor, cuda.core, RTX 6000 Ada host"
+        lines.append(row(run, "owned shim", *theirs["shim"], fb))
+        lines.append(row(run, "THPVariable offset (fallback)", *fb, fb))
+    if ours["fallback"] is not None:
+        fb = (ns(ours["fallback"], "min"), ns(ours["fallback"], "median"))
+        run = f"this run: {where} tensor, our bridge, this machine"
+        for p, label in (("owned", "owned shim"), ("borrow", "borrowed shim (proposed)"),
+                         ("fallback", "THPVariable offset (fallback)")):
+            if ours[p] is not None:
+                lines.append(row(run, label, ns(ours[p], "min"), ns(ours[p], "median"), fb))
+    return "\n".join(lines)
 
 
 def goals(r: Results):
@@ -213,7 +288,8 @@ def headline(r: Results) -> str:
     for group, level, names in (
             (SEED, "Python (seed protocol)", ("owned", "borrow", "fallback")),
             (PEERS, "Python", r.peer_names(("empty", "data_ptr", "python_attrs", "to_dlpack",
-                                            "dunder_dlpack", "cuda_core"))),
+                                            "dunder_dlpack", "cuda_core", "nanobind_ndarray",
+                                            "tvm_ffi_tensor"))),
             (NATIVE, "native C loop", ("owned", "borrow", "fallback", "dlpack_dltensor",
                                        "dlpack_managed", "typecheck"))):
         for name in names:
@@ -225,6 +301,43 @@ def headline(r: Results) -> str:
                 rows.append(f"| {LABELS.get(name, name)} | {level} | {ns(b, 'min'):.1f} | "
                             f"{ns(b, 'median'):.1f} | {ns(b, 'stddev'):.1f} |")
     return "\n".join(rows)
+
+
+def bindings_table(r: Results) -> str:
+    """Each binding library's call with one tensor beside its own empty call (same
+    interleaved run as the peers): the per-round difference is the tensor's conversion
+    (and the reads a view makes); the last column compares the tensor call with a
+    ``view_borrow(t)`` of the same round."""
+    head = ["Each library's function taking the tensor (and reading data pointer, ndim, "
+            "sizes, strides, dtype and device, like a view) beside an empty function of the "
+            "same library: the paired difference is what receiving the tensor costs in that "
+            "library. First row: our bridge's `view_borrow(t)` beside an empty METH_O call.",
+            "", "| library | empty call, median (ns) | tensor call, median (ns) | "
+            "tensor - empty, paired (ns) [95% CI] | tensor / empty, paired [95% CI] | "
+            "tensor call / view_borrow(t), paired [95% CI] |",
+            "|---|---:|---:|---:|---:|---:|"]
+    borrow = r.samples(PEERS, "borrow")
+    rows = []
+    for library, empty, tensor in BINDINGS:
+        be, bt = r.get(PEERS, empty), r.get(PEERS, tensor)
+        if be is None or bt is None:
+            why = r.evidence.get("unavailable", {}).get(tensor, "not measured")
+            rows.append(f"| {library} | unavailable: {why} | | | | |")
+            continue
+        se, st = r.samples(PEERS, empty), r.samples(PEERS, tensor)
+        vs_borrow = ("1" if tensor == "borrow" else "no view_borrow in this run"
+                     if borrow is None else fmt_ci(paired(st, borrow, "ratio"), "x"))
+        rows.append(f"| {library} | {ns(be, 'median'):.1f} | {ns(bt, 'median'):.1f} | "
+                    f"{fmt_ci(paired(st, se), ' ns')} | {fmt_ci(paired(st, se, 'ratio'), 'x')} | "
+                    f"{vs_borrow} |")
+    notes = []
+    for key, info in r.evidence.get("bindings", {}).items():
+        if "unavailable" in info:
+            continue
+        notes.append(f"- {info.get('distribution', key)} {info.get('version')}: argument `{info.get('argument')}`, "
+                     f"built by {info.get('build')}; the tensor arrived through "
+                     f"{info.get('route')}.")
+    return "\n".join(head + rows + ([""] + notes if notes else []))
 
 
 def scaling_tables(r: Results) -> str:
@@ -267,27 +380,57 @@ def workload_table(r: Results) -> str:
            f"dim_feedforward={w['dim_feedforward']}), {w['params']:,} parameters, one new token "
            f"against a memory of {w['memory_len']}: **{ops} kernel launches and "
            f"{w['tensors_per_step']} tensors per decode step** (view-only ops excluded; "
-           f"dropped tensors: {w['dropped_tensors'] or 'none'}).", "",
+           f"dropped tensors: {w['dropped_tensors'] or 'none'}). The bridging rows time only "
+           "the bridging of those tensors; the decode step row times the step itself "
+           f"({w.get('torch_threads', '?')} torch threads), in the same interleaved rounds.", "",
            "| contender | best (us/step) | median (us/step) | stdev (us/step) | median per op (ns) |",
            "|---|---:|---:|---:|---:|"]
-    for name in ("empty", "owned", "borrow", "fallback"):
+    for name in ("empty", "owned", "borrow", "fallback", "decode_step"):
         b = r.get(WORK, name)
         if b is None:
             continue
-        out.append(f"| {LABELS.get(name, name)} | {ns(b, 'min') / 1e3:.1f} | "
+        label = ("one real decode step (the model's eager forward, same run)"
+                 if name == "decode_step" else f"bridging: {LABELS.get(name, name)}")
+        out.append(f"| {label} | {ns(b, 'min') / 1e3:.1f} | "
                    f"{ns(b, 'median') / 1e3:.1f} | {ns(b, 'stddev') / 1e3:.1f} | "
                    f"{ns(b, 'median') / ops:.0f} |")
-    out += ["", "| saving per 1,000 ops | per-round difference, median [95% CI] |", "|---|---:|"]
+    step = r.samples(WORK, "decode_step")
+    out += ["", "| saving | per 1,000 ops: per-round difference, median [95% CI] | per step, "
+            "as a share of the step: per-round (difference / step), median [95% CI] |",
+            "|---|---:|---:|"]
     for a, b in (("owned", "borrow"), ("borrow", "fallback"), ("owned", "fallback")):
         if r.get(WORK, a) is None or r.get(WORK, b) is None:
             continue
-        c = paired(r.samples(WORK, a), r.samples(WORK, b))
+        sa, sb = r.samples(WORK, a), r.samples(WORK, b)
+        c = paired(sa, sb)
         scale = 1000.0 / ops / 1e3  # ns per step -> us per 1,000 ops
+        share = "not measured"
+        if step is not None:
+            q = median_ci((sa - sb) / step * 100.0)
+            share = (f"{q[0]:+.3f}%" if np.isnan(q[1]) else
+                     f"{q[0]:+.3f}% [{q[1]:+.3f}, {q[2]:+.3f}]")
         out.append(f"| {a} - {b} | {c[0] * scale:+.1f} us [{c[1] * scale:+.1f}, "
-                   f"{c[2] * scale:+.1f}] |")
+                   f"{c[2] * scale:+.1f}] | {share} |")
     top = list(w["ops_by_name"].items())[:8]
     out += ["", "Most frequent ops per step: " + ", ".join(f"`{k}` x{v}" for k, v in top) + "."]
     return "\n".join(out)
+
+
+def cpu_line(m: dict) -> str:
+    """``<model> (<vendor> family F model M stepping S), <MHz> MHz (/proc/cpuinfo), <min>-<max>
+    MHz (lscpu), <hypervisor> guest``: the model and clock ``machine_info`` recorded (each
+    part only where the machine told it)."""
+    c = m.get("cpu_clock")
+    if not c:  # a result recorded before the clock was
+        return str(m.get("cpu_model"))
+    ident = " ".join(f"{k} {c[k]}" for k in ("family", "model", "stepping") if c.get(k))
+    ident = f" ({c.get('vendor') or ''} {ident})".replace("( ", "(") if ident else ""
+    clock = f"{c['mhz']:.0f} MHz (/proc/cpuinfo)" if c.get("mhz") else "clock unknown"
+    clock += (f", {c['min_mhz']:.0f}-{c['max_mhz']:.0f} MHz (lscpu)" if c.get("max_mhz") and
+              c.get("min_mhz") else f", max {c['max_mhz']:.0f} MHz (lscpu)" if c.get("max_mhz")
+              else "; no cpufreq range exposed")
+    guest = f", {c['hypervisor']} guest" if c.get("hypervisor") else ""
+    return f"{m.get('cpu_model')}{ident}, {clock}{guest}"
 
 
 def footer(r: Results) -> str:
@@ -306,7 +449,7 @@ def footer(r: Results) -> str:
                f"{d.get('memory_gib')} GiB; {d.get('device_count')} GPU(s) visible); torch built "
                f"for CUDA {d.get('torch_cuda')}, driver supports CUDA {d.get('driver_cuda')}."]
     return "\n".join(gpu + [
-        f"- Machine: {m.get('cpu_model')} ({m.get('cpu_count')} CPUs), load average "
+        f"- Machine: {cpu_line(m)} ({m.get('cpu_count')} CPUs), load average "
         f"{m.get('load_average_at_start')} at start, {m.get('load_average_at_end')} at end; "
         f"{m.get('platform')}.",
         f"- Python {m.get('python')}, torch {m.get('torch')}, bridge built by "
@@ -334,6 +477,7 @@ def markdown(r: Results, chart_name: str | None) -> str:
         parts += [f"![per-round samples]({chart_name})", ""]
     parts += ["## 1. Seed protocol (Python level)", "",
               group_table(r, SEED, ("owned", "borrow", "fallback"), "fallback"), "",
+              seed_comparison(r), "",
               "## 2. Native per-call cost (C loops)", "",
               group_table(r, NATIVE, ("owned", "borrow", "fallback", "dlpack_dltensor",
                                       "dlpack_managed", "typecheck"), "borrow"), "",
@@ -350,7 +494,10 @@ def markdown(r: Results, chart_name: str | None) -> str:
               "## 3. Peers (Python level)", "",
               group_table(r, PEERS, r.peer_names(
                   ("empty", "owned", "borrow", "fallback", "data_ptr", "python_attrs",
-                   "to_dlpack", "dunder_dlpack", "cuda_core")), "borrow"), "",
+                   "to_dlpack", "dunder_dlpack", "cuda_core", "nanobind_empty",
+                   "nanobind_ndarray", "tvm_ffi_empty", "tvm_ffi_tensor")), "borrow"), "",
+              "### The binding libraries: what receiving one tensor costs", "",
+              bindings_table(r), "",
               "## 4. Scaling (Python level, medians)", "", scaling_tables(r), "",
               "## 5. Workload: a transformer decode step", "", workload_table(r), ""]
     return "\n".join(parts)
@@ -370,18 +517,24 @@ def chart(r: Results, path: pathlib.Path) -> None:
                                 "dlpack_managed")]),
         ("Python level, ns per call (log scale)", True,
          [(PEERS, n) for n in ("empty", "data_ptr", "fallback", "borrow", "owned",
-                               "to_dlpack", "python_attrs", "dunder_dlpack", "cuda_core",
+                               "nanobind_ndarray", "tvm_ffi_tensor", "to_dlpack",
+                               "python_attrs", "dunder_dlpack", "cuda_core",
                                "cuda_array_interface")]),
     ]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
     for ax, (title, log, items) in zip(axes, panels):
         items = [(g, n) for g, n in items if r.get(g, n) is not None]
         data, labels = [r.samples(g, n) for g, n in items], [n for _, n in items]
+        ax.set_title(title, fontsize=10)
+        if not data:  # a run of some scenarios only (run.py -- -k ...)
+            ax.text(0.5, 0.5, "not measured in this run", ha="center", va="center",
+                    transform=ax.transAxes)
+            ax.set_axis_off()
+            continue
         if tuple(int(x) for x in matplotlib.__version__.split(".")[:2]) >= (3, 10):
             ax.boxplot(data, orientation="horizontal", tick_labels=labels)
         else:  # the spelling before 3.10
             ax.boxplot(data, vert=False, labels=labels)
-        ax.set_title(title, fontsize=10)
         if log:
             ax.set_xscale("log")
         ax.grid(axis="x", alpha=0.3)

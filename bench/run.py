@@ -2,7 +2,9 @@
 
 Runs ``bench/bench_*.py`` under pytest-benchmark (one group per scenario, JSON out),
 then ``report.py`` on that JSON, and prints the headline and goals tables last.
-Files, per torch version (``<v>`` = torch's version without the local tag):
+Files, per torch version (``<v>`` = torch's version without the local tag), in ``--out``
+(default the git-ignored ``bench/results/scratch/``; the committed evidence in
+``bench/results/`` is written only when asked, ``make bench-evidence``):
 ``<out>/bench-torch-<v>.json`` (pytest-benchmark's JSON, with the per-round samples
 and the machine), ``<out>/bench-torch-<v>.md`` (the tables) and
 ``<out>/bench-torch-<v>.svg`` (the chart). Run with ``python -P`` from the repository
@@ -28,8 +30,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help="every scenario briefly (CI): checks the code runs, no evidence")
-    parser.add_argument("--out", type=pathlib.Path, default=HERE / "results",
-                        help="directory for the JSON, markdown and chart (default bench/results)")
+    parser.add_argument("--out", type=pathlib.Path, default=HERE / "results" / "scratch",
+                        help="directory for the JSON, markdown and chart (default the "
+                        "git-ignored bench/results/scratch; `make bench-evidence` passes "
+                        "bench/results, the committed evidence)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                         help="where the scenarios' tensors live (default cpu)")
     parser.add_argument("--stem", help="file name stem instead of the default "
@@ -48,6 +52,14 @@ def main(argv=None) -> int:
     import report
 
     args.out.mkdir(parents=True, exist_ok=True)
+    # Build the binding peers now, where their progress shows (pytest captures it); the
+    # benchmark fixture then finds them built. A peer that cannot build is reported there.
+    import peers_bindings
+
+    device = torch.device("cuda", 0) if args.device == "cuda" else torch.device("cpu")
+    for b in peers_bindings.load_all(torch, device).values():
+        print(f"peer {b.name}: " + (f"{b.info['version']}, {b.info['route']}" if b.available
+                                    else f"unavailable ({b.info['unavailable']})"), flush=True)
     stem = args.stem or default_stem(torch, args.device)
     json_path, md_path, chart_path = (args.out / f"{stem}.{ext}" for ext in ("json", "md", "svg"))
     rc = pytest.main([

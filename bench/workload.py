@@ -6,11 +6,13 @@ encoder memory) under a ``TorchDispatchMode`` and records, for every aten op tha
 launches a kernel, the tensors it reads and writes: weights, biases, activations and
 outputs. Ops that only make a view (``OpOverload.is_view``) launch nothing and are
 left out. This is the list a kernel-launch library bridges, op by op, each step.
+``Step.run`` is the step itself, for timing what the bridging is a share of.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 
 @dataclass
@@ -20,13 +22,17 @@ class Step:
     ``ops``: one tuple of tensors per launched aten op (inputs then outputs, strided
     tensors with storage only); ``names``: the aten op of each; ``config``: the model's
     shape (layers, d_model, heads, ffn width, memory length); ``dropped``: tensors left
-    out because the bridge cannot view them (counted, with the reason).
+    out because the bridge cannot view them (counted, with the reason); ``run``: one
+    real decode step of the same model on the same inputs (``torch.no_grad()``, no
+    capture; on a GPU it synchronises at the end), so a benchmark can time a step
+    beside the bridging of its tensors.
     """
 
     ops: list
     names: list
     config: dict
     dropped: dict
+    run: Callable[[], object]
 
 
 def decode_step_ops(torch, bridge, layers=6, d_model=512, nhead=8, dim_ff=2048,
@@ -76,4 +82,12 @@ def decode_step_ops(torch, bridge, layers=6, d_model=512, nhead=8, dim_ff=2048,
               "dim_feedforward": dim_ff, "memory_len": memory_len, "new_tokens": 1,
               "dtype": "float32", "device": str(torch.device(device)),
               "params": sum(p.numel() for p in model.parameters())}
-    return Step(kept_ops, kept_names, config, dropped)
+    sync = torch.cuda.synchronize if torch.device(device).type == "cuda" else (lambda: None)
+
+    def run():
+        with torch.no_grad():
+            out = model(tgt, memory)
+        sync()  # on a GPU, the step is done when its kernels are, not when they are queued
+        return out
+
+    return Step(kept_ops, kept_names, config, dropped, run)

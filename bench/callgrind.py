@@ -1,0 +1,328 @@
+"""Instructions per call of each path's native loop, counted by callgrind (``make callgrind``).
+
+For every available path (owned / borrow / fallback) this runs
+``bridge._bridge._native_loop(t, path, n)`` (``t``: a 32x32 float32 CPU tensor) under
+``valgrind --tool=callgrind --toggle-collect='*native_loop*'``: only what that call
+executes is counted, its callees included (the type gate, the handle, the getters,
+torch's and CPython's code they reach). Instructions, not seconds: the count does not
+depend on the machine's load, only on the binaries (Python, torch, the bridge and its
+compiler), so the file this writes is committed as it comes out.
+
+One valgrind process does everything. It starts with instrumentation off (importing
+torch uncounted), switches it on, and dumps the counts after each call into a file of
+its own (valgrind client requests, ``peers_native.c``'s ``peers_callgrind``). Each
+configuration runs with ``n1``, ``n2`` and ``n1`` calls again: instructions per call
+are ``(I(n2) - I(n1)) / (n2 - n1)``, which removes the fixed part (argument parsing,
+the untimed first call, the clock reads), and the two ``n1`` counts must agree (shown
+as the repeat check). ``callgrind_annotate`` splits the per-call count by function
+(self cost, each function's own instructions).
+
+If the installed bridge's ``_native_loop`` takes a ``reader`` argument
+(``reader="getters"|"batched"``: how the metadata is read), every reader it accepts is
+counted as a configuration of its own; an older bridge is called without it.
+
+Writes ``<out>/callgrind-torch-<v>.md`` (``<v>``: torch's version without the local
+tag) and prints it. Run with ``python -P`` from the repository root (``make callgrind``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import inspect
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = pathlib.Path(__file__).resolve().parent
+PATHS = ("owned", "borrow", "fallback")
+#: the reader values a bridge with a ``reader`` argument may accept
+READERS = ("getters", "batched")
+TOGGLE = "*native_loop*"
+#: functions below this many self instructions per call are summed into "other"
+MIN_SHARE = 0.5
+
+
+# --- the child: runs under valgrind ------------------------------------------------------
+def supported_readers(loop, t, path) -> tuple[list, dict]:
+    """``([reader, ...], {reader: why not})``: ``[None]`` when ``loop`` takes no
+    ``reader`` argument (then it is never passed), else each of ``READERS`` it accepts
+    (tried once with ``n=1``)."""
+    try:
+        takes = "reader" in inspect.signature(loop).parameters
+    except (TypeError, ValueError):  # no signature: ask the function itself
+        try:
+            loop(t, path, 1, reader=READERS[0])
+            takes = True
+        except TypeError:
+            takes = False
+        except ValueError:
+            takes = True
+    if not takes:
+        return [None], {}
+    ok, why = [], {}
+    for reader in READERS:
+        try:
+            loop(t, path, 1, reader=reader)
+            ok.append(reader)
+        except (TypeError, ValueError, RuntimeError) as exc:
+            why[reader] = f"{type(exc).__name__}: {exc}"
+    return ok, why
+
+
+def child(args) -> int:
+    """Under valgrind: run each configuration as ``n1, n2, n1`` calls, one dump each."""
+    sys.path.insert(0, str(HERE))
+    import torch
+
+    import bridge
+    import peers_native
+    from bridge import _bridge as core
+
+    peers = peers_native.NativePeers(torch, bridge)
+    t = torch.randn(32, 32, dtype=torch.float32)
+    paths = [p for p, info in bridge.available_paths().items()
+             if info.available and p in args.paths]
+    unavailable = {p: info.reason for p, info in bridge.available_paths().items()
+                   if not info.available and p in args.paths}
+    readers, reader_why = supported_readers(core._native_loop, t, paths[0]) if paths else ([None], {})
+    configs = [(p, r) for p in paths for r in readers]
+    for p, r in configs:  # errors surface here, and every lazy binding is resolved
+        core._native_loop(t, p, 10, **({} if r is None else {"reader": r}))
+    if peers.callgrind("start") != 1:
+        print("callgrind child: not under valgrind, or peers_native built without "
+              "<valgrind/callgrind.h>", file=sys.stderr)
+        return 2
+    peers.callgrind("zero")
+    labels = []
+    for p, r in configs:
+        kw = {} if r is None else {"reader": r}
+        for k, n in enumerate((args.n1, args.n2, args.n1)):
+            core._native_loop(t, p, n, **kw)
+            label = f"{p}|{r or ''}|{n}|{k}"
+            peers.callgrind("dump", label)
+            labels.append(label)
+    plan = {"configs": configs, "labels": labels, "unavailable": unavailable,
+            "reader_unavailable": reader_why, "n1": args.n1, "n2": args.n2,
+            "torch": torch.__version__, "python": sys.version.split()[0],
+            "bridge_compiler": core.COMPILER, "native_compiler": peers.compiler,
+            "reader_argument": readers != [None]}
+    pathlib.Path(args.plan).write_text(json.dumps(plan))
+    return 0
+
+
+# --- the parent: runs valgrind, reads the dumps, writes the report --------------------------
+def read_dumps(folder: pathlib.Path, stem: str) -> dict:
+    """``{label: (path of the dump, total instructions)}`` from callgrind's dump files."""
+    out = {}
+    for f in folder.glob(f"{stem}*"):
+        text = f.read_text(errors="replace")
+        m = re.search(r"^desc: Trigger: Client Request: (.*)$", text, re.M)
+        total = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
+        if m and total:
+            out[m.group(1).strip()] = (f, int(total.group(1)))
+    return out
+
+
+ANNOTATE_LINE = re.compile(r"^\s*([\d,]+)\s+(?:\([\d.\s]+%\)\s+)?(\S.*)$")
+
+
+def self_costs(dump: pathlib.Path) -> tuple[dict, dict]:
+    """``({function: self instructions}, {function: library file name})`` of one dump,
+    from ``callgrind_annotate``. A function's lines (one per source file its inlined
+    code came from; only some name the library) are summed under its name."""
+    proc = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100",
+                           str(dump)], capture_output=True, text=True, check=True)
+    costs, libs = collections.Counter(), {}
+    started = False
+    for line in proc.stdout.splitlines():
+        if re.search(r"file:function", line):
+            started = True
+            continue
+        if not started:
+            continue
+        m = ANNOTATE_LINE.match(line)
+        if not m:
+            if line.startswith("--") and costs:
+                break  # the per-file source annotations follow
+            continue
+        where = m.group(2)
+        obj = re.search(r"\[(.*)\]\s*$", where)
+        name = re.sub(r"\s*\[.*\]\s*$", "", where)
+        name = name.split(":", 1)[1] if ":" in name else name
+        if obj:
+            libs[name] = os.path.basename(obj.group(1))
+        costs[name] += int(m.group(1).replace(",", ""))
+    return costs, libs
+
+
+def valgrind_version() -> str:
+    try:
+        return subprocess.run(["valgrind", "--version"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def report(plan: dict, dumps: dict, machine: dict) -> str:
+    """The markdown file: one table of instructions per call, then each configuration's
+    functions."""
+    n1, n2 = plan["n1"], plan["n2"]
+    per_call, repeat, split, libs = {}, {}, {}, {}
+    for p, r in plan["configs"]:
+        key = (p, r)
+        a, b, a2 = (dumps[f"{p}|{r or ''}|{n}|{k}"] for k, n in enumerate((n1, n2, n1)))
+        per_call[key] = (b[1] - a2[1]) / (n2 - n1)
+        repeat[key] = a2[1] - a[1]
+        (big, lib_big), (small, lib_small) = self_costs(b[0]), self_costs(a2[0])
+        split[key] = {fn: (big[fn] - small.get(fn, 0)) / (n2 - n1) for fn in big}
+        libs.update(lib_small)
+        libs.update(lib_big)
+    readers = plan["reader_argument"]
+    title = f"# Instruction counts: each path's native loop, torch {plan['torch']}"
+    lines = [title, "",
+             "Generated by `bench/callgrind.py` (`make callgrind`); nothing here is typed by "
+             "hand. Instructions are counted, not timed: the figures do not depend on the "
+             "machine's load, only on the binaries named below.", "",
+             f"- What: `bridge._bridge._native_loop(t, path, n{', reader=...' if readers else ''})`"
+             ", `t` a 32x32 float32 CPU tensor: per call the type gate, the handle (made and, "
+             "for owned, deleted), the layout and metadata reads, the conj/neg bits and the "
+             "bridge's checks, everything they call included.",
+             f"- How: {machine['valgrind']}, `--tool=callgrind --toggle-collect='{TOGGLE}'`, "
+             "instrumentation started after the imports; one dump per call; instructions per "
+             f"call = (I(n={n2}) - I(n={n1})) / {n2 - n1}, which removes the fixed part of a "
+             f"call; repeat check: I(n={n1}) measured twice in the same process, difference "
+             "shown (0: the count is exact).",
+             f"- Binaries: Python {plan['python']}, torch {plan['torch']}, bridge built by "
+             f"{plan['bridge_compiler']}; CPU {machine['cpu_model']} (the count does not depend "
+             "on it, the code paths a library picks at run time might). No date: the same "
+             "binaries give the same file.",
+             ""]
+    if plan["unavailable"]:
+        lines += [f"- Unavailable here: " + "; ".join(f"{p}: {why}" for p, why in
+                                                      plan["unavailable"].items()), ""]
+    if plan["reader_unavailable"]:
+        lines += [f"- Readers refused: " + "; ".join(f"{r}: {why}" for r, why in
+                                                     plan["reader_unavailable"].items()), ""]
+    fb = {r: per_call.get(("fallback", r)) for _, r in plan["configs"]}
+    head = "| path |" + (" reader |" if readers else "") + \
+        " instructions per call | minus fallback | ratio to fallback | repeat check |"
+    lines += ["## Instructions per call", "", head,
+              "|---|" + ("---|" if readers else "") + "---:|---:|---:|---:|"]
+    for p, r in plan["configs"]:
+        c, f = per_call[(p, r)], fb.get(r)
+        lines.append(f"| {p} |" + (f" {r} |" if readers else "") + f" {c:.1f} | " +
+                     (f"{c - f:+.1f} | {c / f:.3f}x |" if f else " | |") +
+                     f" {repeat[(p, r)]:+d} |")
+    lines += ["", "## Where each path's instructions go", "",
+              f"Self instructions per call by function (callgrind_annotate, `--inclusive=no`), "
+              f"functions under {MIN_SHARE} per call summed as \"other\". Names are as the "
+              "binaries' symbols give them (`???`: no symbol).", ""]
+    for p, r in plan["configs"]:
+        costs = sorted(split[(p, r)].items(), key=lambda kv: -kv[1])
+        shown = [(fn, c) for fn, c in costs if c >= MIN_SHARE]
+        other = sum(c for fn, c in costs if c < MIN_SHARE)
+        lines += [f"### {p}" + (f", reader {r}" if readers else ""), "",
+                  "| function | library | instructions per call |", "|---|---|---:|"]
+        lines += [f"| `{fn}` | {libs.get(fn, '?')} | {c:.1f} |" for fn, c in shown]
+        lines += [f"| other | | {other:.1f} |",
+                  f"| **total** | | **{per_call[(p, r)]:.1f}** |", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=pathlib.Path, default=HERE / "results",
+                        help="folder for callgrind-torch-<v>.md (default bench/results)")
+    parser.add_argument("--python", default=sys.executable,
+                        help="the torch environment's python to run under valgrind "
+                             "(default: this one)")
+    parser.add_argument("--n1", type=int, default=1_000, help="calls of the short run (1000)")
+    parser.add_argument("--n2", type=int, default=11_000, help="calls of the long run (11000)")
+    parser.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS),
+                        help="paths to count (default: every available one)")
+    parser.add_argument("--keep", type=pathlib.Path,
+                        help="keep callgrind's dump files (and the run's plan) in this folder")
+    parser.add_argument("--from-dumps", type=pathlib.Path, metavar="DIR",
+                        help="no run: write the report from a folder --keep left")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--plan", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if not 0 < args.n1 < args.n2:
+        parser.error("need 0 < --n1 < --n2")
+    if args.child:
+        return child(args)
+    if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
+        parser.error("valgrind (with callgrind_annotate) is not on PATH: apt-get install valgrind")
+
+    sys.path.insert(0, str(HERE))
+    import machine_info
+
+    if args.from_dumps:
+        work = args.from_dumps
+    else:
+        import torch
+
+        import bridge
+        import peers_native
+
+        # Build the C loops (with the client requests) here: compiling under valgrind is slow.
+        if peers_native.NativePeers(torch, bridge).callgrind("dump") == -1:
+            parser.error("bench/peers_native.c was built without <valgrind/callgrind.h> "
+                         "(Debian's valgrind package installs it); rebuild after installing it")
+        work = args.keep or pathlib.Path(tempfile.mkdtemp(prefix="cg-"))
+        if run_valgrind(args, work) != 0:
+            return 1
+    plan_file = work / "plan.json"
+    if not plan_file.exists():
+        print(f"{plan_file} is missing: not a folder that --keep left", file=sys.stderr)
+        return 1
+    plan = json.loads(plan_file.read_text())
+    plan["configs"] = [tuple(c) for c in plan["configs"]]
+    dumps = read_dumps(work, "callgrind.out")
+    missing = [l for l in plan["labels"] if l not in dumps]
+    if missing:
+        print(f"callgrind wrote no dump for {missing} (files in {work})", file=sys.stderr)
+        return 1
+    machine = {"valgrind": valgrind_version(), "cpu_model": machine_info.cpu_model()}
+    text = report(plan, dumps, machine)
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out / f"callgrind-torch-{plan['torch'].split('+')[0]}.md"
+    out.write_text(text + "\n")
+    print(text)
+    print(f"\nsaved {out}" + (f"; dumps in {work}" if args.keep or args.from_dumps else ""))
+    if not (args.keep or args.from_dumps):
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def run_valgrind(args, work: pathlib.Path) -> int:
+    """One valgrind process running ``--child``; its dumps and plan land in ``work``."""
+    work.mkdir(parents=True, exist_ok=True)
+    for old in work.glob("callgrind.out*"):
+        old.unlink()
+    plan_file = work / "plan.json"
+    plan_file.unlink(missing_ok=True)
+    cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no",
+           f"--toggle-collect={TOGGLE}", "--dump-instr=no",
+           f"--callgrind-out-file={work / 'callgrind.out'}",
+           args.python, "-P", str(pathlib.Path(__file__).resolve()), "--child",
+           "--plan", str(plan_file), "--n1", str(args.n1), "--n2", str(args.n2),
+           "--paths", *args.paths]
+    print(f"running {len(args.paths)} path(s) x (n={args.n1}, {args.n2}, {args.n1}) under "
+          "callgrind: a few minutes (importing torch under valgrind)...", flush=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0 or not plan_file.exists():
+        sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])
+        print(f"callgrind run failed (exit {proc.returncode})", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
