@@ -118,7 +118,7 @@ def render_seed(report: pathlib.Path | None, seed: pathlib.Path) -> str:
                  "0 | 1 |")
     if report is None:
         lines.append("")
-        lines.append(placeholder("no `bench/results/bench-torch-*.md`", "make bench"))
+        lines.append(placeholder("no `bench/results/bench-torch-*.md`", "make bench-evidence"))
         return "\n".join(lines) + "\n"
     _, parts = sections(report.read_text())
     seed_section = next((body for head, body in parts.items() if "Seed protocol" in head), None)
@@ -126,7 +126,7 @@ def render_seed(report: pathlib.Path | None, seed: pathlib.Path) -> str:
     if not all(rows.values()):
         lines.append("")
         lines.append(placeholder(f"`{rel(report)}` has no seed-protocol table with owned, borrow "
-                                 "and fallback rows", "make bench"))
+                                 "and fallback rows", "make bench-evidence"))
         return "\n".join(lines) + "\n"
     best = {p: float(r[1]) for p, r in rows.items()}
     median = {p: float(r[2]) for p, r in rows.items()}
@@ -146,7 +146,7 @@ def render_all(results: pathlib.Path, torch_version: str | None) -> dict[str, st
     report = find_report(results, torch_version)
     out: dict[str, str] = {"seed-side-by-side": render_seed(report, SEED)}
     if report is None:
-        missing = placeholder(f"no `{rel(results)}/bench-torch-*.md`", "make bench")
+        missing = placeholder(f"no `{rel(results)}/bench-torch-*.md`", "make bench-evidence")
         out.update({name: missing for name in
                     ("bench-setup", "bench-headline", "bench-goals", "bench-details")})
     else:
@@ -159,7 +159,7 @@ def render_all(results: pathlib.Path, torch_version: str | None) -> dict[str, st
             match = next((h for h in parts if h.startswith(head)), None)
             out[name] = (source_line(report) + f"**{match}**\n" + demote(parts[match])
                          if match else placeholder(f"`{rel(report)}` has no \"{head}\" section",
-                                                   "make bench"))
+                                                   "make bench-evidence"))
         rest = [h for h in parts if not any(h.startswith(v) for v in picked.values())]
         out["bench-details"] = source_line(report) + "".join(
             f"#### {h}\n{demote(parts[h])}" for h in rest)
