@@ -110,12 +110,21 @@ def test_live_views_hold_python_references_not_tensorimpl_references(view_on, pa
     assert counts(t) == (refcount, use), path
 
 
+def _freed_at_offset():
+    """Refused at the last check, after every getter ran (owned: with a live handle)."""
+    flat = torch.zeros(64)
+    view = flat[16:32].view(4, 4)
+    flat.untyped_storage().resize_(0)
+    return view
+
+
 REFUSED_TENSORS = {
     "conjugate-bit": lambda: torch.randn(3, dtype=torch.complex64).conj(),
     "negative-bit": lambda: torch.randn(3, dtype=torch.complex64).conj().imag,
     "quantized": lambda: torch.quantize_per_tensor(torch.ones(3), 0.5, 0, torch.qint8),
     "sub-byte": lambda: torch.empty(3, dtype=torch.uint4),
     "sparse": lambda: torch.eye(3).to_sparse(),
+    "storage-without-memory": _freed_at_offset,
 }
 
 
