@@ -316,7 +316,8 @@ cdef class TensorView:
     obj : torch.Tensor
         The tensor; the view holds a strong reference to the tensor *object*, not to its
         storage as it was: ``ptr`` stays valid while nothing changes the tensor's storage
-        (``set_``, ``resize_``, ``.data =`` and ``swap_tensors`` can).
+        (``set_``, ``resize_``, ``.data =``, ``swap_tensors``, ``share_memory_`` and
+        sending it to another process can; README.md lists them).
     ptr : int
         Address of the first element, storage offset included (``t.data_ptr()``).
     shape : tuple of int
