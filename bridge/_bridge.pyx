@@ -16,8 +16,9 @@ aoti_torch/c/shim.h):
   on torch 2.10+, installed only after ``bridge._resolve`` proved the offset for
   the running torch.
 
-All three read the metadata with the same seven ``aoti_torch_get_*`` getters,
-behind the same checks, so their views are identical field by field.
+All three read the metadata with the same seven ``aoti_torch_get_*`` getters
+(and the storage offset, which proves the data pointer's base exists), behind the
+same checks, so their views are identical field by field.
 """
 
 cimport cython
@@ -55,6 +56,7 @@ ctypedef const char* (*what_fn)() noexcept nogil
 cdef struct Getters:
     get_i32_fn layout
     get_ptr_fn data_ptr
+    get_i64_fn storage_offset  # with data_ptr: proof that the storage holds memory
     get_i64_fn dim
     get_i64p_fn sizes
     get_i64p_fn strides
@@ -143,8 +145,9 @@ def _install_symbols(dict symbols, object tensor_type, bint fallback_ok,
                      object no_torch_function=None, object parameter_type=None):
     """Install resolved symbol addresses (``bridge._select`` only).
 
-    ``symbols`` maps a symbol name to its address (int) or None; ``aoti_torch_get_layout``
-    and the seven metadata getters must all be present for any path to work;
+    ``symbols`` maps a symbol name to its address (int) or None; ``aoti_torch_get_layout``,
+    the seven metadata getters and ``aoti_torch_get_storage_offset`` must all be
+    present for any path to work;
     ``tensor_type`` is ``torch.Tensor``; ``fallback_ok`` says the offset was proven;
     ``no_torch_function`` is ``torch._C.DisableTorchFunction``; ``parameter_type`` is
     ``torch.nn.Parameter`` (a fast path of the type gate).
@@ -160,6 +163,7 @@ def _install_symbols(dict symbols, object tensor_type, bint fallback_ok,
     _active = -1
     _g.layout = <get_i32_fn>_addr(symbols, "aoti_torch_get_layout")
     _g.data_ptr = <get_ptr_fn>_addr(symbols, "aoti_torch_get_data_ptr")
+    _g.storage_offset = <get_i64_fn>_addr(symbols, "aoti_torch_get_storage_offset")
     _g.dim = <get_i64_fn>_addr(symbols, "aoti_torch_get_dim")
     _g.sizes = <get_i64p_fn>_addr(symbols, "aoti_torch_get_sizes")
     _g.strides = <get_i64p_fn>_addr(symbols, "aoti_torch_get_strides")
@@ -171,6 +175,7 @@ def _install_symbols(dict symbols, object tensor_type, bint fallback_ok,
     if _g.is_conj == NULL or _g.is_neg == NULL:
         _g.is_conj = _g.is_neg = NULL
     _getters_present = (_g.layout != NULL and _g.data_ptr != NULL and _g.dim != NULL
+                        and _g.storage_offset != NULL
                         and _g.sizes != NULL and _g.strides != NULL and _g.dtype != NULL
                         and _g.device_type != NULL and _g.device_index != NULL)
     _owned_fn = <from_pyobject_fn>_addr(symbols, "torch_tensor_from_pyobject")
@@ -311,7 +316,8 @@ cdef class TensorView:
     obj : torch.Tensor
         The tensor; the view holds a strong reference to the tensor *object*, not to its
         storage as it was: ``ptr`` stays valid while nothing changes the tensor's storage
-        (``set_``, ``resize_``, ``.data =`` and ``swap_tensors`` can).
+        (``set_``, ``resize_``, ``.data =``, ``swap_tensors``, ``share_memory_`` and
+        sending it to another process can; README.md lists them).
     ptr : int
         Address of the first element, storage offset included (``t.data_ptr()``).
     shape : tuple of int
@@ -442,15 +448,15 @@ cdef inline int _check_type(object obj) except -1:
 
 
 cdef inline int _read(AtenTensorHandle h, TensorView v, object obj) except -1:
-    """The layout and seven metadata getters (and the conj/neg bits) through one handle,
-    written straight into ``v``; checks what they return.
+    """The layout, seven metadata getters and the storage offset (and the conj/neg bits)
+    through one handle, written straight into ``v``; checks what they return.
 
     Sizes and strides are copied the moment their pointer is read: the pointer aims into
     the TensorImpl, and nothing may run between the getter and the copy.
     """
     cdef int32_t layout
     cdef int64_t* p
-    cdef int64_t i
+    cdef int64_t offset
     cdef uint8_t flag = 0
     if _g.layout(h, &layout):
         _raise_getter_error(obj)
@@ -458,7 +464,8 @@ cdef inline int _read(AtenTensorHandle h, TensorView v, object obj) except -1:
         name = _layout_names.get(layout, f"code {layout}")
         raise BufferError(f"a tensor with layout {name} has no pointer + strides description; "
                           f"only strided tensors can be viewed (call .to_dense() first)")
-    if _g.data_ptr(h, <void**>&v._ptr) or _g.dim(h, &v._ndim):
+    if (_g.data_ptr(h, <void**>&v._ptr) or _g.storage_offset(h, &offset)
+            or _g.dim(h, &v._ndim)):
         _raise_getter_error(obj)
     if v._ndim <= INLINE_DIMS:
         v._sizes = v._inline
@@ -492,15 +499,43 @@ cdef inline int _read(AtenTensorHandle h, TensorView v, object obj) except -1:
         raise BufferError("a meta tensor has no data; only tensors with storage can be viewed")
     if v._device_type < 0 or v._device_type >= NDEVICES or not _device_known[v._device_type]:
         raise BufferError(f"device type code {v._device_type} is unknown to the bridge")
-    if v._ptr == 0:
-        # No data is fine only for a tensor without elements (a zero size; a product
-        # could overflow, so look for the zero).
-        for i in range(v._ndim):
-            if v._sizes[i] == 0:
-                return 0
-        raise BufferError("the tensor has elements but no data pointer (a fake or lazy "
-                          "tensor?)")
-    return 0
+    return _check_data(v._ptr, offset, _itemsize[v._dtype], v._ndim, v._sizes)
+
+
+cdef inline int _check_data(uintptr_t ptr, int64_t storage_offset, int64_t itemsize,
+                            int64_t ndim, const int64_t* sizes) except -1:
+    """Refuse a tensor with elements whose storage holds no memory.
+
+    ``aoti_torch_get_data_ptr`` returns ``TensorImpl::data()``: the storage's base plus
+    ``itemsize * storage_offset`` bytes, never checking that the base exists, and null
+    for a tensor without elements (``data_impl`` in c10/core/TensorImpl.h, 2.13-2.15).
+    A freed storage (``untyped_storage().resize_(0)``) or a placeholder one (functional,
+    lazy) has a null base, so at a non-zero offset the getter fabricates a small,
+    plausible address. The base, ``ptr - storage_offset * itemsize`` in unsigned
+    arithmetic (the exact inverse of torch's sum), is the proof. Plain values in, so a
+    reader that gets them otherwise (one batched metadata call) makes the same check.
+    """
+    if ptr != 0 and ptr - <uintptr_t>storage_offset * <uintptr_t>itemsize != 0:
+        return 0
+    return _refuse_without_memory(ptr, storage_offset, itemsize, ndim, sizes)
+
+
+cdef int _refuse_without_memory(uintptr_t ptr, int64_t storage_offset, int64_t itemsize,
+                                int64_t ndim, const int64_t* sizes) except -1:
+    cdef int64_t i
+    # No memory is fine only for a tensor without elements (a zero size; a product
+    # could overflow, so look for the zero): torch reports its pointer as 0, as we do.
+    for i in range(ndim):
+        if sizes[i] == 0:
+            return 0
+    where = (f"data_ptr() reports {ptr:#x}, which is storage offset {storage_offset} x "
+             f"{itemsize} bytes past address 0" if ptr else "its data pointer is null")
+    raise BufferError(f"the tensor has elements but its storage holds no memory ({where}): "
+                      f"the storage was freed or resized to zero (untyped_storage()"
+                      f".resize_(0)), or the tensor is a placeholder without data "
+                      f"(functionalized, lazy or fake); view it once its storage holds "
+                      f"data again (untyped_storage().resize_(nbytes)), or view the real "
+                      f"tensor instead")
 
 
 cdef int _raise_bad_dtype(int32_t code) except -1:
@@ -619,7 +654,8 @@ def view(obj):
     BufferError
         The tensor has no pointer + strides description: sparse or other non-strided
         layouts, meta / fake tensors, wrapper tensors without storage, conjugate or
-        negative views, quantized or sub-byte dtypes.
+        negative views, quantized or sub-byte dtypes, tensors with elements whose
+        storage holds no memory (freed or resized to zero; functionalized).
     bridge.PathUnavailableError
         No path works on this torch (``bridge.available_paths()`` says why).
     RuntimeError
@@ -723,8 +759,8 @@ def _native_loop(obj, path, Py_ssize_t n):
 
     Each iteration is exactly what a view costs minus the Python call and the view
     object: the type gate, the handle (made and, for owned, deleted), the layout and
-    seven ``aoti_torch_get_*`` reads, the conj/neg bits, and the same checks ``view``
-    makes. ``path`` is a
+    seven ``aoti_torch_get_*`` reads and the storage offset, the conj/neg bits, and
+    the same checks ``view`` makes. ``path`` is a
     name from ``PATHS``. Raises what ``view`` raises, on the first iteration.
     """
     cdef int p = PATHS.index(path)

@@ -26,10 +26,12 @@ from typing import NamedTuple
 
 #: ``aoti_torch_get_*`` functions every path reads through (torch/csrc/inductor/
 #: aoti_torch/c/shim.h); the layout comes first so that sparse tensors are refused
-#: before their data pointer is asked for.
+#: before their data pointer is asked for. The storage offset proves that the data
+#: pointer's base exists (``_bridge._check_data``).
 GETTERS = (
     "aoti_torch_get_layout",
     "aoti_torch_get_data_ptr",
+    "aoti_torch_get_storage_offset",
     "aoti_torch_get_dim",
     "aoti_torch_get_sizes",
     "aoti_torch_get_strides",

@@ -36,6 +36,8 @@ import bridge
 from helpers.cases import LAYOUTS, REFUSED, VIEWABLE, dtype_name, filled
 from helpers.expect import TORCH, expected_paths
 from helpers.memory import raw_array, span_bytes
+from helpers.no_memory import (assert_refused_everywhere, fabricated_address, freed,
+                                placeholder, printable_without_memory)
 from helpers.parity import VIEW_FUNCS, assert_parity, assert_refused_alike, paths_here
 
 if not torch.cuda.is_available():
@@ -296,6 +298,95 @@ def test_view_follows_the_tensor_not_the_current_device():
     assert {v.device_index for v in views.values()} == {0}
 
 
+# --- CUDA tensors whose storage holds no memory (issue 13) ----------------------------------
+# A CUDA storage resized to 0 bytes (what FSDP does to parameters) or a placeholder with a
+# null base: torch's data pointer is storage offset x itemsize, an address no allocation
+# has; every path refuses it. helpers.no_memory builds them on the device; its fixture
+# keeps a failing test's report from printing (reading) such a tensor.
+without_memory = pytest.mark.usefixtures(printable_without_memory.__name__)
+NO_MEMORY_DTYPES = [torch.uint8, torch.bfloat16, torch.float32, torch.float64,
+                    torch.complex128]
+NO_MEMORY_OFFSETS = ([pytest.param(freed, b, id=f"freed-{b}") for b in (0, 64, 2**20)]
+                     + [pytest.param(placeholder, b, id=f"placeholder-{b}")
+                        for b in (0, 64, 2**32 - 8, 2**32, 2**32 + 8, 2**40)])
+
+
+@without_memory
+@pytest.mark.parametrize("dtype", NO_MEMORY_DTYPES, ids=dtype_name)
+@pytest.mark.parametrize("build, offset_bytes", NO_MEMORY_OFFSETS)
+def test_cuda_storage_without_memory_is_refused(build, offset_bytes, dtype):
+    offset = offset_bytes // dtype.itemsize
+    t = build((3, 5), (5, 1), offset, dtype, "cuda")
+    assert t.is_cuda and t.storage_offset() == offset
+    assert fabricated_address(t) == offset * dtype.itemsize
+    assert_refused_everywhere(t)
+
+
+@without_memory
+@pytest.mark.parametrize("layout", [((5, 4), (1, 5)), ((4, 6), (1, 0)), ((), ()),
+                                    ((2, 3, 4, 5), (60, 1, 15, 3)),
+                                    ((2, 1, 2, 1, 1, 2, 1, 1, 1), (8, 8, 4, 4, 4, 2, 2, 2, 1))],
+                         ids=["transposed", "stride-0", "0-d", "channels-last", "9-dims"])
+@pytest.mark.parametrize("build, offset", [(freed, 7), (placeholder, 2**33 + 1)],
+                         ids=["freed-offset-7", "placeholder-offset-2**33+1"])
+def test_cuda_strides_without_memory_are_refused(build, offset, layout):
+    shape, strides = layout
+    t = build(shape, strides, offset, torch.float16, "cuda")
+    fabricated_address(t)
+    assert_refused_everywhere(t)
+
+
+@without_memory
+def test_cuda_issue_example_and_real_memory_again():
+    """The issue's tensor on the device: refused while the storage is freed, viewed (and
+    read through the driver) once the storage has memory again."""
+    flat = torch.arange(64, dtype=torch.float32, device="cuda")
+    p = flat[16:32].view(4, 4)
+    storage = flat.untyped_storage()
+    nbytes = storage.nbytes()
+    storage.resize_(0)
+    assert fabricated_address(p) == 0x40
+    assert_refused_everywhere(p)
+    storage.resize_(nbytes)
+    flat.copy_(torch.arange(64, dtype=torch.float32, device="cuda"))
+    for v in assert_cuda_parity(p).values():
+        assert v.ptr == storage.data_ptr() + 16 * 4
+
+
+@without_memory
+def test_cuda_parameter_freed_like_fsdp():
+    param = torch.nn.Parameter(torch.randn(8, 16, device="cuda"))
+    shard = torch.nn.Parameter(param.detach()[2:6])  # a parameter at storage offset 32
+    nbytes = param.untyped_storage().nbytes()
+    param.untyped_storage().resize_(0)
+    for t in (param, shard):
+        fabricated_address(t)
+        assert_refused_everywhere(t)
+    param.untyped_storage().resize_(nbytes)
+    assert_cuda_parity(shard)
+
+
+@without_memory
+def test_cuda_freed_allocation_beyond_4_gib():
+    """A real device allocation past 2**32 bytes, viewed near its end and freed: the
+    offset torch adds to the null base is that large too."""
+    need = 2**32 + 2**20
+    if torch.cuda.mem_get_info()[0] < 2 * need:
+        pytest.skip(f"less than {2 * need} bytes free on this GPU")
+    t = freed((4, 4), (4, 1), (2**32 + 64) // 4, torch.float32, "cuda")
+    assert fabricated_address(t) == 2**32 + 64
+    assert_refused_everywhere(t)
+
+
+@pytest.mark.parametrize("offset", [0, 16, 2**40])
+@pytest.mark.parametrize("build", [freed, placeholder], ids=["freed", "placeholder"])
+def test_cuda_zero_elements_without_memory_are_viewed(build, offset):
+    t = build((3, 0), (1, 3), offset, torch.float32, "cuda")
+    assert t.numel() == 0 and t.data_ptr() == 0
+    for v in assert_cuda_parity(t).values():
+        assert v.ptr == 0 and v.shape == (3, 0)
+
+
 # --- device index 1 (two GPUs) ---------------------------------------------------------------
 needs_two = pytest.mark.skipif(torch.cuda.is_available() and torch.cuda.device_count() < 2,
                                reason="one CUDA device here; device index 1 needs two")
@@ -324,3 +415,15 @@ def test_same_storage_on_two_devices_views_differ():
         va, vb = VIEW_FUNCS[p](a), VIEW_FUNCS[p](b)
         assert (va.device_index, vb.device_index) == (0, 1)
         assert va.ptr == a.data_ptr() and vb.ptr == b.data_ptr() and va.ptr != vb.ptr
+
+
+@needs_two
+@without_memory
+@pytest.mark.parametrize("build, offset", [(freed, 16), (placeholder, 2**33)],
+                         ids=["freed-offset-16", "placeholder-offset-2**33"])
+def test_storage_without_memory_on_device_index_1_is_refused(build, offset):
+    t = build((4, 4), (1, 4), offset, torch.float32, "cuda:1")
+    assert t.device == torch.device("cuda:1")
+    with torch.cuda.device(0):
+        fabricated_address(t)
+        assert_refused_everywhere(t)

@@ -19,6 +19,7 @@ import torch
 
 import bridge
 from helpers.cases import filled
+from helpers.expect import torch_answer, view_fields
 from helpers.memory import raw_bytes, torch_bytes
 
 N_VIEWS = 100_000
@@ -86,6 +87,45 @@ def test_view_keeps_its_tensor_and_memory_alive(view_on, make):
     del churn
 
 
+# --- what changes a tensor's storage under a view (README's list) --------------------------------
+def _swap_tensors(t):
+    torch.utils.swap_tensors(t, torch.arange(6.0, 12.0, dtype=torch.float64))
+
+
+def _send_to_another_process(t):
+    # What multiprocessing does to a tensor it sends (the parent pickles it into the
+    # queue's pipe): torch's reduction moves the storage to shared memory first.
+    queue = torch.multiprocessing.get_context("spawn").SimpleQueue()
+    try:
+        queue.put(t)
+    finally:
+        queue.close()
+
+
+STORAGE_CHANGES = {
+    "set_": lambda t: t.set_(torch.arange(8.0, dtype=torch.float64).untyped_storage()),
+    "resize_": lambda t: t.resize_(4096),
+    "data-assignment": lambda t: setattr(t, "data", torch.arange(6.0, dtype=torch.float64)),
+    "swap_tensors": _swap_tensors,
+    "storage-resize_": lambda t: t.untyped_storage().resize_(4096 * 8),
+    "share_memory_": lambda t: t.share_memory_(),
+    "sent-to-another-process": _send_to_another_process,
+}
+
+
+@pytest.mark.parametrize("change", STORAGE_CHANGES.values(), ids=STORAGE_CHANGES.keys())
+def test_storage_changes_leave_a_view_pointing_at_old_memory(view_on, change):
+    """Each operation gives the tensor other memory while a view of it lives (new memory
+    is taken before the old is let go, so the addresses differ): the view keeps the old
+    address, and viewing the tensor again gives torch's new answer."""
+    t = torch.arange(6.0, dtype=torch.float64)
+    v = view_on(t)
+    before = t.data_ptr()
+    change(t)
+    assert v.obj is t and v.ptr == before != t.data_ptr()
+    assert view_fields(view_on(t)) == torch_answer(t)
+
+
 # --- no leaks ---------------------------------------------------------------------------------------
 def test_many_views_leave_refcount_and_use_count_unchanged(view_on, path):
     t = torch.randn(8, 8)
@@ -110,12 +150,21 @@ def test_live_views_hold_python_references_not_tensorimpl_references(view_on, pa
     assert counts(t) == (refcount, use), path
 
 
+def _freed_at_offset():
+    """Refused at the last check, after every getter ran (owned: with a live handle)."""
+    flat = torch.zeros(64)
+    view = flat[16:32].view(4, 4)
+    flat.untyped_storage().resize_(0)
+    return view
+
+
 REFUSED_TENSORS = {
     "conjugate-bit": lambda: torch.randn(3, dtype=torch.complex64).conj(),
     "negative-bit": lambda: torch.randn(3, dtype=torch.complex64).conj().imag,
     "quantized": lambda: torch.quantize_per_tensor(torch.ones(3), 0.5, 0, torch.qint8),
     "sub-byte": lambda: torch.empty(3, dtype=torch.uint4),
     "sparse": lambda: torch.eye(3).to_sparse(),
+    "storage-without-memory": _freed_at_offset,
 }
 
 

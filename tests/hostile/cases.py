@@ -526,7 +526,9 @@ def fake_inside_mode(torch, consume):
         return consume(torch.empty(3, 4), None)
 
 
-NO_DATA = r"^the tensor has elements but no data pointer \(a fake or lazy tensor\?\)"
+#: A tensor with elements whose storage holds no memory (issue 13): torch's data pointer
+#: is the null base plus storage offset x itemsize, a small address nobody allocated.
+NO_MEMORY = r"^the tensor has elements but its storage holds no memory \("
 NO_STORAGE = (r"^cannot read the metadata of this Tensor: "
               r"Cannot access data pointer of Tensor that doesn't have storage")
 
@@ -556,13 +558,52 @@ def inside_jvp(torch, consume):
     return out[0]
 
 
-@call_case("no-description", "BufferError", NO_DATA)
+@call_case("no-description", "BufferError", NO_MEMORY)
 def inside_functionalize(torch, consume):
     """The argument as ``torch.func.functionalize``'s function sees it
     (a FunctionalTensorWrapper)."""
     out = []
     torch.func.functionalize(lambda x: (out.append(consume(x, None)), x + 1)[1])(torch.ones(3))
     return out[0]
+
+
+@call_case("no-description", "BufferError", NO_MEMORY)
+def inside_functionalize_offset_view(torch, consume):
+    """``x[1:]`` inside ``torch.func.functionalize``: a placeholder storage at storage
+    offset 1 (torch's data pointer is 0x4)."""
+    out = []
+    torch.func.functionalize(
+        lambda x: (out.append(consume(x[1:], None)), x + 1)[1])(torch.ones(3))
+    return out[0]
+
+
+@obj_case("no-description", "BufferError", NO_MEMORY)
+def freed_storage(torch):
+    """A tensor whose storage was resized to 0 bytes (``untyped_storage().resize_(0)``,
+    as FSDP frees parameters): a null data pointer at storage offset 0."""
+    t = torch.ones(3, 4)
+    t.untyped_storage().resize_(0)
+    return t
+
+
+@obj_case("no-description", "BufferError", NO_MEMORY)
+def freed_storage_at_offset(torch):
+    """A float32 view at storage offset 16 of a storage resized to 0 bytes: torch's data
+    pointer is 0x40, the null base plus 16 x 4 bytes."""
+    flat = torch.zeros(64)
+    p = flat[16:32].view(4, 4)
+    flat.untyped_storage().resize_(0)
+    return p
+
+
+@obj_case("no-description", "BufferError", NO_MEMORY)
+def null_storage_beyond_4gib(torch):
+    """A transposed float64 tensor at storage offset 2**33 (2**36 bytes) over a storage
+    whose base is null (``torch._C._construct_storage_from_data_pointer(0, ...)``):
+    torch's data pointer is 0x1000000000; nothing is allocated."""
+    storage = torch._C._construct_storage_from_data_pointer(
+        0, torch.device("cpu"), (2**33 + 12) * 8)
+    return torch.empty(0, dtype=torch.float64).set_(storage, 2**33, (4, 3), (1, 4))
 
 
 @obj_case("no-description", "BufferError", PY_DISPATCH.format(".*Wrapper"))
@@ -650,6 +691,16 @@ def strided_with_offset(torch):
 def zero_elements(torch):
     """A 0x5 tensor (no elements)."""
     return torch.empty(0, 5)
+
+
+@obj_case("control", "view")
+def zero_elements_freed_storage(torch):
+    """A 0x4 view at storage offset 16 of a storage resized to 0 bytes (no elements: its
+    pointer is 0, as torch reports it)."""
+    flat = torch.zeros(64)
+    z = flat[16:16].view(0, 4)
+    flat.untyped_storage().resize_(0)
+    return z
 
 
 @obj_case("control", "view")

@@ -9,7 +9,8 @@ killed it. Targets:
   ``view_<path>``, ``view`` after ``set_path(path)``, and ``_native_loop(obj, path, 1)``.
 - ``torch-shim``: torch's own ``torch_tensor_from_pyobject`` called directly through
   ``ctypes.PyDLL`` (the GIL held), then the stable ABI's getters on the handle it
-  returns, then ``aoti_torch_delete_tensor_object``.
+  returns (``torch_has_storage`` too, where exported), then
+  ``aoti_torch_delete_tensor_object``.
 """
 
 from __future__ import annotations
@@ -88,12 +89,22 @@ def torch_shim_consumer(case_name, torch):
                ("dim", ctypes.c_int64), ("sizes", ctypes.POINTER(ctypes.c_int64)),
                ("strides", ctypes.POINTER(ctypes.c_int64)), ("dtype", ctypes.c_int32),
                ("device_type", ctypes.c_int32), ("device_index", ctypes.c_int32),
-               ("storage_offset", ctypes.c_int64)]
+               ("storage_offset", ctypes.c_int64), ("storage_size", ctypes.c_int64)]
+    # Whether the base the data pointer is computed from exists: no getter says it
+    # directly; torch_has_storage (2.14+) says whether a storage object is attached.
+    flags = [("torch_has_storage", ctypes.c_bool)]
     codes = {}
     for name in ("aoti_torch_layout_strided", "aoti_torch_device_type_cpu"):
         fn = getattr(lib, name)
         fn.restype = ctypes.c_int32
         codes[name] = fn()
+    # dtype code -> itemsize in bytes, from the aoti_torch_dtype_<name>() code functions.
+    codes["itemsize"] = {}
+    for dtype in {v for v in vars(torch).values() if isinstance(v, torch.dtype)}:
+        fn = getattr(lib, f"aoti_torch_dtype_{str(dtype).removeprefix('torch.')}", None)
+        if fn is not None:
+            fn.restype = ctypes.c_int32
+            codes["itemsize"][fn()] = dtype.itemsize
 
     def step(name):
         emit(event="start", case=case_name, entry=name)
@@ -120,9 +131,13 @@ def torch_shim_consumer(case_name, torch):
         # The handle is an at::Tensor*: its first word is the TensorImpl it holds.
         meta = {"impl": ctypes.c_uint64.from_address(handle.value).value}
         step("read *handle (the TensorImpl*)")
-        for name, ctype in getters:
-            step(f"aoti_torch_get_{name}")
-            fn = getattr(lib, f"aoti_torch_get_{name}")
+        for name, ctype in getters + flags:
+            symbol = name if name.startswith("torch_") else f"aoti_torch_get_{name}"
+            if not hasattr(lib, symbol):
+                meta[name] = f"absent: torch {torch.__version__} exports no {symbol}"
+                continue
+            step(symbol)
+            fn = getattr(lib, symbol)
             fn.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctype)]
             fn.restype = ctypes.c_int32
             out = ctype()
@@ -138,6 +153,8 @@ def torch_shim_consumer(case_name, torch):
                 ndim = meta.get("dim")
                 meta[name] = ([out[i] for i in range(ndim)] if isinstance(ndim, int)
                               and 0 <= ndim <= 64 else "unread: no valid dim")
+            elif ctype is ctypes.c_bool:
+                meta[name] = bool(out.value)
             else:
                 meta[name] = out.value or 0  # ctypes gives None for a null pointer
         step("aoti_torch_delete_tensor_object")

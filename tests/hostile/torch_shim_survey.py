@@ -11,7 +11,8 @@ child of its own). Each outcome is classified:
   against the truth: a correct handle for a control, a forged one for a non-tensor,
   and for a tensor without a pointer + strides description whether a consumer that
   reads the getters can tell (layout, data pointer error) or gets plain-looking
-  metadata (conjugate / negative bits, null data pointer with elements).
+  metadata (conjugate / negative bits, null data pointer with elements, a data
+  pointer fabricated from a null base and the storage offset).
 
 Writes the markdown report (``--out``), with the torch versions and the date.
 """
@@ -62,11 +63,36 @@ def classify(case, result, crash):
     if failed:
         return "detectable", "; ".join(f"get_{k}: {meta[k][7:]}" for k in failed)
     if meta.get("data_ptr") in (None, 0):
-        return "misleading", f"strided layout, data_ptr 0 with sizes {meta.get('sizes')}"
+        return "misleading", (f"strided layout, data_ptr 0 with sizes {meta.get('sizes')}; "
+                              f"{_storage(meta)}")
+    fabricated = _fabricated(meta, codes)
+    if fabricated:
+        return "misleading", fabricated
     if case.name.startswith(("conj", "neg")):
         return "misleading", ("plain strided handle; no stable-ABI getter exposes the "
                               "conjugate / negative bit, so the values read are wrong")
     return "misleading", f"plain strided handle: {_summary(meta)}"
+
+
+def _fabricated(meta, codes):
+    """The detail for a data pointer that is exactly storage offset x itemsize, i.e. a
+    null base plus the offset (a tensor with elements whose storage holds no memory);
+    None otherwise. Itemsizes come from the runner's dtype-code table."""
+    ptr, offset, sizes = meta.get("data_ptr"), meta.get("storage_offset"), meta.get("sizes")
+    itemsize = codes.get("itemsize", {}).get(str(meta.get("dtype")))
+    if not (isinstance(ptr, int) and isinstance(offset, int) and itemsize
+            and isinstance(sizes, list) and all(sizes)):
+        return None
+    if (ptr - offset * itemsize) % 2**64:
+        return None
+    return (f"fabricated data_ptr {ptr:#x} = storage offset {offset} x itemsize {itemsize} "
+            f"over a null base; {_storage(meta)}")
+
+
+def _storage(meta):
+    """What the storage getters say (neither tells a consumer the base is null)."""
+    return (f"storage_size {meta.get('storage_size')}, "
+            f"has_storage {meta.get('torch_has_storage')}")
 
 
 def _summary(meta):
@@ -111,8 +137,15 @@ def render(surveys):
         "",
         "Each input of `tests/hostile/cases.py` went to `torch_tensor_from_pyobject` "
         "called directly (`ctypes.PyDLL` on `libtorch_cpu.so`, GIL held) in a child "
-        "process; a returned handle was read with the `aoti_torch_get_*` getters and "
-        "deleted with `aoti_torch_delete_tensor_object`.",
+        "process; a returned handle was read with the `aoti_torch_get_*` getters (and "
+        "`torch_has_storage`) and deleted with `aoti_torch_delete_tensor_object`.",
+        "",
+        "A tensor with elements whose storage holds no memory (freed with "
+        "`untyped_storage().resize_(0)`, or a placeholder) gets from "
+        "`aoti_torch_get_data_ptr` the null base plus storage offset x itemsize: a "
+        "**fabricated** address where the offset is not 0. The rows below say what the "
+        "other getters report for it; the bridge refuses such a tensor when "
+        "`data_ptr - storage_offset * itemsize` is 0.",
         "",
         "Verdicts: **crash** (the process died), **forged** / **garbage** (a handle for a "
         "non-tensor), **misleading** (a plain strided handle for a tensor whose memory "
