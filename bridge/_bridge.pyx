@@ -1,4 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: freethreading_compatible=True
 """The bridge's hot path: tensor -> TensorView through one of three handle sources.
 
 Nothing here imports torch or looks a symbol up: ``bridge._select`` resolves the
@@ -19,10 +20,31 @@ aoti_torch/c/shim.h):
 All three read the metadata with the same seven ``aoti_torch_get_*`` getters
 (and the storage offset, which proves the data pointer's base exists), behind the
 same checks, so their views are identical field by field.
+
+Threads and free-threaded CPython (``freethreading_compatible``: importing this
+module leaves the GIL off on a ``--disable-gil`` build):
+
+- What ``_install_symbols`` / ``_install_tables`` set up is one immutable snapshot
+  (``Installed``), published with a single release store and read by a view with one
+  acquire load: a view uses the old snapshot or the new one, never a mix. Snapshots
+  are never freed (a view may still be reading one; they are replaced only when the
+  bridge re-resolves, once per process outside the tests).
+- The per-path counters are atomic on a free-threaded build (plain increments under
+  the GIL, where they are exact already).
+- Many threads may view the same tensors at once: each view is exact.
+- A view is *not* atomic with respect to a concurrent change of the same tensor's
+  metadata on a free-threaded build (``t.data = ...``, ``t.set_(...)``,
+  ``torch.utils.swap_tensors``, in-place resizes): the getters read the TensorImpl
+  while the mutator rewrites it, which can crash or mix two tensors' fields. torch's
+  own ``t.shape`` / ``t.stride()`` race the same way, and torch's setters take no
+  per-object lock that a reader could share, so the caller must order the mutation
+  and the views (a ``threading.Lock`` around both). With the GIL, nothing runs
+  between the handle and the copy, so a view is a consistent snapshot.
 """
 
 cimport cython
 from cpython.long cimport PyLong_FromVoidPtr
+from cpython.mem cimport PyMem_RawMalloc
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.exc cimport PyErr_Fetch, PyErr_NormalizeException, PyErr_Occurred
 from cpython.object cimport PyObject, PyTypeObject
@@ -103,37 +125,101 @@ PYOBJECT_SIZE = sizeof(PyObject)
 INLINE_DIMENSIONS = INLINE_DIMS
 
 
-# --- C state, filled by _install ------------------------------------------------------------
-cdef Getters _g
-cdef bint _getters_present = False    # every getter resolved
-cdef bint _getters_ok = False         # ... and the tables installed: views may run
-cdef from_pyobject_fn _owned_fn = NULL
-cdef delete_fn _delete_fn = NULL
-cdef from_pyobject_fn _borrow_fn = NULL
-cdef what_fn _what_fn = NULL
-cdef bint _fallback_ok = False
-cdef Py_ssize_t _fallback_offset = sizeof(PyObject)
-cdef object _tensor_type = None        # torch.Tensor, kept alive here
-cdef object _parameter_type = None     # torch.nn.Parameter, likewise
-cdef PyTypeObject* _tensor_tp = NULL
-cdef PyTypeObject* _parameter_tp = NULL  # torch.nn.Parameter: a subclass with Tensor's getters
-cdef object _default_dispatch = None      # torch.Tensor.__torch_dispatch__ (the disabled impl)
-cdef object _is_conj = None            # method descriptors torch.Tensor.is_conj / .is_neg
-cdef object _is_neg = None
-cdef object _no_torch_function = None  # torch._C.DisableTorchFunction
-cdef int32_t _layout_strided = -1
-cdef int32_t _device_meta = -1
-# Per dtype code: itemsize in bytes, 0 for unknown, -1 for refused.
-cdef int8_t _itemsize[NCODES]
-# Per device type code: whether the bridge knows its name.
-cdef bint _device_known[NDEVICES]
-cdef list _dtype_objs = [None] * NCODES
-cdef dict _refused_dtypes = {}         # code -> reason
-cdef list _device_names = [None] * NDEVICES  # device type code -> "cpu", "cuda", ...
-cdef dict _layout_names = {}           # layout code -> "sparse_coo", ...
+# --- C state: one immutable snapshot per installation, published atomically --------------
+cdef extern from *:
+    """
+    /* A view loads the installed snapshot once (acquire) and reads only that one; an
+       installation fills a fresh snapshot, then publishes it (release). GCC/Clang
+       builtins: plain loads and stores on x86-64, ordered ones on weaker CPUs. */
+    #define bridge_load_ptr(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+    #define bridge_store_ptr(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+    #define bridge_load_int(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+    #define bridge_store_int(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+    /* Counters: atomic without a GIL; under the GIL a plain increment is exact and
+       costs nothing extra on the hot path. */
+    #ifdef Py_GIL_DISABLED
+    #define bridge_count(p) ((void)__atomic_fetch_add((p), 1, __ATOMIC_RELAXED))
+    #define bridge_counter(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+    #define bridge_zero(p) __atomic_store_n((p), 0, __ATOMIC_RELAXED)
+    #define BRIDGE_FREE_THREADED 1
+    #else
+    #define bridge_count(p) ((void)++*(p))
+    #define bridge_counter(p) (*(p))
+    #define bridge_zero(p) ((void)(*(p) = 0))
+    #define BRIDGE_FREE_THREADED 0
+    #endif
+    """
+    void* bridge_load_ptr(void** p) noexcept nogil
+    void bridge_store_ptr(void** p, void* v) noexcept nogil
+    int bridge_load_int(int* p) noexcept nogil
+    void bridge_store_int(int* p, int v) noexcept nogil
+    void bridge_count(uint64_t* p) noexcept nogil
+    uint64_t bridge_counter(uint64_t* p) noexcept nogil
+    void bridge_zero(uint64_t* p) noexcept nogil
+    bint BRIDGE_FREE_THREADED
+
+#: Whether this module was compiled for a free-threaded CPython (Py_GIL_DISABLED).
+FREE_THREADED = BRIDGE_FREE_THREADED
+
+
+cdef struct Installed:
+    # Filled by _install_symbols.
+    Getters g
+    bint getters_present              # every getter resolved
+    bint getters_ok                   # ... and the tables installed: views may run
+    from_pyobject_fn owned_fn
+    delete_fn delete_fn
+    from_pyobject_fn borrow_fn
+    what_fn what_fn
+    bint fallback_ok
+    Py_ssize_t fallback_offset
+    PyTypeObject* tensor_tp
+    PyTypeObject* parameter_tp        # torch.nn.Parameter: a subclass with Tensor's getters
+    # Python objects, borrowed: _kept holds a strong reference to each for good.
+    PyObject* default_dispatch        # torch.Tensor.__torch_dispatch__ (the disabled impl)
+    PyObject* is_conj                 # method descriptors torch.Tensor.is_conj / .is_neg
+    PyObject* is_neg
+    PyObject* no_torch_function       # torch._C.DisableTorchFunction
+    # Filled by _install_tables.
+    int32_t layout_strided
+    int32_t device_meta
+    int8_t itemsize[NCODES]           # per dtype code: bytes, 0 unknown, -1 refused
+    bint device_known[NDEVICES]       # per device type code: the bridge knows its name
+    PyObject* dtype_objs[NCODES]      # per dtype code: torch.dtype or NULL
+    PyObject* device_names[NDEVICES]  # per device type code: "cpu", "cuda", ... or NULL
+    PyObject* refused_dtypes          # dict: code -> reason
+    PyObject* layout_names            # dict: layout code -> "sparse_coo", ...
+
+
+cdef Installed _nothing                # before the first installation: no path runs
+_nothing.fallback_offset = sizeof(PyObject)
+_nothing.layout_strided = -1
+_nothing.device_meta = -1
+cdef Installed* _state = &_nothing
+# Every snapshot's Python objects, kept alive for the life of the process.
+cdef list _kept = []
 
 cdef int _active = -1                  # path used by view(); -1 until chosen
 cdef uint64_t _counts[NPATHS]
+
+
+cdef inline const Installed* _installed_state() noexcept nogil:
+    return <const Installed*>bridge_load_ptr(<void**>&_state)
+
+
+cdef Installed* _new_state(const Installed* base) except NULL:
+    """A fresh snapshot, a copy of ``base``; never freed (a view may hold the old one)."""
+    cdef Installed* st = <Installed*>PyMem_RawMalloc(sizeof(Installed))
+    if st == NULL:
+        raise MemoryError()
+    memcpy(st, base, sizeof(Installed))
+    return st
+
+
+cdef PyObject* _keep(object o):
+    """A borrowed pointer to ``o``, kept alive for good by ``_kept``."""
+    _kept.append(o)
+    return <PyObject*>o
 
 
 cdef void* _addr(dict symbols, str name) except? NULL:
@@ -143,7 +229,7 @@ cdef void* _addr(dict symbols, str name) except? NULL:
 
 def _install_symbols(dict symbols, object tensor_type, bint fallback_ok,
                      object no_torch_function=None, object parameter_type=None):
-    """Install resolved symbol addresses (``bridge._select`` only).
+    """Install resolved symbol addresses (``bridge._select`` only, under its lock).
 
     ``symbols`` maps a symbol name to its address (int) or None; ``aoti_torch_get_layout``,
     the seven metadata getters and ``aoti_torch_get_storage_offset`` must all be
@@ -151,105 +237,109 @@ def _install_symbols(dict symbols, object tensor_type, bint fallback_ok,
     ``tensor_type`` is ``torch.Tensor``; ``fallback_ok`` says the offset was proven;
     ``no_torch_function`` is ``torch._C.DisableTorchFunction``; ``parameter_type`` is
     ``torch.nn.Parameter`` (a fast path of the type gate).
-    Un-chooses the active path and stops every path until ``_install_tables`` has run:
-    a thread that views meanwhile waits for the resolution (``bridge._select``'s lock)
-    instead of seeing half-installed tables. Counters are kept.
+    Publishes a snapshot with these symbols and no tables, and un-chooses the active
+    path: every path stops until ``_install_tables`` has run, and a thread that views
+    meanwhile gets a RuntimeError or waits for the resolution (``bridge._select``'s
+    lock), never half-installed tables. Counters are kept.
     """
-    global _getters_ok, _getters_present, _owned_fn, _delete_fn, _borrow_fn, _what_fn
-    global _fallback_ok, _tensor_type, _tensor_tp, _is_conj, _is_neg, _active, _no_torch_function
-    global _parameter_type, _parameter_tp, _default_dispatch
-
-    _getters_ok = False
-    _active = -1
-    _g.layout = <get_i32_fn>_addr(symbols, "aoti_torch_get_layout")
-    _g.data_ptr = <get_ptr_fn>_addr(symbols, "aoti_torch_get_data_ptr")
-    _g.storage_offset = <get_i64_fn>_addr(symbols, "aoti_torch_get_storage_offset")
-    _g.dim = <get_i64_fn>_addr(symbols, "aoti_torch_get_dim")
-    _g.sizes = <get_i64p_fn>_addr(symbols, "aoti_torch_get_sizes")
-    _g.strides = <get_i64p_fn>_addr(symbols, "aoti_torch_get_strides")
-    _g.dtype = <get_i32_fn>_addr(symbols, "aoti_torch_get_dtype")
-    _g.device_type = <get_i32_fn>_addr(symbols, "aoti_torch_get_device_type")
-    _g.device_index = <get_i32_fn>_addr(symbols, "aoti_torch_get_device_index")
-    _g.is_conj = <get_flag_fn>_addr(symbols, "torch_is_conj")
-    _g.is_neg = <get_flag_fn>_addr(symbols, "torch_is_neg")
-    if _g.is_conj == NULL or _g.is_neg == NULL:
-        _g.is_conj = _g.is_neg = NULL
-    _getters_present = (_g.layout != NULL and _g.data_ptr != NULL and _g.dim != NULL
-                        and _g.storage_offset != NULL
-                        and _g.sizes != NULL and _g.strides != NULL and _g.dtype != NULL
-                        and _g.device_type != NULL and _g.device_index != NULL)
-    _owned_fn = <from_pyobject_fn>_addr(symbols, "torch_tensor_from_pyobject")
-    _delete_fn = <delete_fn>_addr(symbols, "aoti_torch_delete_tensor_object")
-    if _delete_fn == NULL:
-        _owned_fn = NULL
-    _borrow_fn = <from_pyobject_fn>_addr(symbols, "torch_tensor_borrow_from_pyobject")
-    _what_fn = <what_fn>_addr(symbols, "torch_exception_get_what_without_backtrace")
-    _fallback_ok = fallback_ok
-    _tensor_type = tensor_type
-    _tensor_tp = NULL if tensor_type is None else <PyTypeObject*>tensor_type
-    _parameter_type = parameter_type
-    _parameter_tp = NULL if parameter_type is None else <PyTypeObject*>parameter_type
-    _default_dispatch = getattr(tensor_type, "__torch_dispatch__", None)
-    _is_conj = None if tensor_type is None else tensor_type.is_conj
-    _is_neg = None if tensor_type is None else tensor_type.is_neg
-    _no_torch_function = no_torch_function
+    cdef Installed* st = _new_state(&_nothing)
+    st.g.layout = <get_i32_fn>_addr(symbols, "aoti_torch_get_layout")
+    st.g.data_ptr = <get_ptr_fn>_addr(symbols, "aoti_torch_get_data_ptr")
+    st.g.storage_offset = <get_i64_fn>_addr(symbols, "aoti_torch_get_storage_offset")
+    st.g.dim = <get_i64_fn>_addr(symbols, "aoti_torch_get_dim")
+    st.g.sizes = <get_i64p_fn>_addr(symbols, "aoti_torch_get_sizes")
+    st.g.strides = <get_i64p_fn>_addr(symbols, "aoti_torch_get_strides")
+    st.g.dtype = <get_i32_fn>_addr(symbols, "aoti_torch_get_dtype")
+    st.g.device_type = <get_i32_fn>_addr(symbols, "aoti_torch_get_device_type")
+    st.g.device_index = <get_i32_fn>_addr(symbols, "aoti_torch_get_device_index")
+    st.g.is_conj = <get_flag_fn>_addr(symbols, "torch_is_conj")
+    st.g.is_neg = <get_flag_fn>_addr(symbols, "torch_is_neg")
+    if st.g.is_conj == NULL or st.g.is_neg == NULL:
+        st.g.is_conj = st.g.is_neg = NULL
+    st.getters_present = (st.g.layout != NULL and st.g.data_ptr != NULL and st.g.dim != NULL
+                          and st.g.storage_offset != NULL
+                          and st.g.sizes != NULL and st.g.strides != NULL
+                          and st.g.dtype != NULL and st.g.device_type != NULL
+                          and st.g.device_index != NULL)
+    st.owned_fn = <from_pyobject_fn>_addr(symbols, "torch_tensor_from_pyobject")
+    st.delete_fn = <delete_fn>_addr(symbols, "aoti_torch_delete_tensor_object")
+    if st.delete_fn == NULL:
+        st.owned_fn = NULL
+    st.borrow_fn = <from_pyobject_fn>_addr(symbols, "torch_tensor_borrow_from_pyobject")
+    st.what_fn = <what_fn>_addr(symbols, "torch_exception_get_what_without_backtrace")
+    st.fallback_ok = fallback_ok
+    if tensor_type is not None:
+        st.tensor_tp = <PyTypeObject*>_keep(tensor_type)
+        st.is_conj = _keep(tensor_type.is_conj)
+        st.is_neg = _keep(tensor_type.is_neg)
+    if parameter_type is not None:
+        st.parameter_tp = <PyTypeObject*>_keep(parameter_type)
+    st.default_dispatch = _keep(getattr(tensor_type, "__torch_dispatch__", None))
+    st.no_torch_function = _keep(no_torch_function)
+    bridge_store_int(&_active, -1)
+    bridge_store_ptr(<void**>&_state, st)
 
 
 def _install_tables(dict dtypes, dict refused, dict device_names, dict layout_names,
                     int32_t layout_strided, int32_t device_meta):
-    """Install the code tables (``bridge._select`` only).
+    """Install the code tables (``bridge._select`` only, under its lock, after
+    ``_install_symbols``).
 
     ``dtypes`` maps a c10::ScalarType code to ``(torch.dtype, itemsize in bytes)``;
     ``refused`` maps a code to the reason its tensors get no view; ``device_names`` and
     ``layout_names`` map codes to names; the last two are the codes of the strided
-    layout and of the meta device.
+    layout and of the meta device. Publishes the installed symbols with these tables
+    as one new snapshot; views may run from then on.
     """
-    global _dtype_objs, _refused_dtypes, _device_names, _layout_names
-    global _layout_strided, _device_meta, _getters_ok
+    cdef Installed* st = _new_state(_state)
     cdef int code
     for code in range(NCODES):
-        _itemsize[code] = 0
+        st.itemsize[code] = 0
+        st.dtype_objs[code] = NULL
     for code in range(NDEVICES):
-        _device_known[code] = False
-    _dtype_objs = [None] * NCODES
+        st.device_known[code] = False
+        st.device_names[code] = NULL
     for code, (dtype, itemsize) in dtypes.items():
         if 0 <= code < NCODES and 0 < itemsize < 128:
-            _dtype_objs[code] = dtype
-            _itemsize[code] = itemsize
-    _refused_dtypes = dict(refused)
-    for code in _refused_dtypes:
+            st.dtype_objs[code] = _keep(dtype)
+            st.itemsize[code] = itemsize
+    refused = dict(refused)
+    st.refused_dtypes = _keep(refused)
+    for code in refused:
         if 0 <= code < NCODES:
-            _itemsize[code] = -1
-    # New lists, never changed in place: views made before a re-resolution keep theirs.
-    _device_names = [None] * NDEVICES
+            st.itemsize[code] = -1
     for code, name in device_names.items():
         if 0 <= code < NDEVICES:
-            _device_names[code] = name
-            _device_known[code] = True
-    _layout_names = dict(layout_names)
-    _layout_strided = layout_strided
-    _device_meta = device_meta
-    _getters_ok = _getters_present
+            st.device_names[code] = _keep(name)
+            st.device_known[code] = True
+    st.layout_names = _keep(dict(layout_names))
+    st.layout_strided = layout_strided
+    st.device_meta = device_meta
+    st.getters_ok = st.getters_present
+    bridge_store_ptr(<void**>&_state, st)
+
+
+cdef dict _installed_paths(const Installed* st):
+    return {"owned": st.getters_ok and st.owned_fn != NULL,
+            "borrow": st.getters_ok and st.borrow_fn != NULL,
+            "fallback": st.getters_ok and st.fallback_ok}
 
 
 def _installed():
     """Which handle sources are installed: {path name: bool} (diagnostics)."""
-    return {"owned": _getters_ok and _owned_fn != NULL,
-            "borrow": _getters_ok and _borrow_fn != NULL,
-            "fallback": _getters_ok and _fallback_ok}
+    return _installed_paths(_installed_state())
 
 
 def _activate(int path):
     """Make ``path`` (a code, index into PATHS) the one ``view`` uses; -1 un-chooses."""
-    global _active
     if path != -1 and not _installed()[PATHS[path]]:
         raise RuntimeError(f"path {PATHS[path]!r} is not installed")
-    _active = path
+    bridge_store_int(&_active, path)
 
 
 def _active_path():
     """The code of the path ``view`` uses, or -1 when none is chosen yet."""
-    return _active
+    return bridge_load_int(&_active)
 
 
 # --- errors ---------------------------------------------------------------------------------
@@ -276,13 +366,14 @@ cdef tuple _failure():
     """``(message, cause)``: torch's per-thread message, read before anything else can
     overwrite it, and the pending Python exception (or None); the cause's text stands in
     when torch has no message."""
-    cdef const char* raw = NULL if _what_fn == NULL else _what_fn()
+    cdef what_fn get_what = _installed_state().what_fn
+    cdef const char* raw = NULL if get_what == NULL else get_what()
     what = None if raw == NULL else (<bytes>raw).decode("utf-8", "replace")
     cause = _take_pending_exception()
     if not what:
         what = (repr(cause) if cause is not None else
                 "no message (torch_exception_get_what_without_backtrace is not exported "
-                "by this torch)" if _what_fn == NULL else "no message")
+                "by this torch)" if get_what == NULL else "no message")
     return what, cause
 
 
@@ -376,17 +467,23 @@ cdef class TensorView:
     def ndim(self):
         return self._ndim
 
+    # The tuples are made on first use. A view may be shared between threads: without
+    # a GIL, two first uses at once would race on the field (a lost reference, or a
+    # read of a tuple being replaced), so the first use runs in a critical section on
+    # the view (a no-op with the GIL).
     @property
     def shape(self):
-        if self._shape_t is None:
-            self._shape_t = tuple([self._sizes[i] for i in range(self._ndim)])
-        return self._shape_t
+        with cython.critical_section(self):
+            if self._shape_t is None:
+                self._shape_t = tuple([self._sizes[i] for i in range(self._ndim)])
+            return self._shape_t
 
     @property
     def strides(self):
-        if self._strides_t is None:
-            self._strides_t = tuple([self._strides[i] for i in range(self._ndim)])
-        return self._strides_t
+        with cython.critical_section(self):
+            if self._strides_t is None:
+                self._strides_t = tuple([self._strides[i] for i in range(self._ndim)])
+            return self._strides_t
 
     @property
     def dtype(self):
@@ -419,13 +516,13 @@ cdef class TensorView:
 
 
 # --- reading: type gate, then handle + getters straight into the view -------------------
-cdef inline bint _is_tensor(object obj) noexcept:
+cdef inline bint _is_tensor(object obj, const Installed* st) noexcept:
     cdef PyTypeObject* tp = Py_TYPE(obj)
     # The real type, never isinstance(): __class__ can lie, the memory layout cannot.
-    return tp == _tensor_tp or (_tensor_tp != NULL and PyType_IsSubtype(tp, _tensor_tp))
+    return tp == st.tensor_tp or (st.tensor_tp != NULL and PyType_IsSubtype(tp, st.tensor_tp))
 
 
-cdef inline int _check_type(object obj) except -1:
+cdef inline int _check_type(object obj, const Installed* st) except -1:
     """The gate in front of every handle: obj's real type derives from torch.Tensor, and
     no getter of its can run Python code.
 
@@ -436,18 +533,19 @@ cdef inline int _check_type(object obj) except -1:
     gate, nothing but C++ runs until the view is filled.
     """
     cdef PyTypeObject* tp = Py_TYPE(obj)
-    if tp == _tensor_tp or tp == _parameter_tp:
+    if tp == st.tensor_tp or tp == st.parameter_tp:
         return 0
-    if _tensor_tp == NULL or not PyType_IsSubtype(tp, _tensor_tp):
+    if st.tensor_tp == NULL or not PyType_IsSubtype(tp, st.tensor_tp):
         _raise_not_tensor(obj)
-    if getattr(<object>tp, "__torch_dispatch__", None) is not _default_dispatch:
+    if getattr(<object>tp, "__torch_dispatch__", None) is not <object>st.default_dispatch:
         raise BufferError(f"{(<object>tp).__qualname__} overrides __torch_dispatch__: its "
                           f"metadata is computed in Python and cannot be read safely through "
                           f"a handle; view a plain tensor instead")
     return 0
 
 
-cdef inline int _read(AtenTensorHandle h, TensorView v, object obj) except -1:
+cdef inline int _read(AtenTensorHandle h, TensorView v, object obj,
+                      const Installed* st) except -1:
     """The layout, seven metadata getters and the storage offset (and the conj/neg bits)
     through one handle, written straight into ``v``; checks what they return.
 
@@ -458,14 +556,14 @@ cdef inline int _read(AtenTensorHandle h, TensorView v, object obj) except -1:
     cdef int64_t* p
     cdef int64_t offset
     cdef uint8_t flag = 0
-    if _g.layout(h, &layout):
+    if st.g.layout(h, &layout):
         _raise_getter_error(obj)
-    if layout != _layout_strided:
-        name = _layout_names.get(layout, f"code {layout}")
+    if layout != st.layout_strided:
+        name = (<dict>st.layout_names).get(layout, f"code {layout}")
         raise BufferError(f"a tensor with layout {name} has no pointer + strides description; "
                           f"only strided tensors can be viewed (call .to_dense() first)")
-    if (_g.data_ptr(h, <void**>&v._ptr) or _g.storage_offset(h, &offset)
-            or _g.dim(h, &v._ndim)):
+    if (st.g.data_ptr(h, <void**>&v._ptr) or st.g.storage_offset(h, &offset)
+            or st.g.dim(h, &v._ndim)):
         _raise_getter_error(obj)
     if v._ndim <= INLINE_DIMS:
         v._sizes = v._inline
@@ -475,31 +573,31 @@ cdef inline int _read(AtenTensorHandle h, TensorView v, object obj) except -1:
         v._heap = PyBytes_FromStringAndSize(NULL, 2 * v._ndim * sizeof(int64_t))
         v._sizes = <int64_t*>PyBytes_AS_STRING(v._heap)
     v._strides = v._sizes + v._ndim
-    if _g.sizes(h, &p):
+    if st.g.sizes(h, &p):
         _raise_getter_error(obj)
     memcpy(v._sizes, p, v._ndim * sizeof(int64_t))
-    if _g.strides(h, &p):
+    if st.g.strides(h, &p):
         _raise_getter_error(obj)
     memcpy(v._strides, p, v._ndim * sizeof(int64_t))
-    if (_g.dtype(h, &v._dtype) or _g.device_type(h, &v._device_type)
-            or _g.device_index(h, &v._device_index)):
+    if (st.g.dtype(h, &v._dtype) or st.g.device_type(h, &v._device_type)
+            or st.g.device_index(h, &v._device_index)):
         _raise_getter_error(obj)
-    if _g.is_conj != NULL:
-        if _g.is_conj(h, &flag):
+    if st.g.is_conj != NULL:
+        if st.g.is_conj(h, &flag):
             _raise_getter_error(obj)
         if flag:
             _raise_math_bit(True)
-        if _g.is_neg(h, &flag):
+        if st.g.is_neg(h, &flag):
             _raise_getter_error(obj)
         if flag:
             _raise_math_bit(False)
-    if v._dtype < 0 or v._dtype >= NCODES or _itemsize[v._dtype] <= 0:
-        _raise_bad_dtype(v._dtype)
-    if v._device_type == _device_meta:
+    if v._dtype < 0 or v._dtype >= NCODES or st.itemsize[v._dtype] <= 0:
+        _raise_bad_dtype(v._dtype, st)
+    if v._device_type == st.device_meta:
         raise BufferError("a meta tensor has no data; only tensors with storage can be viewed")
-    if v._device_type < 0 or v._device_type >= NDEVICES or not _device_known[v._device_type]:
+    if v._device_type < 0 or v._device_type >= NDEVICES or not st.device_known[v._device_type]:
         raise BufferError(f"device type code {v._device_type} is unknown to the bridge")
-    return _check_data(v._ptr, offset, _itemsize[v._dtype], v._ndim, v._sizes)
+    return _check_data(v._ptr, offset, st.itemsize[v._dtype], v._ndim, v._sizes)
 
 
 cdef inline int _check_data(uintptr_t ptr, int64_t storage_offset, int64_t itemsize,
@@ -538,9 +636,10 @@ cdef int _refuse_without_memory(uintptr_t ptr, int64_t storage_offset, int64_t i
                       f"tensor instead")
 
 
-cdef int _raise_bad_dtype(int32_t code) except -1:
-    if 0 <= code < NCODES and code in _refused_dtypes:
-        raise BufferError(_refused_dtypes[code])
+cdef int _raise_bad_dtype(int32_t code, const Installed* st) except -1:
+    cdef dict refused = <dict>st.refused_dtypes if st.refused_dtypes != NULL else {}
+    if 0 <= code < NCODES and code in refused:
+        raise BufferError(refused[code])
     raise BufferError(f"dtype code {code} is unknown to the bridge (a dtype newer than the "
                       f"table built at resolution?)")
 
@@ -553,76 +652,87 @@ cdef int _raise_math_bit(bint conj) except -1:
                       "negated values; call .resolve_neg() first")
 
 
-cdef int _check_bits_slow(object obj) except -1:
+cdef int _check_bits_slow(object obj, const Installed* st) except -1:
     """Refuse conjugate and negative views when no torch_is_conj / torch_is_neg exists:
     through torch.Tensor.is_conj / .is_neg (about 100 ns each), with __torch_function__
     disabled (subclasses and modes alike) so that nothing in Python answers for the tensor.
     Runs before any handle exists: it executes Python code."""
     cdef PyObject* args[1]
     args[0] = <PyObject*>obj
-    with _no_torch_function():
-        conj = PyObject_Vectorcall(_is_conj, args, 1, NULL) is True
-        neg = PyObject_Vectorcall(_is_neg, args, 1, NULL) is True
+    no_torch_function = <object>st.no_torch_function
+    with no_torch_function():
+        conj = PyObject_Vectorcall(<object>st.is_conj, args, 1, NULL) is True
+        neg = PyObject_Vectorcall(<object>st.is_neg, args, 1, NULL) is True
     if conj or neg:
         _raise_math_bit(conj)
     return 0
 
 
-cdef inline int _acquire_read(object obj, int path, TensorView v) except -1:
+cdef inline int _acquire_read(object obj, int path, TensorView v,
+                              const Installed* st) except -1:
     """Get a handle for obj (already through ``_check_type``) on ``path``, read its
-    metadata into ``v``, let go of the handle."""
+    metadata into ``v``, let go of the handle. Everything comes from the one snapshot
+    ``st``; a path it lacks (the active path was chosen under another snapshot) is a
+    RuntimeError, never a call through a null pointer."""
     cdef AtenTensorHandle h
-    if not _getters_ok:
+    if not st.getters_ok:
         raise RuntimeError("the bridge is being re-resolved; try again")
-    if path == BORROW:
-        if _borrow_fn(<void*>obj, &h):  # borrowed: aliases THPVariable::cdata
+    if path == BORROW and st.borrow_fn != NULL:
+        if st.borrow_fn(<void*>obj, &h):  # borrowed: aliases THPVariable::cdata
             _raise_handle_error(path)
-        _read(h, v, obj)
-    elif path == FALLBACK:
-        h = <AtenTensorHandle>((<char*><PyObject*>obj) + _fallback_offset)  # borrowed
-        _read(h, v, obj)
-    elif path == OWNED:
-        if _owned_fn(<void*>obj, &h):  # new reference: ours to delete below
+        _read(h, v, obj, st)
+    elif path == FALLBACK and st.fallback_ok:
+        h = <AtenTensorHandle>((<char*><PyObject*>obj) + st.fallback_offset)  # borrowed
+        _read(h, v, obj, st)
+    elif path == OWNED and st.owned_fn != NULL:
+        if st.owned_fn(<void*>obj, &h):  # new reference: ours to delete below
             _raise_handle_error(path)
         try:
-            _read(h, v, obj)
+            _read(h, v, obj, st)
         finally:
-            _delete_fn(h)
+            st.delete_fn(h)
+    elif 0 <= path < NPATHS:
+        raise RuntimeError(f"path {PATHS[path]!r} is not installed now (the bridge was "
+                           f"re-resolved meanwhile); try again")
     else:
         raise ValueError(f"no path has code {path}")
     return 0
 
 
-cdef inline int _gate(object obj) except -1:
+cdef inline int _gate(object obj, const Installed* st) except -1:
     """Everything that may run Python code, done before the handle: the type gate and,
     without torch_is_conj / torch_is_neg, the Python-level bit check."""
-    _check_type(obj)
-    if _g.is_conj == NULL:
-        _check_bits_slow(obj)
+    _check_type(obj, st)
+    if st.g.is_conj == NULL:
+        _check_bits_slow(obj, st)
     return 0
 
 
 cdef TensorView _make(object obj, int path):
     cdef TensorView v
     cdef PyTypeObject* tp
+    cdef const Installed* st
     # Allocating a GC-tracked object may run the garbage collector (finalizers, weakref
     # callbacks: any Python code), so the view exists before the gate and the handle.
     v = TensorView.__new__(TensorView)
+    # One snapshot for the whole view: a concurrent re-resolution publishes another one,
+    # and this view keeps reading the one it loaded (never freed).
+    st = _installed_state()
     while True:
         tp = Py_TYPE(obj)
-        _gate(obj)
+        _gate(obj, st)
         # The gate may run Python code too (a subclass's type lookups, the slow bit
         # check); if that changed obj's type (__class__ assignment, swap_tensors), the
         # verdict is about another type: judge again.
         if Py_TYPE(obj) == tp:
             break
-    _acquire_read(obj, path, v)
+    _acquire_read(obj, path, v, st)
     v.obj = obj
     v._path = path
-    v._itemsize = _itemsize[v._dtype]
-    v._dtype_obj = _dtype_objs[v._dtype]
-    v._device_name = _device_names[v._device_type]
-    _counts[path] += 1
+    v._itemsize = st.itemsize[v._dtype]
+    v._dtype_obj = <object>st.dtype_objs[v._dtype]
+    v._device_name = <object>st.device_names[v._device_type]
+    bridge_count(&_counts[path])
     return v
 
 
@@ -661,10 +771,10 @@ def view(obj):
     RuntimeError
         The bridge is being re-resolved (``_select._resolve_again``, tests only).
     """
-    cdef int path = _active
+    cdef int path = bridge_load_int(&_active)
     if path < 0:
         _choose_default()  # runs Python code: another thread may un-choose meanwhile
-        path = _active
+        path = bridge_load_int(&_active)
         if path < 0:
             from bridge import _select
             raise _select.PathUnavailableError("the path was un-chosen while choosing it "
@@ -683,7 +793,8 @@ cdef int _require(int path) except -1:
 def view_owned(obj):
     """``view`` through torch's owned shim (``torch_tensor_from_pyobject``), whatever
     path is chosen; raises ``PathUnavailableError`` where this torch lacks it."""
-    if not (_getters_ok and _owned_fn != NULL):
+    cdef const Installed* st = _installed_state()
+    if not (st.getters_ok and st.owned_fn != NULL):
         _require(OWNED)
     return _make(obj, OWNED)
 
@@ -692,7 +803,8 @@ def view_owned(obj):
 def view_borrow(obj):
     """``view`` through ``torch_tensor_borrow_from_pyobject`` (libtorch's, else
     ``shim_ext``'s), whatever path is chosen; raises ``PathUnavailableError`` without it."""
-    if not (_getters_ok and _borrow_fn != NULL):
+    cdef const Installed* st = _installed_state()
+    if not (st.getters_ok and st.borrow_fn != NULL):
         _require(BORROW)
     return _make(obj, BORROW)
 
@@ -701,22 +813,25 @@ def view_borrow(obj):
 def view_fallback(obj):
     """``view`` through the proven ``THPVariable`` offset, whatever path is chosen;
     raises ``PathUnavailableError`` where the offset check failed."""
-    if not (_getters_ok and _fallback_ok):
+    cdef const Installed* st = _installed_state()
+    if not (st.getters_ok and st.fallback_ok):
         _require(FALLBACK)
     return _make(obj, FALLBACK)
 
 
 # --- counters and diagnostics -----------------------------------------------------------------
 def path_counts():
-    """Views made per path since the last reset: ``{"owned": n, "borrow": n, "fallback": n}``."""
-    return {PATHS[i]: _counts[i] for i in range(NPATHS)}
+    """Views made per path since the last reset: ``{"owned": n, "borrow": n, "fallback": n}``.
+
+    Exact under concurrent views: atomic counters on a free-threaded build."""
+    return {PATHS[i]: bridge_counter(&_counts[i]) for i in range(NPATHS)}
 
 
 def reset_path_counts():
     """Zero the per-path view counters."""
     cdef int i
     for i in range(NPATHS):
-        _counts[i] = 0
+        bridge_zero(&_counts[i])
 
 
 def _dtype_code(obj, int path):
@@ -725,24 +840,25 @@ def _dtype_code(obj, int path):
     cdef AtenTensorHandle h
     cdef int32_t code
     cdef int rc
-    if not _is_tensor(obj):
+    cdef const Installed* st = _installed_state()
+    if not _is_tensor(obj, st):
         _raise_not_tensor(obj)
-    if _g.dtype == NULL:
+    if st.g.dtype == NULL:
         raise RuntimeError("aoti_torch_get_dtype not installed")
     if path == FALLBACK:
-        if not _fallback_ok:
+        if not st.fallback_ok:
             raise RuntimeError("fallback not installed")
-        h = <AtenTensorHandle>((<char*><PyObject*>obj) + _fallback_offset)
-        rc = _g.dtype(h, &code)
+        h = <AtenTensorHandle>((<char*><PyObject*>obj) + st.fallback_offset)
+        rc = st.g.dtype(h, &code)
     else:
-        fn = _borrow_fn if path == BORROW else _owned_fn
+        fn = st.borrow_fn if path == BORROW else st.owned_fn
         if fn == NULL:
             raise RuntimeError(f"{PATHS[path]} not installed")
         if fn(<void*>obj, &h):
             _raise_handle_error(path)
-        rc = _g.dtype(h, &code)
+        rc = st.g.dtype(h, &code)
         if path == OWNED:
-            _delete_fn(h)
+            st.delete_fn(h)
     if rc:
         _raise_getter_error(obj)
     return code
@@ -754,7 +870,7 @@ cdef inline uint64_t _now_ns() noexcept nogil:
     return <uint64_t>ts.tv_sec * 1000000000ULL + <uint64_t>ts.tv_nsec
 
 
-def _native_loop(obj, path, Py_ssize_t n):
+def _native_loop(obj, path, Py_ssize_t n, bint critical_section=False):
     """Time ``n`` handle acquisitions + metadata reads of ``obj`` in C; ns per call.
 
     Each iteration is exactly what a view costs minus the Python call and the view
@@ -762,19 +878,30 @@ def _native_loop(obj, path, Py_ssize_t n):
     seven ``aoti_torch_get_*`` reads and the storage offset, the conj/neg bits, and
     the same checks ``view`` makes. ``path`` is a
     name from ``PATHS``. Raises what ``view`` raises, on the first iteration.
+    ``critical_section=True`` wraps each handle + read in a per-object critical section
+    on ``obj`` (``Py_BEGIN_CRITICAL_SECTION``; a no-op with the GIL): what taking
+    torch's per-tensor lock would cost, were torch's setters to take it (they do not).
     """
     cdef int p = PATHS.index(path)
     cdef TensorView v = TensorView.__new__(TensorView)  # one scratch view, refilled
     cdef Py_ssize_t i
     cdef uint64_t t0, t1
+    cdef const Installed* st
     if n <= 0:
         raise ValueError("n must be positive")
     _require(p)
-    _gate(obj)
-    _acquire_read(obj, p, v)  # raise here, outside the timed loop
+    st = _installed_state()
+    _gate(obj, st)
+    _acquire_read(obj, p, v, st)  # raise here, outside the timed loop
     t0 = _now_ns()
-    for i in range(n):
-        _gate(obj)
-        _acquire_read(obj, p, v)
+    if critical_section:
+        for i in range(n):
+            _gate(obj, st)
+            with cython.critical_section(obj):
+                _acquire_read(obj, p, v, st)
+    else:
+        for i in range(n):
+            _gate(obj, st)
+            _acquire_read(obj, p, v, st)
     t1 = _now_ns()
     return (t1 - t0) / <double>n

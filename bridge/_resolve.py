@@ -175,7 +175,11 @@ def _lookup_prototype(name, libraries, hide):
     try:
         from shim_ext import _borrow
     except ImportError as exc:
-        return None, f"shim_ext._borrow is not built or does not load ({exc})"
+        from bridge import _support
+
+        # Not built on purpose (setup.py said so at build time): give that reason.
+        return None, (_support.shim_ext_unsupported()
+                      or f"shim_ext._borrow is not built or does not load ({exc})")
     built_for = _borrow.ffi.string(_borrow.lib.torch_borrow_built_for()).decode()
     torch = sys.modules["torch"]
     if built_for != torch.__version__:

@@ -4,7 +4,8 @@ State is process-global, like torch's own backend switches: ``set_path`` in one 
 changes the path every thread's next ``view`` uses (a ``view`` already running finishes
 on the path it started with). ``using_path`` restores the previous choice on exit, but
 is not thread-local either; threads that need their own path call ``view_owned``,
-``view_borrow`` or ``view_fallback`` directly.
+``view_borrow`` or ``view_fallback`` directly. Every change of that state happens under
+one lock, so it holds without a GIL too (free-threaded CPython).
 """
 
 from __future__ import annotations
@@ -124,9 +125,16 @@ def requested_path() -> str:
 
 
 def ensure_active() -> None:
-    """Choose the requested path if none is active (called by ``view``'s cold branch)."""
+    """Choose the requested path if none is active (called by ``view``'s cold branch).
+
+    Checked again under the lock, with ``_requested`` read there too: threads making
+    their first view at once choose once, and a concurrent ``set_path`` is never undone
+    by a choice made from what was requested before it.
+    """
     if _bridge._active_path() < 0:
-        set_path(_requested)
+        with _lock:
+            if _bridge._active_path() < 0:
+                set_path(_requested)
 
 
 def require(name: str) -> None:
