@@ -31,9 +31,13 @@ import views
 GROUP = "2 native: handle + metadata per call, C loop, 32x32 float32"
 PARTS_GROUP = "2b native parts: handle alone, seven getters alone, type check"
 PATH_NAMES = views.VIEWERS
+# The same loops reading with the getters (what consumers do today) where the rows above
+# read with the batched call (patch 0003) when this build has it.
+GETTER_NAMES = tuple(f"{p}_getters" for p in PATH_NAMES)
 PEER_NAMES = ("dlpack_dltensor", "dlpack_managed", "typecheck")
 PART_NAMES = ("handle_owned", "handle_borrow", "handle_fallback", "getters7",
-              "conj_getter", "conj_dispatcher", "meta_offset", "meta_borrow", "meta_from_pyobject")
+              "conj_getter", "conj_dispatcher", "meta_offset", "meta_borrow", "meta_from_pyobject",
+              "gil_check")
 
 
 @pytest.fixture(scope="module")
@@ -43,10 +47,15 @@ def native_run(torch, bridge, available, native_peers, protocol, notes, device):
     notes["native_compiler"] = native_peers.compiler
     notes["dlpack_exchange_api"] = {"version": native_peers.dlpack_version,
                                     "unavailable": native_peers.dlpack_reason}
+    reader = "batched" if bridge.available_readers()["batched"].available else "getters"
+    notes["native_reader"] = reader
     contenders = []
     for p in PATH_NAMES:
         if available[p]:
-            contenders.append(interleave.native(p, lambda n, p=p: core._native_loop(t, p, n)))
+            contenders.append(interleave.native(
+                p, lambda n, p=p: core._native_loop(t, p, n, reader=reader)))
+            contenders.append(interleave.native(
+                f"{p}_getters", lambda n, p=p: core._native_loop(t, p, n, reader="getters")))
             contenders.append(interleave.native(
                 f"handle_{p}", lambda n, p=p: native_peers.handle_loop(p, t, n)))
     if native_peers.dlpack_reason is None:
@@ -58,6 +67,7 @@ def native_run(torch, bridge, available, native_peers, protocol, notes, device):
         for name in ("dlpack_dltensor", "dlpack_managed"):
             notes["unavailable"][name] = native_peers.dlpack_reason
     contenders.append(interleave.native("typecheck", lambda n: native_peers.typecheck_loop(t, n)))
+    contenders.append(interleave.native("gil_check", lambda n: native_peers.gil_check_loop(n)))
     if available["fallback"]:
         contenders.append(interleave.native("getters7", lambda n: native_peers.getters_loop(t, n)))
     for route, why in native_peers.conj_reason.items():
@@ -87,7 +97,7 @@ def _record(benchmark, run, protocol, notes, name, group):
     interleave.record(benchmark, run[name], protocol.native_calls, path=name, level="native")
 
 
-@pytest.mark.parametrize("name", PATH_NAMES + PEER_NAMES)
+@pytest.mark.parametrize("name", PATH_NAMES + GETTER_NAMES + PEER_NAMES)
 def test_native(benchmark, native_run, protocol, notes, name):
     _record(benchmark, native_run, protocol, notes, name, GROUP)
 

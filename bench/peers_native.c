@@ -355,6 +355,20 @@ done:
   return result;
 }
 
+/* PyGILState_Check alone, n times: the price of the check every interop shim makes
+ * in release builds ("attached thread state"), to read beside the borrow's cost. */
+double peers_gil_check_loop(int64_t n) {
+  double result = -1.0;
+  int ok = 1;
+  PyGILState_STATE g = PyGILState_Ensure();
+  uint64_t t0 = now_ns();
+  for (int64_t i = 0; i < n; i++) ok &= PyGILState_Check();
+  result = (double)(now_ns() - t0) / (double)n;
+  peers_sink = (uintptr_t)ok;
+  PyGILState_Release(g);
+  return result;
+}
+
 /* An empty METH_O C function: the floor of a Python-level call into C with one
  * argument, the calling convention of the bridge's view functions. */
 static PyObject* peers_empty(PyObject* self, PyObject* arg) {

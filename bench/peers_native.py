@@ -158,6 +158,10 @@ class NativePeers:
         return self._check(self._lib.peers_conj_dispatcher_loop(
             new_handle, dispatch, handle, self._abi_version, n))
 
+    def gil_check_loop(self, n: int) -> float:
+        """ns per ``PyGILState_Check()`` with the GIL held: the shims' thread-state check."""
+        return self._check(self._lib.peers_gil_check_loop(n))
+
     METADATA_MODES = {"offset": 0, "borrow": 1, "from_pyobject": 2}
 
     def metadata_loop(self, mode: str, t, n: int) -> float:

@@ -32,6 +32,7 @@ ffibuilder.cdef(
     double peers_getters_loop(const uintptr_t* getters, uintptr_t handle, int64_t n);
     double peers_metadata_loop(int mode, uintptr_t get, uintptr_t borrow, uintptr_t from_obj,
                                uintptr_t obj, int64_t offset, int64_t n);
+    double peers_gil_check_loop(int64_t n);
     double peers_conj_getter_loop(uintptr_t is_conj, uintptr_t handle, int64_t n);
     double peers_conj_dispatcher_loop(uintptr_t new_handle, uintptr_t dispatch,
                                       uintptr_t handle, uint64_t version, int64_t n);

@@ -15,6 +15,10 @@ fallback   ``(char*)obj + sizeof(PyObject)``            borrowed           2.10+
                                                                            proven at run
 ========== ============================================ ================== =============
 
+Every path reads the metadata the same way, with the reader ``set_reader`` picks:
+``"batched"`` (one ``torch_tensor_get_metadata`` call, patch 0003; the default where it
+exists) or ``"getters"`` (one ``aoti_torch_get_*`` call per field); the views are equal.
+
 ``set_path("auto")`` (the default) takes borrow, else owned, else fallback; which
 exists is decided by symbol presence, never by torch's version string. Nothing is
 resolved at import: the first ``view`` (or ``available_paths()``) does it, and needs
@@ -43,12 +47,19 @@ from bridge._resolve import PathInfo
 from bridge._select import (
     CHOICES,
     PATHS,
+    READER_CHOICES,
+    READERS,
     PathUnavailableError,
     available_paths,
+    available_readers,
     get_path,
+    get_reader,
     requested_path,
+    requested_reader,
     set_path,
+    set_reader,
     using_path,
+    using_reader,
 )
 
 __all__ = [
@@ -56,14 +67,21 @@ __all__ = [
     "PATHS",
     "PathInfo",
     "PathUnavailableError",
+    "READERS",
+    "READER_CHOICES",
     "TensorView",
     "available_paths",
+    "available_readers",
     "get_path",
+    "get_reader",
     "path_counts",
     "requested_path",
+    "requested_reader",
     "reset_path_counts",
     "set_path",
+    "set_reader",
     "using_path",
+    "using_reader",
     "view",
     "view_borrow",
     "view_fallback",

@@ -75,6 +75,24 @@ ctypedef AOTITorchError (*get_i32_fn)(AtenTensorHandle, int32_t*) noexcept nogil
 ctypedef AOTITorchError (*get_flag_fn)(AtenTensorHandle, uint8_t*) noexcept nogil  # bool*
 ctypedef const char* (*what_fn)() noexcept nogil
 
+# Patch 0003's batched read (torch/csrc/stable/c/shim.h as the patch adds it; prototyped
+# in shim_ext/include/torch_borrow/shim.h): one call fills the whole struct.
+cdef struct TorchTensorMetadata:
+    uint64_t struct_size      # in: sizeof as compiled here; out: bytes the callee filled
+    void* data_ptr            # storage offset included
+    const int64_t* sizes      # borrowed from the TensorImpl
+    const int64_t* strides    # in elements; borrowed
+    int64_t dim
+    int64_t storage_offset    # in elements
+    int32_t dtype
+    int32_t device_type
+    int32_t device_index
+    int32_t layout
+    uint8_t is_conj
+    uint8_t is_neg
+ctypedef AOTITorchError (*get_metadata_fn)(AtenTensorHandle, TorchTensorMetadata*) noexcept nogil
+ctypedef AOTITorchError (*metadata_from_pyobject_fn)(void*, TorchTensorMetadata*) noexcept nogil
+
 cdef struct Getters:
     get_i32_fn layout
     get_ptr_fn data_ptr
@@ -87,6 +105,8 @@ cdef struct Getters:
     get_i32_fn device_index
     get_flag_fn is_conj       # NULL: ask torch.Tensor.is_conj() at Python level instead
     get_flag_fn is_neg
+    get_metadata_fn get_metadata                  # NULL: no batched read, getters only
+    metadata_from_pyobject_fn borrow_metadata     # the borrow + batched read in one call
 
 
 # --- public constants ---------------------------------------------------------------------
@@ -96,6 +116,9 @@ cdef enum:
     BORROW = 1
     FALLBACK = 2
     NPATHS = 3
+    # Reader codes, in the order of ``READERS``.
+    GETTERS = 0
+    BATCHED = 1
     # Dimensions stored inline in a view; more go to the heap.
     INLINE_DIMS = 8
     # Dtype codes the table covers (c10::ScalarType has fewer than 64 today).
@@ -117,6 +140,9 @@ cdef extern from *:
 
 #: Path names by code (the order of the counters and of ``TensorView.path``).
 PATHS = ("owned", "borrow", "fallback")
+#: How a handle's metadata is read, by code: the layout + seven ``aoti_torch_get_*`` +
+#: storage offset + conj/neg getters, or one ``torch_tensor_get_metadata`` call.
+READERS = ("getters", "batched")
 #: The C compiler that built this module.
 COMPILER = bridge_compiler.decode()
 #: sizeof(PyObject) of the CPython this module was compiled for: the fallback's offset.
@@ -200,6 +226,7 @@ cdef Installed* _state = &_nothing
 cdef list _kept = []
 
 cdef int _active = -1                  # path used by view(); -1 until chosen
+cdef int _reader = GETTERS             # reader used by every view (bridge._select sets it)
 cdef uint64_t _counts[NPATHS]
 
 
@@ -256,6 +283,9 @@ def _install_symbols(dict symbols, object tensor_type, bint fallback_ok,
     st.g.is_neg = <get_flag_fn>_addr(symbols, "torch_is_neg")
     if st.g.is_conj == NULL or st.g.is_neg == NULL:
         st.g.is_conj = st.g.is_neg = NULL
+    st.g.get_metadata = <get_metadata_fn>_addr(symbols, "torch_tensor_get_metadata")
+    st.g.borrow_metadata = <metadata_from_pyobject_fn>_addr(
+        symbols, "torch_tensor_borrow_metadata_from_pyobject")
     st.getters_present = (st.g.layout != NULL and st.g.data_ptr != NULL and st.g.dim != NULL
                           and st.g.storage_offset != NULL
                           and st.g.sizes != NULL and st.g.strides != NULL
@@ -335,6 +365,24 @@ def _activate(int path):
     if path != -1 and not _installed()[PATHS[path]]:
         raise RuntimeError(f"path {PATHS[path]!r} is not installed")
     bridge_store_int(&_active, path)
+
+
+def _set_reader(int reader):
+    """Make ``reader`` (a code, index into READERS) the one every view uses
+    (``bridge._select`` only, which checks it is installed)."""
+    if not 0 <= reader < len(READERS):
+        raise ValueError(f"no reader has code {reader}")
+    bridge_store_int(&_reader, reader)
+
+
+def _reader_code():
+    """The code of the reader views use."""
+    return bridge_load_int(&_reader)
+
+
+def _batched_installed():
+    """Whether the installed snapshot has the batched read (``torch_tensor_get_metadata``)."""
+    return _installed_state().g.get_metadata != NULL
 
 
 def _active_path():
@@ -450,9 +498,10 @@ cdef class TensorView:
     cdef int32_t _device_index
     cdef int8_t _itemsize
     cdef int _path
-    # Copied at creation, like the sizes: a view is a snapshot of one resolution's tables.
-    cdef object _dtype_obj
-    cdef object _device_name
+    # The resolution the view was made under: its dtype and device names are looked up
+    # there when read (snapshots are never freed nor changed), so a view stays a snapshot
+    # of one resolution's tables without two more object fields to allocate and traverse.
+    cdef const Installed* _st
     cdef object _shape_t
     cdef object _strides_t
 
@@ -487,7 +536,9 @@ cdef class TensorView:
 
     @property
     def dtype(self):
-        return self._dtype_obj
+        if self._st == NULL:  # a bare TensorView.__new__(TensorView): no resolution
+            return None
+        return <object>self._st.dtype_objs[self._dtype]
 
     @property
     def dtype_code(self):
@@ -499,7 +550,9 @@ cdef class TensorView:
 
     @property
     def device_type(self):
-        return self._device_name
+        if self._st == NULL:
+            return None
+        return <object>self._st.device_names[self._device_type]
 
     @property
     def device_index(self):
@@ -544,6 +597,38 @@ cdef inline int _check_type(object obj, const Installed* st) except -1:
     return 0
 
 
+cdef inline int _check_layout(int32_t layout, const Installed* st) except -1:
+    if layout != st.layout_strided:
+        name = (<dict>st.layout_names).get(layout, f"code {layout}")
+        raise BufferError(f"a tensor with layout {name} has no pointer + strides description; "
+                          f"only strided tensors can be viewed (call .to_dense() first)")
+    return 0
+
+
+cdef inline int _dims(TensorView v) except -1:
+    """Point ``v._sizes`` / ``v._strides`` at room for ``v._ndim`` dimensions each."""
+    if v._ndim <= INLINE_DIMS:
+        v._sizes = v._inline
+    else:
+        # A fresh bytes object nobody else sees yet: ours to fill. Not GC-tracked, so
+        # allocating it runs no Python code.
+        v._heap = PyBytes_FromStringAndSize(NULL, 2 * v._ndim * sizeof(int64_t))
+        v._sizes = <int64_t*>PyBytes_AS_STRING(v._heap)
+    v._strides = v._sizes + v._ndim
+    return 0
+
+
+cdef inline int _check_view(TensorView v, int64_t storage_offset, const Installed* st) except -1:
+    """The checks every reader makes once the view holds the tensor's fields."""
+    if v._dtype < 0 or v._dtype >= NCODES or st.itemsize[v._dtype] <= 0:
+        _raise_bad_dtype(v._dtype, st)
+    if v._device_type == st.device_meta:
+        raise BufferError("a meta tensor has no data; only tensors with storage can be viewed")
+    if v._device_type < 0 or v._device_type >= NDEVICES or not st.device_known[v._device_type]:
+        raise BufferError(f"device type code {v._device_type} is unknown to the bridge")
+    return _check_data(v._ptr, storage_offset, st.itemsize[v._dtype], v._ndim, v._sizes)
+
+
 cdef inline int _read(AtenTensorHandle h, TensorView v, object obj,
                       const Installed* st) except -1:
     """The layout, seven metadata getters and the storage offset (and the conj/neg bits)
@@ -558,21 +643,11 @@ cdef inline int _read(AtenTensorHandle h, TensorView v, object obj,
     cdef uint8_t flag = 0
     if st.g.layout(h, &layout):
         _raise_getter_error(obj)
-    if layout != st.layout_strided:
-        name = (<dict>st.layout_names).get(layout, f"code {layout}")
-        raise BufferError(f"a tensor with layout {name} has no pointer + strides description; "
-                          f"only strided tensors can be viewed (call .to_dense() first)")
+    _check_layout(layout, st)
     if (st.g.data_ptr(h, <void**>&v._ptr) or st.g.storage_offset(h, &offset)
             or st.g.dim(h, &v._ndim)):
         _raise_getter_error(obj)
-    if v._ndim <= INLINE_DIMS:
-        v._sizes = v._inline
-    else:
-        # A fresh bytes object nobody else sees yet: ours to fill. Not GC-tracked, so
-        # allocating it runs no Python code.
-        v._heap = PyBytes_FromStringAndSize(NULL, 2 * v._ndim * sizeof(int64_t))
-        v._sizes = <int64_t*>PyBytes_AS_STRING(v._heap)
-    v._strides = v._sizes + v._ndim
+    _dims(v)
     if st.g.sizes(h, &p):
         _raise_getter_error(obj)
     memcpy(v._sizes, p, v._ndim * sizeof(int64_t))
@@ -591,13 +666,42 @@ cdef inline int _read(AtenTensorHandle h, TensorView v, object obj,
             _raise_getter_error(obj)
         if flag:
             _raise_math_bit(False)
-    if v._dtype < 0 or v._dtype >= NCODES or st.itemsize[v._dtype] <= 0:
-        _raise_bad_dtype(v._dtype, st)
-    if v._device_type == st.device_meta:
-        raise BufferError("a meta tensor has no data; only tensors with storage can be viewed")
-    if v._device_type < 0 or v._device_type >= NDEVICES or not st.device_known[v._device_type]:
-        raise BufferError(f"device type code {v._device_type} is unknown to the bridge")
-    return _check_data(v._ptr, offset, st.itemsize[v._dtype], v._ndim, v._sizes)
+    return _check_view(v, offset, st)
+
+
+cdef inline int _fill(const TorchTensorMetadata* m, TensorView v, const Installed* st) except -1:
+    """``v`` from one batched read (``torch_tensor_get_metadata``), with the checks of
+    ``_read``. The sizes and strides are copied in a loop: for the few dimensions of a
+    typical tensor it is cheaper than two memcpy calls, and nothing runs in between."""
+    cdef int64_t i
+    if m.struct_size < sizeof(TorchTensorMetadata):
+        raise BufferError(f"torch_tensor_get_metadata filled {m.struct_size} bytes of the "
+                          f"{sizeof(TorchTensorMetadata)} this bridge reads")
+    _check_layout(m.layout, st)
+    v._ptr = <uintptr_t>m.data_ptr
+    v._ndim = m.dim
+    _dims(v)
+    for i in range(v._ndim):
+        v._sizes[i] = m.sizes[i]
+        v._strides[i] = m.strides[i]
+    v._dtype = m.dtype
+    v._device_type = m.device_type
+    v._device_index = m.device_index
+    if m.is_conj:
+        _raise_math_bit(True)
+    if m.is_neg:
+        _raise_math_bit(False)
+    return _check_view(v, m.storage_offset, st)
+
+
+cdef inline int _read_batched(AtenTensorHandle h, TensorView v, object obj,
+                              const Installed* st) except -1:
+    """``_read`` in one ``torch_tensor_get_metadata`` call."""
+    cdef TorchTensorMetadata m
+    m.struct_size = sizeof(TorchTensorMetadata)
+    if st.g.get_metadata(h, &m):
+        _raise_getter_error(obj)
+    return _fill(&m, v, st)
 
 
 cdef inline int _check_data(uintptr_t ptr, int64_t storage_offset, int64_t itemsize,
@@ -668,27 +772,43 @@ cdef int _check_bits_slow(object obj, const Installed* st) except -1:
     return 0
 
 
-cdef inline int _acquire_read(object obj, int path, TensorView v,
-                              const Installed* st) except -1:
+cdef inline int _read_with(AtenTensorHandle h, TensorView v, object obj, int reader,
+                           const Installed* st) except -1:
+    if reader == BATCHED:
+        return _read_batched(h, v, obj, st)
+    return _read(h, v, obj, st)
+
+
+cdef inline int _acquire_read(object obj, int path, TensorView v, const Installed* st,
+                              int reader=GETTERS) except -1:
     """Get a handle for obj (already through ``_check_type``) on ``path``, read its
-    metadata into ``v``, let go of the handle. Everything comes from the one snapshot
-    ``st``; a path it lacks (the active path was chosen under another snapshot) is a
-    RuntimeError, never a call through a null pointer."""
+    metadata into ``v`` with ``reader``, let go of the handle. Everything comes from the
+    one snapshot ``st``; a path or reader it lacks (chosen under another snapshot) is a
+    RuntimeError, never a call through a null pointer. On the borrow path the batched
+    reader makes one call, ``torch_tensor_borrow_metadata_from_pyobject``, when it exists."""
     cdef AtenTensorHandle h
+    cdef TorchTensorMetadata m
     if not st.getters_ok:
         raise RuntimeError("the bridge is being re-resolved; try again")
+    if st.g.get_metadata == NULL:  # a snapshot without it: the getters read the same
+        reader = GETTERS
     if path == BORROW and st.borrow_fn != NULL:
+        if reader == BATCHED and st.g.borrow_metadata != NULL:
+            m.struct_size = sizeof(TorchTensorMetadata)
+            if st.g.borrow_metadata(<void*>obj, &m):  # borrow + read, nothing to release
+                _raise_getter_error(obj)
+            return _fill(&m, v, st)
         if st.borrow_fn(<void*>obj, &h):  # borrowed: aliases THPVariable::cdata
             _raise_handle_error(path)
-        _read(h, v, obj, st)
+        _read_with(h, v, obj, reader, st)
     elif path == FALLBACK and st.fallback_ok:
         h = <AtenTensorHandle>((<char*><PyObject*>obj) + st.fallback_offset)  # borrowed
-        _read(h, v, obj, st)
+        _read_with(h, v, obj, reader, st)
     elif path == OWNED and st.owned_fn != NULL:
         if st.owned_fn(<void*>obj, &h):  # new reference: ours to delete below
             _raise_handle_error(path)
         try:
-            _read(h, v, obj, st)
+            _read_with(h, v, obj, reader, st)
         finally:
             st.delete_fn(h)
     elif 0 <= path < NPATHS:
@@ -726,12 +846,11 @@ cdef TensorView _make(object obj, int path):
         # verdict is about another type: judge again.
         if Py_TYPE(obj) == tp:
             break
-    _acquire_read(obj, path, v, st)
+    _acquire_read(obj, path, v, st, bridge_load_int(&_reader))
     v.obj = obj
     v._path = path
     v._itemsize = st.itemsize[v._dtype]
-    v._dtype_obj = <object>st.dtype_objs[v._dtype]
-    v._device_name = <object>st.device_names[v._device_type]
+    v._st = st
     bridge_count(&_counts[path])
     return v
 
@@ -870,14 +989,17 @@ cdef inline uint64_t _now_ns() noexcept nogil:
     return <uint64_t>ts.tv_sec * 1000000000ULL + <uint64_t>ts.tv_nsec
 
 
-def _native_loop(obj, path, Py_ssize_t n, bint critical_section=False):
+def _native_loop(obj, path, Py_ssize_t n, bint critical_section=False, reader=None):
     """Time ``n`` handle acquisitions + metadata reads of ``obj`` in C; ns per call.
 
     Each iteration is exactly what a view costs minus the Python call and the view
-    object: the type gate, the handle (made and, for owned, deleted), the layout and
-    seven ``aoti_torch_get_*`` reads and the storage offset, the conj/neg bits, and
-    the same checks ``view`` makes. ``path`` is a
-    name from ``PATHS``. Raises what ``view`` raises, on the first iteration.
+    object: the type gate, the handle (made and, for owned, deleted), the metadata read
+    and the same checks ``view`` makes. ``path`` is a name from ``PATHS``; ``reader`` is
+    ``"getters"`` (the layout and seven ``aoti_torch_get_*`` reads, the storage offset,
+    the conj/neg bits) or ``"batched"`` (one ``torch_tensor_get_metadata`` call; on the
+    borrow path one ``torch_tensor_borrow_metadata_from_pyobject`` call), default the
+    reader views use. Raises what ``view`` raises, on the first iteration, and
+    ``bridge.PathUnavailableError`` when the batched read is absent.
     ``critical_section=True`` wraps each handle + read in a per-object critical section
     on ``obj`` (``Py_BEGIN_CRITICAL_SECTION``; a no-op with the GIL): what taking
     torch's per-tensor lock would cost, were torch's setters to take it (they do not).
@@ -887,21 +1009,28 @@ def _native_loop(obj, path, Py_ssize_t n, bint critical_section=False):
     cdef Py_ssize_t i
     cdef uint64_t t0, t1
     cdef const Installed* st
+    cdef int r
     if n <= 0:
         raise ValueError("n must be positive")
+    if reader is not None and reader not in READERS:
+        raise ValueError(f"reader must be one of {READERS}, not {reader!r}")
     _require(p)
     st = _installed_state()
+    r = bridge_load_int(&_reader) if reader is None else READERS.index(reader)
+    if r == BATCHED and st.g.get_metadata == NULL:
+        from bridge import _select
+        _select.require_reader("batched")
     _gate(obj, st)
-    _acquire_read(obj, p, v, st)  # raise here, outside the timed loop
+    _acquire_read(obj, p, v, st, r)  # raise here, outside the timed loop
     t0 = _now_ns()
     if critical_section:
         for i in range(n):
             _gate(obj, st)
             with cython.critical_section(obj):
-                _acquire_read(obj, p, v, st)
+                _acquire_read(obj, p, v, st, r)
     else:
         for i in range(n):
             _gate(obj, st)
-            _acquire_read(obj, p, v, st)
+            _acquire_read(obj, p, v, st, r)
     t1 = _now_ns()
     return (t1 - t0) / <double>n

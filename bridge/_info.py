@@ -5,7 +5,7 @@ from __future__ import annotations
 import platform
 import sys
 
-from bridge import _bridge, _select
+from bridge import _bridge, _resolve, _select
 
 
 def report() -> dict:
@@ -31,6 +31,14 @@ def report() -> dict:
         "symbols": {name: sym.origin for name, sym in sorted(res.symbols.items())},
         "requested_path": _select.requested_path(),
         "active_path": active,
+        "readers": {r: info._asdict() for r, info in _select.available_readers().items()},
+        "requested_reader": _select.requested_reader(),
+        "active_reader": _select.get_reader(),
+        "conj_neg": ("torch_is_conj / torch_is_neg getters ("
+                     + res.symbols[_resolve.IS_CONJ].origin + ")"
+                     if _resolve.IS_CONJ in res.symbols and _resolve.IS_NEG in res.symbols
+                     else "torch.Tensor.is_conj() / .is_neg() at Python level (no "
+                          "torch_is_conj / torch_is_neg in libtorch or shim_ext)"),
         "executable": sys.executable,
     }
 
@@ -49,6 +57,12 @@ def format_report(info: dict) -> str:
         state = f"available   from {p['origin']}" if p["available"] else f"unavailable: {p['reason']}"
         lines.append(f"  {name:<9} {state}")
     lines.append(f"view() uses      {info['active_path']} (requested: {info['requested_path']})")
+    lines.append("readers:")
+    for name, r in info["readers"].items():
+        state = f"available   from {r['origin']}" if r["available"] else f"unavailable: {r['reason']}"
+        lines.append(f"  {name:<9} {state}")
+    lines.append(f"view() reads     {info['active_reader']} (requested: {info['requested_reader']})")
+    lines.append(f"conj/neg bits    {info['conj_neg']}")
     lines.append("symbols:")
     lines += [f"  {name:<44} {origin}" for name, origin in info["symbols"].items()]
     return "\n".join(lines)

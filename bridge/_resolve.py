@@ -46,6 +46,10 @@ BORROW = "torch_tensor_borrow_from_pyobject"
 #: conj()/neg views; like BORROW, prototyped by shim_ext until libtorch exports them.
 IS_CONJ = "torch_is_conj"
 IS_NEG = "torch_is_neg"
+#: The batched read (patch 0003), likewise prototyped by shim_ext: from a handle, and the
+#: borrow + read in one call.
+GET_METADATA = "torch_tensor_get_metadata"
+BORROW_METADATA = "torch_tensor_borrow_metadata_from_pyobject"
 #: Optional: the per-thread error message (torch 2.13+).
 WHAT = "torch_exception_get_what_without_backtrace"
 #: torch's shared libraries, in lookup order: libtorch_cpu exports the stable C ABI.
@@ -92,6 +96,8 @@ class Resolution:
     fallback_check: str = ""
     tensor_type: object = None
     final: bool = True  # False when torch was not imported yet: resolve again later
+    #: How a handle's metadata can be read: {"getters" | "batched": PathInfo}.
+    readers: dict[str, PathInfo] = field(default_factory=dict)
 
 
 @contextlib.contextmanager
@@ -273,12 +279,14 @@ def resolve(pyobject_size, hide=frozenset()):
         reason = "torch is not imported yet: `import torch` before using the bridge"
         return Resolution(None, paths={p: PathInfo(False, None, reason)
                                        for p in ("owned", "borrow", "fallback")},
-                          final=False)
+                          final=False, readers={r: PathInfo(False, None, reason)
+                                                for r in ("getters", "batched")})
     res = Resolution(torch.__version__, tensor_type=torch.Tensor)
     libs = _loaded_libraries(torch)
     if not libs:
         reason = "none of torch's libraries is loaded in this process"
         res.paths = {p: PathInfo(False, None, reason) for p in ("owned", "borrow", "fallback")}
+        res.readers = {r: PathInfo(False, None, reason) for r in ("getters", "batched")}
         return res
     for name in (*GETTERS, OWNED, DELETE, WHAT):
         sym = _lookup(name, libs, hide)
@@ -317,6 +325,17 @@ def resolve(pyobject_size, hide=frozenset()):
     ok, res.fallback_check = prove_fallback_offset(torch, pyobject_size, hide)
     res.paths["fallback"] = info(f"THPVariable offset {pyobject_size} (proven)" if ok else None,
                                  None if ok else res.fallback_check)
+
+    getters = res.symbols.get(GETTERS[0])
+    res.readers["getters"] = info(getters.origin if getters else None, None)
+    batched, why = _lookup_prototype(GET_METADATA, libs, hide)
+    if batched is not None:
+        res.symbols[GET_METADATA] = batched
+        one_call, _ = _lookup_prototype(BORROW_METADATA, libs, hide)
+        if one_call is not None and BORROW in res.symbols:  # same origin as the borrow
+            res.symbols[BORROW_METADATA] = one_call
+    res.readers["batched"] = info(batched.origin if batched else None,
+                                  None if batched else f"no {GET_METADATA} in libtorch, and {why}")
     return res
 
 

@@ -3,7 +3,7 @@
 import torch
 
 import bridge
-from helpers.expect import TORCH, expected_paths
+from helpers.expect import TORCH, expected_paths, expected_readers
 
 
 def test_availability_matches_this_torch():
@@ -55,3 +55,15 @@ def test_fallback_offset_check_rejects_a_wrong_offset():
 def test_auto_prefers_borrow():
     bridge.set_path("auto")
     assert bridge.get_path() == "borrow"
+
+
+def test_readers_match_this_torch():
+    readers = bridge.available_readers()
+    assert {r: i.available for r, i in readers.items()} == expected_readers(), readers
+    for name, info in readers.items():
+        assert (info.origin is not None) == info.available and (info.reason is None) == info.available
+
+
+def test_auto_reader_prefers_the_batched_read():
+    bridge.set_reader("auto")
+    assert bridge.get_reader() == ("batched" if expected_readers()["batched"] else "getters")

@@ -28,8 +28,9 @@ from helpers.no_memory import (BUILDERS, assert_refused_everywhere, fabricated_a
                                 placeholder, printable_without_memory)
 from helpers.parity import assert_parity, paths_here
 
-# A failing test is reported, never a crash in the report's repr() of its tensor.
-pytestmark = pytest.mark.usefixtures(printable_without_memory.__name__)
+# A failing test is reported, never a crash in the report's repr() of its tensor. Every
+# test runs with each metadata reader (the getters, and the batched read): both refuse.
+pytestmark = pytest.mark.usefixtures(printable_without_memory.__name__, "reader")
 
 
 def _allocatable(dtype):

@@ -21,6 +21,13 @@ def expected_paths() -> dict[str, bool]:
     }
 
 
+def expected_readers() -> dict[str, bool]:
+    """Which metadata readers must be available: the getters on every supported torch;
+    the batched read (patch 0003's ``torch_tensor_get_metadata``) wherever shim_ext
+    provides the borrow, since the same library prototypes both."""
+    return {"getters": True, "batched": expected_paths()["borrow"]}
+
+
 def torch_answer(t: torch.Tensor) -> dict:
     """The metadata a view must report, from torch's own accessors."""
     return {
