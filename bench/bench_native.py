@@ -4,9 +4,10 @@ All timed in C loops, interleaved round by round in one measurement so every pai
 contenders can be compared round by round:
 
 - ``owned`` / ``borrow`` / ``fallback``: ``bridge._bridge._native_loop`` (type check,
-  handle, layout + seven ``aoti_torch_get_*`` reads, ``torch_is_conj`` /
-  ``torch_is_neg``, the bridge's checks; the owned handle deleted): a view minus the
-  Python call and the ``TensorView`` object;
+  handle, the metadata read with the batched call where this build has it, the bridge's
+  checks; the owned handle deleted): a view minus the Python call and the ``TensorView``
+  object; ``<path>_getters``: the same with the layout, seven ``aoti_torch_get_*`` reads,
+  the storage offset and ``torch_is_conj`` / ``torch_is_neg``, one call each;
 - ``dlpack_dltensor``: ``DLPackExchangeAPI.dltensor_from_py_object_no_sync`` into a
   caller-owned ``DLTensor`` (+ the same type check, + reading the fields);
 - ``dlpack_managed``: ``managed_tensor_from_py_object_no_sync`` + its deleter;
