@@ -3,23 +3,42 @@
 #                writes the same run into the committed bench/results/)
 #   make test    the test suite on every supported torch (or: make test TORCH=2.14.1)
 # Environments live in .venv/torch-<version>/ inside the checkout; `make clean` removes them.
+# PYTHON=... picks another CPython, a free-threaded one included (its environments live in
+# .venv/<tag>/, e.g. .venv/cp313t/); `make test-freethreaded` builds one if needed.
 # `make help` lists every target.
 
-PYTHON         ?= python3
-# The default torch: the newest release. TORCH=... on the command line picks another.
-TORCH          ?= 2.15.0
-TORCH_VERSIONS := 2.15.0 2.14.1 2.13.0
+DEFAULT_PYTHON := python3
+PYTHON         ?= $(DEFAULT_PYTHON)
+# The interpreter's wheel tag: cp311, cp313t (t: free-threaded, Py_GIL_DISABLED), ...
+PYTAG := $(shell $(PYTHON) -c 'import sys, sysconfig; print("cp%d%d%s" % (sys.version_info[:2] + \
+           ("t" if sysconfig.get_config_var("Py_GIL_DISABLED") else "",)))' 2>/dev/null)
+ifeq ($(PYTAG),)
+$(error PYTHON=$(PYTHON) is not a working CPython interpreter)
+endif
+# The torch releases `make test` runs, per interpreter: those with wheels for it. Free-threaded
+# 3.13 wheels (cp313t) stop at torch 2.12; 2.13+ ship cp314t instead.
+TORCH_VERSIONS_cp313t := 2.12.0
+TORCH_VERSIONS := $(or $(TORCH_VERSIONS_$(PYTAG)),2.15.0 2.14.1 2.13.0)
+# The default torch: the newest release there is for PYTHON. TORCH=... picks another.
+TORCH          ?= $(firstword $(TORCH_VERSIONS))
 # `make test` runs every version unless TORCH was given on the command line.
 TEST_TORCH     := $(if $(filter command line,$(origin TORCH)),$(TORCH),$(TORCH_VERSIONS))
+# Per-interpreter pins, added to each environment's constraints: free-threaded 3.13 gets no
+# cffi (it cannot build there; setup.py leaves shim_ext out and says why), and a hypothesis
+# with a pure-Python wheel (newer ones ship abi3 wheels that 3.13t cannot use, and an sdist
+# that needs crates.io).
+NO_CFFI_cp313t := 1
+PINS_cp313t    := hypothesis<6.156
 
-VENVS    := .venv
+# The default interpreter keeps .venv/torch-<version>; any other gets its own directory.
+VENVS    := .venv$(if $(filter $(DEFAULT_PYTHON),$(PYTHON)),,/$(PYTAG))
 env       = $(VENVS)/torch-$(1)
 # -P: never import bridge/ from the source tree, which holds no compiled module;
 # the package under test is the one built into the environment.
 py        = $(call env,$(1))/bin/python -P
 SOURCES  := pyproject.toml setup.py $(wildcard bridge/*.py bridge/*.pyx shim_ext/*.py \
             shim_ext/*.cpp shim_ext/include/torch_borrow/*.h)
-BUILD_DEPS := "cython>=3.0" "cffi>=1.17" "setuptools>=77" wheel packaging
+BUILD_DEPS := "cython>=3.1" $(if $(NO_CFFI_$(PYTAG)),,"cffi>=1.17") "setuptools>=77" wheel packaging
 # Quiet pip, but keep its errors; the local-index warnings of this machine are noise.
 PIP_QUIET := 2>&1 | { grep -v '^WARNING: Location' || true; }
 
@@ -27,22 +46,31 @@ SHELL := /bin/bash
 # The environment stamps are made by pattern rules; keep them (never "intermediate").
 .SECONDARY:
 
-.PHONY: help bench bench-evidence bench-quick bench-report callgrind test test-devmode memcheck survey info clean patch-check $(addprefix test-,$(TORCH_VERSIONS))
+.PHONY: help bench bench-evidence bench-quick bench-report callgrind test test-devmode memcheck \
+        survey info clean patch-check test-freethreaded cpython-ft \
+        $(addprefix test-,$(sort $(TORCH_VERSIONS) $(TEST_TORCH)))
 .DEFAULT_GOAL := help
 
 help:  ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 19
 
 # --- environments ------------------------------------------------------------------------
+# pyproject's optional-dependency group $(2), read by environment $(1)'s python.
+extras = $$($(call env,$(1))/bin/python -c "import tomllib; print(' '.join(\
+	    tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['$(2)']))")
+
 # One virtual environment per torch version. PIP_CONSTRAINT pins torch to exactly that
-# version and replaces any machine-wide pip constraint (which may cap torch lower).
+# version and replaces any machine-wide pip constraint (which may cap torch lower). The
+# test extra comes here, with pip's build isolation: what has no wheel for PYTHON (numpy on
+# cp313t) builds from source with its own build requirements (the .built step cannot).
 $(VENVS)/torch-%/.ready:
-	@echo ">>> creating $(call env,$*) (torch $*; several GB on first use, then pip's cache)"
+	@echo ">>> creating $(call env,$*) (torch $*, $(PYTAG); several GB on first use, then pip's cache)"
 	@mkdir -p $(VENVS)
 	$(PYTHON) -m venv $(call env,$*)
-	@echo "torch==$*" > $(call env,$*)/constraints.txt
+	@printf '%s\n' "torch==$*" $(foreach pin,$(PINS_$(PYTAG)),"$(pin)") > $(call env,$*)/constraints.txt
 	set -o pipefail; PIP_CONSTRAINT=$(CURDIR)/$(call env,$*)/constraints.txt \
-	  $(call env,$*)/bin/pip install -q --disable-pip-version-check "torch==$*" $(BUILD_DEPS) $(PIP_QUIET)
+	  $(call env,$*)/bin/pip install -q --disable-pip-version-check "torch==$*" $(BUILD_DEPS) \
+	  $(call extras,$*,test) $(PIP_QUIET)
 	@touch $@
 
 # The build: the cffi shim against this torch's headers, and the Cython bridge. flock
@@ -58,18 +86,14 @@ $(VENVS)/torch-%/.built: $(VENVS)/torch-%/.ready $(SOURCES)
 $(VENVS)/torch-%/.bench: $(VENVS)/torch-%/.built pyproject.toml
 	set -o pipefail; PIP_CONSTRAINT=$(CURDIR)/$(call env,$*)/constraints.txt \
 	  flock $(call env,$*)/.lock $(call env,$*)/bin/pip install -q --disable-pip-version-check \
-	  $$($(call env,$*)/bin/python -c "import tomllib; print(' '.join(\
-	    tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['bench']))") \
-	  $(PIP_QUIET)
+	  $(call extras,$*,bench) $(PIP_QUIET)
 	@touch $@
 
 # The patch check's own needs (pyproject's `patch` extra), in the torch 2.15.0 environment.
 $(VENVS)/torch-%/.patch: $(VENVS)/torch-%/.built pyproject.toml
 	set -o pipefail; PIP_CONSTRAINT=$(CURDIR)/$(call env,$*)/constraints.txt \
 	  flock $(call env,$*)/.lock $(call env,$*)/bin/pip install -q --disable-pip-version-check \
-	  $$($(call env,$*)/bin/python -c "import tomllib; print(' '.join(\
-	    tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['patch']))") \
-	  $(PIP_QUIET)
+	  $(call extras,$*,patch) $(PIP_QUIET)
 	@touch $@
 
 # --- the jobs ----------------------------------------------------------------------------
@@ -95,10 +119,10 @@ bench-report: $(VENVS)/torch-$(TORCH)/.bench  ## redo tables and chart from the 
 callgrind: $(VENVS)/torch-$(TORCH)/.built  ## instructions per call of each path's native loop -> bench/results/callgrind-torch-<v>.md
 	$(call py,$(TORCH)) bench/callgrind.py --out bench/results
 
-test: $(addprefix test-,$(TEST_TORCH))  ## the suite on torch 2.15.0, 2.14.1 and 2.13.0 (or TORCH=...)
+test: $(addprefix test-,$(TEST_TORCH))  ## the suite on torch 2.15.0, 2.14.1 and 2.13.0 (or TORCH=..., PYTHON=...)
 
-$(addprefix test-,$(TORCH_VERSIONS)): test-%: $(VENVS)/torch-%/.built
-	@echo ">>> tests on torch $*"
+$(addprefix test-,$(sort $(TORCH_VERSIONS) $(TEST_TORCH))): test-%: $(VENVS)/torch-%/.built
+	@echo ">>> tests on torch $* ($(PYTAG))"
 	$(call py,$*) -m pytest $(PYTEST_ARGS)
 
 # The patches' base takes headers from the torch 2.15.0 wheel, so this always runs there.
@@ -134,3 +158,53 @@ gpu-bench:  ## CUDA parity tests + benchmarks (bench/gpu/run.sh) where a GPU is;
 	  echo "  carry:   [\".whl\"]  (cp312 cffi + pycparser wheels: see bench/README.md, GPU section)"; \
 	  echo "then copy the files it returns into bench/results/ (bench/README.md says which)."; \
 	fi
+
+# --- free-threaded CPython (issue 12) --------------------------------------------------------
+# CPython 3.13 built with --disable-gil from Debian's source package into ~/.cache (outside
+# the checkout, reused; several minutes of compiling otherwise), then the same targets with it.
+CPYTHON_FT := .ci/build-cpython-ft
+
+cpython-ft:  ## build free-threaded CPython 3.13 into ~/.cache if missing; print its path
+	$(CPYTHON_FT)
+
+test-freethreaded:  ## the suite on free-threaded CPython 3.13 (built if missing) with torch 2.12.0
+	set -o pipefail; py="$$($(CPYTHON_FT) | tail -n 1)" && \
+	  $(MAKE) --no-print-directory test PYTHON="$$py"
+
+# The environment of PYTHON and TORCH, built if needed (env), and its interpreter (env-python):
+# the building blocks of the targets below, which use two interpreters at once.
+.PHONY: env env-python race-survey bench-freethreaded bench-freethreaded-quick
+env: $(VENVS)/torch-$(TORCH)/.built
+env-python:
+	@echo "$(CURDIR)/$(call env,$(TORCH))/bin/python"
+
+FT_TORCH   := 2.12.0
+GIL_PYTHON ?= $(DEFAULT_PYTHON)
+GIL_TORCH  ?= 2.15.0
+# Both interpreters' environments, then $(1) with FT / GIL set to their pythons.
+with_both = set -e; ft="$$($(CPYTHON_FT) | tail -n 1)"; \
+	$(MAKE) --no-print-directory env PYTHON="$$ft" TORCH=$(FT_TORCH); \
+	$(MAKE) --no-print-directory env PYTHON="$(GIL_PYTHON)" TORCH=$(GIL_TORCH); \
+	FT="$$($(MAKE) -s --no-print-directory env-python PYTHON="$$ft" TORCH=$(FT_TORCH))"; \
+	GIL="$$($(MAKE) -s --no-print-directory env-python PYTHON="$(GIL_PYTHON)" TORCH=$(GIL_TORCH))"; \
+	$(1)
+
+race-survey:  ## readers vs t.data= / set_ / swap_tensors, free-threaded and GIL -> proposal/findings-free-threaded.md
+	$(call with_both,$$FT -P tests/hostile/race_survey.py --python $$FT --python $$GIL \
+	  --out proposal/findings-free-threaded.md)
+
+# GIL_PYTHON=python3.13 GIL_TORCH=2.12.0 compares like with like (same CPython, same torch).
+bench-freethreaded:  ## Python-level cost, free-threaded 3.13 vs GIL_PYTHON -> bench/results/freethreaded/
+	$(call with_both,out=bench/results/freethreaded; \
+	  gil="$$($$GIL -c 'import sys; print("cp%d%d" % sys.version_info[:2])')-torch-$(GIL_TORCH)"; \
+	  $$FT -P bench/freethreaded.py --out $$out --label cp313t-torch-$(FT_TORCH); \
+	  $$GIL -P bench/freethreaded.py --out $$out --hide-shim-ext --label $$gil-no-shim-ext; \
+	  $$GIL -P bench/freethreaded.py --out $$out --label $$gil; \
+	  $$FT -P bench/freethreaded.py --report $$out/$$gil-no-shim-ext.json \
+	    $$out/cp313t-torch-$(FT_TORCH).json $$out/$$gil.json --md $$out/report-$$gil.md)
+
+bench-freethreaded-quick:  ## bench/freethreaded.py briefly on free-threaded 3.13 (what CI runs)
+	set -e; ft="$$($(CPYTHON_FT) | tail -n 1)"; \
+	$(MAKE) --no-print-directory env PYTHON="$$ft" TORCH=$(FT_TORCH); \
+	FT="$$($(MAKE) -s --no-print-directory env-python PYTHON="$$ft" TORCH=$(FT_TORCH))"; \
+	$$FT -P bench/freethreaded.py --quick --out bench/results/scratch

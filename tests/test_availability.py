@@ -3,7 +3,8 @@
 import torch
 
 import bridge
-from helpers.expect import TORCH, expected_paths, expected_readers
+from bridge import _support
+from helpers.expect import TORCH, auto_path, expected_paths, expected_readers
 
 
 def test_availability_matches_this_torch():
@@ -33,8 +34,40 @@ def test_borrow_comes_from_libtorch_first_else_shim_ext():
 
     torch_export = _resolve._lookup(_resolve.BORROW, _resolve._loaded_libraries(torch),
                                     frozenset())
+    if torch_export is None and not expected_paths()["borrow"]:
+        # shim_ext is not built for this interpreter, on purpose: the reason says why.
+        assert info.reason == (f"no {_resolve.BORROW} in libtorch, and "
+                               f"{_support.shim_ext_unsupported()}"), info
+        assert "cffi" in info.reason and "free-threaded" in info.reason, info
+        return
     expected = torch_export.origin if torch_export else "shim_ext/"
     assert info.origin.startswith(expected), info
+
+
+def test_shim_ext_is_built_wherever_cffi_can_build():
+    """A missing cffi is a build error, never a silent skip: where shim_ext can be built,
+    it was (and it loads)."""
+    if _support.shim_ext_unsupported() is not None:
+        import importlib.util
+
+        assert importlib.util.find_spec("shim_ext._borrow") is None
+        return
+    from shim_ext import _borrow
+
+    assert _borrow.ffi.string(_borrow.lib.torch_borrow_built_for()).decode() == torch.__version__
+
+
+def test_fallback_offset_is_the_compiled_sizeof_pyobject():
+    from bridge import _bridge
+
+    # 16 with the GIL; 32 on a free-threaded build (ob_tid, ob_flags, ob_mutex, ob_gc_bits,
+    # ob_ref_local, ob_ref_shared come before ob_type).
+    assert _bridge.PYOBJECT_SIZE == object.__basicsize__ == (32 if _support.free_threaded()
+                                                              else 16)
+    assert _bridge.FREE_THREADED == _support.free_threaded()
+    info = bridge.available_paths()["fallback"]
+    if info.available:
+        assert info.origin == f"THPVariable offset {_bridge.PYOBJECT_SIZE} (proven)", info
 
 
 def test_fallback_offset_is_proven():
@@ -54,7 +87,32 @@ def test_fallback_offset_check_rejects_a_wrong_offset():
 
 def test_auto_prefers_borrow():
     bridge.set_path("auto")
-    assert bridge.get_path() == "borrow"
+    assert bridge.get_path() == auto_path()
+    if expected_paths()["borrow"]:
+        assert bridge.get_path() == "borrow"
+
+
+def test_setup_refuses_to_build_without_cffi():
+    """setup.py with cffi missing: a build error that says why, where shim_ext can be built
+    (setuptools alone would ignore cffi_modules and install a package without it); on an
+    interpreter cffi cannot build for, the reason instead, and the build goes on."""
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    code = ("import runpy, sys; sys.modules['cffi'] = None; sys.argv = ['setup.py', '--name']; "
+            "runpy.run_path('setup.py', run_name='__main__')")
+    done = subprocess.run([sys.executable, "-P", "-c", code], cwd=root, capture_output=True,
+                          text=True, timeout=300)
+    reason = _support.shim_ext_unsupported()
+    if reason is None:
+        assert done.returncode == 1, done
+        assert "error: shim_ext needs cffi>=1.17, which is not installed" in done.stderr
+    else:
+        assert done.returncode == 0, done.stderr
+        assert f"NOTE: building without shim_ext: {reason}" in done.stderr
+        assert done.stdout.strip() == "torch-borrow-bridge"
 
 
 def test_readers_match_this_torch():

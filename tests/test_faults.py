@@ -17,7 +17,7 @@ import torch
 
 import bridge
 from bridge import _resolve, _select
-from helpers.expect import expected_paths, torch_answer, view_fields
+from helpers.expect import auto_path, expected_paths, torch_answer, view_fields
 from hostile import cases, subproc
 
 EXPECTED = expected_paths()
@@ -76,7 +76,7 @@ def test_owned_without_its_symbols(hidden, symbol):
         bridge.set_path("owned")
     with pytest.raises(bridge.PathUnavailableError, match=symbol):
         bridge.view_owned(torch.ones(1))
-    _assert_auto_picks("borrow")
+    _assert_auto_picks(next(p for p in AUTO_ORDER if p != "owned"))
     for path in ("borrow", "fallback"):
         if EXPECTED[path]:
             _views_correctly(path)
@@ -90,7 +90,7 @@ def test_borrow_missing_auto_takes_the_next_path(hidden, token):
                                       f"hidden (fault injection)")
     with pytest.raises(bridge.PathUnavailableError, match="'borrow' is unavailable"):
         bridge.view_borrow(torch.ones(1))
-    _assert_auto_picks(AUTO_ORDER[1])
+    _assert_auto_picks(next(p for p in AUTO_ORDER if p != "borrow"))
 
 
 def test_auto_walks_down_its_order_to_nothing(hidden):
@@ -121,7 +121,12 @@ def test_fallback_offset_check_failing(hidden):
         bridge.view_fallback(torch.ones(1))
     with pytest.raises(bridge.PathUnavailableError, match="offset check failed"):
         bridge._bridge._native_loop(torch.ones(1), "fallback", 1)
-    _assert_auto_picks("borrow")
+    rest = [p for p in AUTO_ORDER if p != "fallback"]
+    if rest:
+        _assert_auto_picks(rest[0])
+    else:  # free-threaded 3.13 with torch 2.12: the fallback was the only path
+        with pytest.raises(bridge.PathUnavailableError, match="offset check failed"):
+            bridge.set_path("auto")
 
 
 def test_torch_hidden_is_not_final(hidden):
@@ -226,7 +231,7 @@ for p, ok in expected_paths().items():
         assert getattr(bridge, "view_" + p)(t).path == p
 print("OK", bridge.get_path())
 """)
-    assert out.startswith("OK borrow")
+    assert out.startswith(f"OK {auto_path()}")
 
 
 def test_shim_ext_not_built():
@@ -237,7 +242,9 @@ import torch, bridge
 from helpers.expect import expected_paths
 info = bridge.available_paths()["borrow"]
 assert not info.available, info
-assert "shim_ext._borrow is not built or does not load" in info.reason, info
+from bridge import _support
+assert (_support.shim_ext_unsupported() or "shim_ext._borrow is not built or does not load"
+        ) in info.reason, info
 expected = "owned" if expected_paths()["owned"] else "fallback"
 assert bridge.get_path() == expected, bridge.get_path()
 z = torch.tensor([1 + 2j]).conj()

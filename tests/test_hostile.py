@@ -27,10 +27,15 @@ import pytest
 import torch
 
 import bridge
+from bridge import _resolve, _select
 from helpers.expect import expected_paths
 from hostile import cases, subproc
 
 PATHS = [p for p in bridge.PATHS if expected_paths()[p]]
+#: torch < 2.13 exports no torch_exception_get_what_without_backtrace: where a getter
+#: fails, the bridge cannot read torch's message and says that instead.
+WHAT_EXPORTED = _resolve.WHAT in _select.resolution().symbols
+NO_WHAT = f"no message ({_resolve.WHAT} is not exported by this torch)"
 ENTRIES = ("view_path", "set_path+view", "native_loop")
 
 #: Cases whose test must fail until the bridge fix named in the reason lands.
@@ -68,7 +73,10 @@ def test_hostile_input(outcome, case, path):
             continue
         assert r["outcome"] == "raised", f"{where} returned {r.get('fields', r['type'])}"
         assert r["type"] == case.expect, f"{where}: {r['type']}: {r['message']}"
-        assert re.search(case.message, r["message"]), f"{where}: {r['message']!r}"
+        message = case.message
+        if not WHAT_EXPORTED and message.startswith("^cannot read the metadata of this "):
+            message = message.split(": ", 1)[0] + ": " + re.escape(NO_WHAT) + "$"
+        assert re.search(message, r["message"]), f"{where}: {r['message']!r}"
         if case.expect == "TypeError":
             assert r["message"].endswith(r["real_type"]), f"{where}: {r['message']!r}"
 

@@ -5,20 +5,29 @@ from __future__ import annotations
 import torch
 from packaging.version import Version
 
+from bridge import _support
+
 TORCH = Version(torch.__version__)
 
 
 def expected_paths() -> dict[str, bool]:
-    """Which paths must be available on the running torch.
+    """Which paths must be available on the running torch and interpreter.
 
     owned: ``torch_tensor_from_pyobject`` ships in 2.14+; borrow: shim_ext builds on every
-    supported torch; fallback: the ``THPVariable`` offset holds on 2.10+.
+    supported torch, except on an interpreter cffi cannot build for (free-threaded 3.13,
+    ``bridge._support``); fallback: the ``THPVariable`` offset holds on 2.10+.
     """
     return {
         "owned": TORCH.release >= (2, 14),
-        "borrow": True,
+        "borrow": _support.shim_ext_unsupported() is None,
         "fallback": TORCH.release >= (2, 10),
     }
+
+
+def auto_path() -> str:
+    """The path ``set_path("auto")`` must pick here: borrow, else owned, else fallback."""
+    expected = expected_paths()
+    return next(p for p in ("borrow", "owned", "fallback") if expected[p])
 
 
 def expected_readers() -> dict[str, bool]:

@@ -38,6 +38,19 @@ class CaseUnavailable(Exception):
     """The running torch cannot build this input (e.g. a dtype it does not have)."""
 
 
+def head_size() -> int:
+    """``sizeof(PyObject)`` as compiled into the bridge: the fallback's offset, where a
+    forged word must sit to fool it (16; 32 on a free-threaded build). An object's first
+    field (a float's value, the first ``__slots__`` slot) sits there too."""
+    from bridge._bridge import PYOBJECT_SIZE
+
+    if PYOBJECT_SIZE != object.__basicsize__:
+        raise RuntimeError(f"bridge._bridge was compiled with sizeof(PyObject) = "
+                           f"{PYOBJECT_SIZE}, the running interpreter has "
+                           f"{object.__basicsize__}: rebuild it for this interpreter")
+    return PYOBJECT_SIZE
+
+
 @dataclass(frozen=True)
 class Case:
     """One hostile input: ``expect`` is "TypeError", "BufferError" or "view";
@@ -285,10 +298,11 @@ def ctypes_pointer_to_impl(torch):
 
 @ctx_case("non-tensor", "TypeError", NOT_A_TENSOR)
 def float_word16_is_cdata(torch):
-    """A C-level object (a float) whose word at offset 16 is a real tensor's TensorImpl*."""
+    """A C-level object (a float) whose word at offset sizeof(PyObject) (16; 32
+    free-threaded) is a real tensor's TensorImpl*."""
     t = victim(torch)
     obj = struct.unpack("<d", struct.pack("<Q", t._cdata))[0]  # PyFloatObject.ob_fval
-    assert ctypes.c_uint64.from_address(id(obj) + 16).value == t._cdata
+    assert ctypes.c_uint64.from_address(id(obj) + head_size()).value == t._cdata
     yield obj, t
 
 
@@ -376,14 +390,15 @@ def buffer_protocols_duck(torch):
 @ctx_case("impostor", "TypeError", NOT_A_TENSOR)
 def slots_word16_is_cdata(torch):
     """A ``__slots__`` object shaped like a THPVariable, claiming ``__class__`` torch.Tensor,
-    whose word at offset 16 is a real tensor's TensorImpl*."""
+    whose word at offset sizeof(PyObject) (16; 32 free-threaded) is a real tensor's
+    TensorImpl*."""
     class Forged:
         __slots__ = ("cdata", "hooks", "post_hooks")  # CPython sorts slots: cdata first
         __class__ = property(lambda self: torch.Tensor)
     t = victim(torch)
     obj = Forged()
     obj.cdata = None
-    word = ctypes.c_void_p.from_address(id(obj) + 16)  # the first slot
+    word = ctypes.c_void_p.from_address(id(obj) + head_size())  # the first slot
     assert word.value == id(None)
     gc.disable()  # the collector would visit the slot as a PyObject*
     word.value = t._cdata  # refcounts untouched: the slot is restored below
@@ -396,13 +411,13 @@ def slots_word16_is_cdata(torch):
 
 @ctx_case("impostor", "TypeError", NOT_A_TENSOR)
 def float_subclass_word16_is_cdata(torch):
-    """A float subclass claiming ``__class__`` torch.Tensor whose word at offset 16
-    (``ob_fval``) is a real tensor's TensorImpl*."""
+    """A float subclass claiming ``__class__`` torch.Tensor whose word at offset
+    sizeof(PyObject) (16; 32 free-threaded: ``ob_fval``) is a real tensor's TensorImpl*."""
     class ForgedFloat(float):
         __class__ = property(lambda self: torch.Tensor)
     t = victim(torch)
     obj = ForgedFloat(struct.unpack("<d", struct.pack("<Q", t._cdata))[0])
-    assert ctypes.c_uint64.from_address(id(obj) + 16).value == t._cdata
+    assert ctypes.c_uint64.from_address(id(obj) + head_size()).value == t._cdata
     yield obj, t
 
 
