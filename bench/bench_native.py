@@ -36,7 +36,8 @@ PATH_NAMES = views.VIEWERS
 # read with the batched call (patch 0003) when this build has it.
 GETTER_NAMES = tuple(f"{p}_getters" for p in PATH_NAMES)
 PEER_NAMES = ("dlpack_dltensor", "dlpack_managed", "typecheck")
-PART_NAMES = ("handle_owned", "handle_borrow", "handle_fallback", "getters7",
+PART_NAMES = ("handle_owned", "handle_borrow", "handle_borrow_direct", "handle_fallback",
+              "getters7",
               "conj_getter", "conj_dispatcher", "meta_offset", "meta_borrow", "meta_from_pyobject",
               "gil_check")
 
@@ -69,6 +70,12 @@ def native_run(torch, bridge, available, native_peers, protocol, notes, device):
             notes["unavailable"][name] = native_peers.dlpack_reason
     contenders.append(interleave.native("typecheck", lambda n: native_peers.typecheck_loop(t, n)))
     contenders.append(interleave.native("gil_check", lambda n: native_peers.gil_check_loop(n)))
+    if native_peers.direct_reason is None and available["borrow"]:
+        contenders.append(interleave.native(
+            "handle_borrow_direct", lambda n: native_peers.handle_loop("borrow_direct", t, n)))
+    else:
+        notes["unavailable"]["handle_borrow_direct"] = (native_peers.direct_reason
+                                                        or "no borrow path here")
     if available["fallback"]:
         contenders.append(interleave.native("getters7", lambda n: native_peers.getters_loop(t, n)))
     for route, why in native_peers.conj_reason.items():

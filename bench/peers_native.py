@@ -79,6 +79,11 @@ class NativePeers:
             "dispatcher": None if conj[1] and conj[2] else
             f"torch {torch.__version__} exports no torch_call_dispatcher"}
         self._conj = [s.address if s else 0 for s in conj]
+        direct, why = _resolve._lookup_prototype("torch_borrow_direct_from_pyobject", libs,
+                                                 frozenset())
+        #: why the direct-call row cannot run (None when it can)
+        self.direct_reason = None if direct else why
+        self._direct = direct.address if direct else 0
         meta = [_resolve._lookup_prototype(name, libs, frozenset())[0] for name in (
             "torch_tensor_get_metadata", _resolve.BORROW,
             "torch_tensor_borrow_metadata_from_pyobject")]
@@ -127,8 +132,12 @@ class NativePeers:
     def handle_loop(self, path: str, t, n: int) -> float:
         """ns per handle alone, no metadata read: ``owned`` = ``torch_tensor_from_pyobject`` +
         ``aoti_torch_delete_tensor_object``; ``borrow`` = ``torch_tensor_borrow_from_pyobject``;
-        ``fallback`` = ``(char*)t + sizeof(PyObject)``."""
-        if path == "owned":
+        ``fallback`` = ``(char*)t + sizeof(PyObject)``; ``borrow_direct`` = shim_ext's
+        ``torch_borrow_direct_from_pyobject``, the same function calling its implementation
+        directly instead of through the registered interface (the vtable's price)."""
+        if path == "borrow_direct":
+            fn, dl = self._direct, 0
+        elif path == "owned":
             fn, dl = self._sym["torch_tensor_from_pyobject"], self._sym[
                 "aoti_torch_delete_tensor_object"]
         elif path == "borrow":

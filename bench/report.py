@@ -150,6 +150,7 @@ LABELS = {
     "borrow_getters": "borrow + getters",
     "fallback_getters": "fallback + getters (what consumers do today)",
     "gil_check": "PyGILState_Check() alone",
+    "handle_borrow_direct": "handle alone: the same, its implementation called directly (no vtable)",
     "meta_offset": "batched: (char*)obj + sizeof(PyObject) + torch_tensor_get_metadata",
     "meta_borrow": "batched: torch_tensor_borrow_from_pyobject + torch_tensor_get_metadata",
     "meta_from_pyobject": "batched: torch_tensor_borrow_metadata_from_pyobject (one call)",
@@ -490,8 +491,8 @@ def markdown(r: Results, chart_name: str | None) -> str:
                                       "borrow_getters", "fallback_getters", "dlpack_dltensor",
                                       "dlpack_managed", "typecheck"), "borrow"), "",
               "Parts (same interleaved run):", "",
-              group_table(r, PARTS, ("handle_owned", "handle_borrow", "handle_fallback",
-                                     "getters7", "gil_check"), None), "",
+              group_table(r, PARTS, ("handle_owned", "handle_borrow", "handle_borrow_direct",
+                                     "handle_fallback", "getters7", "gil_check"), None), "",
               "The conjugate bit through a borrowed handle, the proposed getter against the "
               "stable route that exists today (same interleaved run):", "",
               group_table(r, PARTS, ("conj_getter", "conj_dispatcher"), "conj_getter"), "",
