@@ -33,13 +33,14 @@ module leaves the GIL off on a ``--disable-gil`` build):
   the GIL, where they are exact already).
 - Many threads may view the same tensors at once: each view is exact.
 - A view is *not* atomic with respect to a concurrent change of the same tensor's
-  metadata on a free-threaded build (``t.data = ...``, ``t.set_(...)``,
-  ``torch.utils.swap_tensors``, in-place resizes): the getters read the TensorImpl
-  while the mutator rewrites it, which can crash or mix two tensors' fields. torch's
-  own ``t.shape`` / ``t.stride()`` race the same way, and torch's setters take no
-  per-object lock that a reader could share, so the caller must order the mutation
-  and the views (a ``threading.Lock`` around both). With the GIL, nothing runs
-  between the handle and the copy, so a view is a consistent snapshot.
+  metadata (``t.data = ...``, ``t.set_(...)``, ``resize_``, in-place view ops,
+  ``torch.utils.swap_tensors``): the getters read the TensorImpl while the mutator
+  rewrites it, which can crash or mix two tensors' fields. torch's own ``t.shape`` /
+  ``t.stride()`` race the same way, and torch's setters take no per-object lock that a
+  reader could share, so the caller must order the mutation and the views (a
+  ``threading.Lock`` around both). A GIL helps only against mutations that hold it
+  throughout (the ``t.data`` setter, ``swap_tensors``): nothing runs between the handle
+  and the copy. ATen's in-place operators (``set_``, ``resize_``) release the GIL.
 """
 
 cimport cython
@@ -989,7 +990,8 @@ cdef inline uint64_t _now_ns() noexcept nogil:
     return <uint64_t>ts.tv_sec * 1000000000ULL + <uint64_t>ts.tv_nsec
 
 
-def _native_loop(obj, path, Py_ssize_t n, bint critical_section=False, reader=None):
+def _native_loop(obj, path, Py_ssize_t n, bint critical_section=False, reader=None,
+                 bint gate=True):
     """Time ``n`` handle acquisitions + metadata reads of ``obj`` in C; ns per call.
 
     Each iteration is exactly what a view costs minus the Python call and the view
@@ -1003,6 +1005,9 @@ def _native_loop(obj, path, Py_ssize_t n, bint critical_section=False, reader=No
     ``critical_section=True`` wraps each handle + read in a per-object critical section
     on ``obj`` (``Py_BEGIN_CRITICAL_SECTION``; a no-op with the GIL): what taking
     torch's per-tensor lock would cost, were torch's setters to take it (they do not).
+    ``gate=False`` leaves the type gate (and the Python-level conj/neg check where
+    torch_is_conj is missing) out of the loop, after checking it once: handle + read
+    alone, the part a critical section would cover.
     """
     cdef int p = PATHS.index(path)
     cdef TensorView v = TensorView.__new__(TensorView)  # one scratch view, refilled
@@ -1025,12 +1030,14 @@ def _native_loop(obj, path, Py_ssize_t n, bint critical_section=False, reader=No
     t0 = _now_ns()
     if critical_section:
         for i in range(n):
-            _gate(obj, st)
+            if gate:
+                _gate(obj, st)
             with cython.critical_section(obj):
                 _acquire_read(obj, p, v, st, r)
     else:
         for i in range(n):
-            _gate(obj, st)
+            if gate:
+                _gate(obj, st)
             _acquire_read(obj, p, v, st, r)
     t1 = _now_ns()
     return (t1 - t0) / <double>n

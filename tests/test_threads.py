@@ -14,8 +14,10 @@ on a free-threaded build; concurrent views of tensors that no thread mutates are
 a view is never made from a mix of two installed states, nor through a path chosen
 twice at once; a tensor mutated under a lock that the viewers take too gives exact
 views; with the GIL, a view is a consistent snapshot even while another thread
-assigns ``t.data`` or swaps the tensor (not promised without a GIL, where torch's own
-accessors race the same way: ``proposal/findings-free-threaded.md``).
+assigns ``t.data`` or swaps the tensor, mutations that hold the GIL throughout (not
+promised without a GIL, where torch's own accessors race the same way; nor, on any
+build, against ``t.set_()`` / ``resize_()``, which run with the GIL released:
+``proposal/findings-free-threaded.md``).
 
 Scale: ``THREADS`` x ``VIEWS`` = 8 x 100,000 views per test, as the issue asks; on the
 2-core CI machine one such test takes a few seconds.
@@ -361,13 +363,17 @@ def _candidates():
 
 
 @pytest.mark.slow
-def test_mutation_ordered_by_a_lock_gives_exact_views(view_on):
-    """On every interpreter: a thread that assigns ``t.data`` under a lock, and viewers
-    that take the same lock around each view, get exact views of what t holds."""
+@pytest.mark.parametrize("mutation", ["data", "set_", "swap_tensors"])
+def test_mutation_ordered_by_a_lock_gives_exact_views(view_on, mutation):
+    """On every interpreter: a thread that changes t (``t.data = x``, ``t.set_(x)``, or
+    swaps it with another tensor) under a lock, and viewers that take the same lock
+    around each view, get exact views of what t holds."""
     candidates = _candidates()
     answers = [torch_answer(c) for c in candidates]
     t = candidates[0].clone()
     t.data = candidates[0]
+    other = candidates[1].clone()
+    other.data = candidates[1]
     lock = threading.Lock()
     current = [0]
     stop = threading.Event()
@@ -378,7 +384,13 @@ def test_mutation_ordered_by_a_lock_gives_exact_views(view_on):
         while not stop.is_set():
             k = (k + 1) % len(candidates)
             with lock:
-                t.data = candidates[k]
+                if mutation == "data":
+                    t.data = candidates[k]
+                elif mutation == "set_":
+                    t.set_(candidates[k])
+                else:
+                    torch.utils.swap_tensors(t, other)
+                    k = 1 - current[0]  # t now holds what other held
                 current[0] = k
 
     def viewer(i):
