@@ -1,0 +1,232 @@
+"""The Python-level figures on a free-threaded CPython beside a GIL build's (issue 12).
+
+Measure (default): in the running interpreter, with the seed's protocol
+(``bench/interleave.py``: rounds x calls per contender after a warm-up, contenders
+interleaved round by round, garbage collector off), the per-call cost of
+
+- ``view_<path>(t)`` for each available path and ``view(t)`` (a 32x32 float32 CPU
+  tensor), beside torch's own ``t.data_ptr()``, ``t.shape``, ``t.stride()`` and an
+  empty Cython call (``_bridge._active_path()``);
+- natively (``_bridge._native_loop``): each path's gate + handle + metadata read (the
+  gate includes the Python-level conj/neg check where torch_is_conj is missing, as on
+  3.13t), handle + read alone, and handle + read inside a per-object critical section
+  (``Py_BEGIN_CRITICAL_SECTION`` on the tensor: what taking a per-tensor lock would
+  cost; a no-op with the GIL);
+- threads: ``view_fallback`` throughput with 1 and 2 threads, each viewing its own
+  tensor, then one shared tensor (views per second per thread, and all threads
+  together), to show whether views scale without a GIL;
+
+and write ``<out>/<stem>.json``. ``--hide-shim-ext`` resolves the bridge as if shim_ext
+were not built (no borrow path, Python-level conj/neg check), so a GIL build can be
+measured with exactly what free-threaded 3.13 has.
+
+Report (``--report A.json B.json ... --md OUT``): one markdown table, one column per
+file, and each column's ratio to the first (medians of the per-round samples). Quote
+ratios: the machine is shared and noisy. ``make bench-freethreaded`` runs both steps.
+Run with ``python -P`` from the repository root (``bridge`` must be the built package).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import platform
+import statistics
+import sys
+import threading
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def measure(args) -> dict:
+    sys.path.insert(0, str(HERE))
+    import interleave
+    import machine_info
+    import torch
+
+    import bridge
+    from bridge import _bridge, _resolve, _select, _support
+
+    if args.hide_shim_ext:
+        _select._resolve_again(hide={_resolve.HIDE_SHIM_EXT})
+    paths = [p for p, info in bridge.available_paths().items() if info.available]
+    t = torch.randn(32, 32)
+    ns = {"t": t, "bridge": bridge, "_bridge": _bridge}
+    contenders = [interleave.statement(f"view_{p}(t)", f"bridge.view_{p}(t)", ns)
+                  for p in paths]
+    contenders += [
+        interleave.statement("view(t)", "bridge.view(t)", ns),
+        interleave.statement("t.data_ptr()", "t.data_ptr()", ns),
+        interleave.statement("t.shape", "t.shape", ns),
+        interleave.statement("t.stride()", "t.stride()", ns),
+        interleave.statement("empty Cython call", "_bridge._active_path()", ns),
+    ]
+    for p in paths:
+        contenders.append(interleave.native(
+            f"native {p}: gate + handle + read", lambda n, p=p: _bridge._native_loop(t, p, n)))
+        contenders.append(interleave.native(
+            f"native {p}: handle + read",
+            lambda n, p=p: _bridge._native_loop(t, p, n, gate=False)))
+        contenders.append(interleave.native(
+            f"native {p}: handle + read in a critical section",
+            lambda n, p=p: _bridge._native_loop(t, p, n, critical_section=True, gate=False)))
+    for c in contenders:  # every contender must work before anything is timed
+        c.run(1)
+    rounds, calls, warmup = (3, 200, 100) if args.quick else (args.rounds, args.calls, 2000)
+    print(f"measuring {len(contenders)} contenders: {rounds} rounds x {calls} calls",
+          file=sys.stderr, flush=True)
+    samples = interleave.measure(contenders, rounds, calls, warmup)
+    results = {name: {"median_ns": statistics.median(s), "min_ns": min(s),
+                      "samples_ns": [round(x, 3) for x in s],
+                      "level": next(c.level for c in contenders if c.name == name)}
+               for name, s in samples.items()}
+    info = bridge.available_paths()
+    return {
+        "label": args.label or _default_label(_support, torch),
+        "python": platform.python_version(),
+        "free_threaded": _support.free_threaded(),
+        "gil_enabled": getattr(sys, "_is_gil_enabled", lambda: True)(),
+        "torch": torch.__version__,
+        "shim_ext_hidden": args.hide_shim_ext,
+        "paths": {p: {"available": i.available, "origin": i.origin, "reason": i.reason}
+                  for p, i in info.items()},
+        "bit_check": ("torch_is_conj / torch_is_neg (C)" if
+                      _resolve.IS_CONJ in _select.resolution().symbols else
+                      "torch.Tensor.is_conj() / .is_neg() (Python)"),
+        "protocol": {"rounds": rounds, "calls": calls, "warmup": warmup},
+        "machine": machine_info.collect(),
+        "results": results,
+        "threads": threads(bridge, torch, quick=args.quick),
+    }
+
+
+def threads(bridge, torch, quick) -> dict:
+    """``view_fallback`` throughput: {"own tensors" | "one shared tensor": {n: ns per
+    view per thread}} for 1 and 2 threads (median of 3 runs)."""
+    views = 2_000 if quick else 200_000
+    out = {}
+    for sharing in ("own tensors", "one shared tensor"):
+        out[sharing] = {}
+        for n in (1, 2):
+            tensors = [torch.randn(32, 32)] * n if sharing != "own tensors" else \
+                [torch.randn(32, 32) for _ in range(n)]
+            runs = []
+            for _ in range(3):
+                barrier = threading.Barrier(n + 1)
+                elapsed = [0.0] * n
+
+                def work(i):
+                    view, t = bridge.view_fallback, tensors[i]
+                    barrier.wait()
+                    t0 = time.perf_counter_ns()
+                    for _ in range(views):
+                        view(t)
+                    elapsed[i] = time.perf_counter_ns() - t0
+
+                ths = [threading.Thread(target=work, args=(i,)) for i in range(n)]
+                for th in ths:
+                    th.start()
+                barrier.wait()
+                for th in ths:
+                    th.join()
+                runs.append(max(elapsed) / views)  # ns per view, per thread
+            out[sharing][n] = statistics.median(runs)
+    return out
+
+
+def _default_label(support, torch) -> str:
+    tag = f"cp{sys.version_info[0]}{sys.version_info[1]}{'t' if support.free_threaded() else ''}"
+    return f"{tag}-torch-{torch.__version__.split('+')[0]}"
+
+
+def report(files, md_path) -> str:
+    data = [json.loads(pathlib.Path(f).read_text()) for f in files]
+    base = data[0]
+    names = []
+    for d in data:
+        names += [n for n in d["results"] if n not in names]
+
+    def head(d):
+        build = "free-threaded" if d["free_threaded"] else "GIL"
+        extra = ", shim_ext hidden" if d["shim_ext_hidden"] else ""
+        return f"CPython {d['python']} ({build}{extra}), torch {d['torch']}"
+
+    lines = ["# Python-level cost on free-threaded CPython beside a GIL build", "",
+             "Generated by `bench/freethreaded.py --report` (`make bench-freethreaded`); "
+             "do not edit. Medians of the per-round samples (ns per call); the ratio "
+             f"column divides by the first column ({head(base)}). The machine is shared "
+             "and noisy: read the ratios.", ""]
+    lines.append("| | " + " | ".join(head(d) for d in data) + " | "
+                 + " | ".join(f"ratio {i + 1}/1" for i in range(1, len(data))) + " |")
+    lines.append("|---" * (1 + 2 * len(data) - 1) + "|")
+    for name in names:
+        cells, ratios = [], []
+        for d in data[:]:
+            r = d["results"].get(name)
+            cells.append(f"{r['median_ns']:.1f}" if r else "-")
+        b = base["results"].get(name)
+        for d in data[1:]:
+            r = d["results"].get(name)
+            ratios.append(f"{r['median_ns'] / b['median_ns']:.2f}x" if r and b else "-")
+        lines.append(f"| `{name}` | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+    lines += ["", "Threads: `view_fallback` ns per view per thread (median of 3 runs), "
+              "with 1 and 2 threads; the 2/1 ratio is 1.0 when two threads view as fast "
+              "as one (they scale), 2.0 when they take turns.", "",
+              "| | " + " | ".join(head(d) for d in data) + " |", "|---" * (1 + len(data)) + "|"]
+    for sharing in base["threads"]:
+        for n in ("1", "2"):
+            cells = [f"{d['threads'][sharing][n]:.1f}" for d in data]
+            lines.append(f"| {sharing}, {n} thread{'s' if n == '2' else ''} | "
+                         + " | ".join(cells) + " |")
+        cells = [f"{d['threads'][sharing]['2'] / d['threads'][sharing]['1']:.2f}" for d in data]
+        lines.append(f"| {sharing}, ratio 2/1 | " + " | ".join(cells) + " |")
+    lines += ["", "Context:", ""]
+    for d in data:
+        m = d["machine"]
+        avail = ", ".join(p for p, i in d["paths"].items() if i["available"])
+        lines.append(f"- {head(d)}: paths {avail}; conj/neg check {d['bit_check']}; "
+                     f"GIL enabled while measuring: {d['gil_enabled']}; protocol "
+                     f"{d['protocol']['rounds']} rounds x {d['protocol']['calls']:,} calls "
+                     f"after {d['protocol']['warmup']:,}; {m['cpu_model']}, "
+                     f"{m['cpu_count']} CPUs, load at start {m['load_average_at_start']}; "
+                     f"Cython {m['cython']}; {m['date_utc']}")
+    text = "\n".join(lines) + "\n"
+    if md_path:
+        pathlib.Path(md_path).write_text(text)
+    return text
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=pathlib.Path, default=HERE / "results" / "freethreaded",
+                        help="directory for the JSON (default bench/results/freethreaded)")
+    parser.add_argument("--label", help="file stem (default cp<ver>[t]-torch-<version>)")
+    parser.add_argument("--hide-shim-ext", action="store_true",
+                        help="resolve as if shim_ext were not built (what 3.13t has)")
+    parser.add_argument("--rounds", type=int, default=30, help="rounds (default 30)")
+    parser.add_argument("--calls", type=int, default=10_000, help="calls per round (default 10,000)")
+    parser.add_argument("--quick", action="store_true", help="a few calls: checks the code runs")
+    parser.add_argument("--report", nargs="+", metavar="JSON",
+                        help="instead of measuring: tabulate these result files")
+    parser.add_argument("--md", help="with --report: write the table here too")
+    args = parser.parse_args(argv)
+    if args.report:
+        print(report(args.report, args.md))
+        return 0
+    result = measure(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"{result['label']}.json"
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    for name, r in result["results"].items():
+        print(f"{name:40s} {r['median_ns']:9.1f} ns (min {r['min_ns']:.1f})")
+    for sharing, per_n in result["threads"].items():
+        print(f"threads, {sharing}: " + ", ".join(f"{n}: {ns:.1f} ns/view/thread"
+                                                   for n, ns in per_n.items()))
+    print(f"written: {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
