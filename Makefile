@@ -143,7 +143,7 @@ test-devmode: $(VENVS)/torch-$(TORCH)/.built  ## the suite once under python -X 
 memcheck: $(VENVS)/torch-$(TORCH)/.built  ## views and hostile inputs under valgrind memcheck; fails on an error in our modules
 	$(call py,$(TORCH)) tests/hostile/memcheck.py --python $(call env,$(TORCH))/bin/python
 
-survey: $(VENVS)/torch-2.14.1/.built $(VENVS)/torch-2.15.0/.built  ## torch's own torch_tensor_from_pyobject on the hostile inputs -> proposal/findings-torch-shim.md
+survey: $(VENVS)/torch-2.14.1/.built $(VENVS)/torch-2.15.0/.built  ## torch's own torch_tensor_from_pyobject and DLPack exchange on hostile inputs -> proposal/findings-torch-shim.md
 	$(call py,2.15.0) tests/hostile/torch_shim_survey.py --out proposal/findings-torch-shim.md \
 	  --python $(call env,2.14.1)/bin/python --python $(call env,2.15.0)/bin/python
 
