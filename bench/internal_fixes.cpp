@@ -1,0 +1,341 @@
+// Two fixes a PyTorch maintainer could make inside torch, with no new ABI, run
+// for real so the benchmarks can time torch's own functions with and without
+// them (bench/internal_fixes.py wraps this file; benchmark-only, never used by
+// the bridge).
+//
+// 1. The interpreter fix. Every at::Tensor copy of a tensor whose TensorImpl
+//    has a PyObject increfs that PyObject on the refcount's 1 -> 2 step and
+//    decrefs it on 2 -> 1 (c10/util/intrusive_ptr.h, TensorImpl::
+//    incref_pyobject / decref_pyobject), through the global
+//    c10::impl::PyInterpreter's vtable into ConcretePyInterpreterVTable::
+//    incref / decref (torch/csrc/PyInterpreter.cpp), which acquire the GIL
+//    even when the calling thread already has an attached thread state.
+//    fixes_interpreter_install() points the interpreter's `vtable_` at a copy
+//    of torch's own vtable in which those two slots skip the acquisition when
+//    PyGILState_Check() says the thread is attached (what a few-line change
+//    to PyInterpreter.cpp would do) and call torch's own method otherwise.
+//    Every other slot is torch's own function pointer, copied, so every other
+//    method behaves exactly as torch's. fixes_interpreter_uninstall() puts
+//    torch's vtable back. The copy and the object that points at it are
+//    static: a call that read the pointer before an uninstall still lands in
+//    valid code.
+//
+//    ABI assumptions (x86-64 / AArch64 Linux, the Itanium C++ ABI that gcc and
+//    clang use): an object of a polymorphic class without data members is one
+//    pointer to its vtable's first slot, preceded by offset-to-top and the
+//    type_info pointer; a pointer to a virtual member function holds
+//    1 + the slot's byte offset; a member function receives `this` as its
+//    first argument. The slot count and the two slots' indices come from the
+//    installed header at compile time (SlotCount below), so they follow the
+//    torch this file is compiled against. ConcretePyInterpreterVTable has no
+//    data members (torch/csrc/PyInterpreter.cpp), so its methods never read
+//    through `this` beyond the vtable pointer.
+//
+// 2. DLPack without the copy. torch's dltensor_from_py_object_no_sync
+//    (TorchDLPackExchangeAPI::DLTensorFromPyObjectNoSync, libtorch_python)
+//    makes an owning at::Tensor copy (pybind11's caster), fills the DLTensor
+//    with at::toDLPackNonOwning and destroys the copy. The copy buys nothing:
+//    the DLTensor points into the TensorImpl that the caller's object keeps
+//    alive. fixes_dltensor_borrowed<check>() is that function with a
+//    real-type check and a borrowed reference (THPVariable_Unpack) instead,
+//    with or without an attached-thread check. fixes_dlpack_api() hands out a
+//    copy of torch's DLPackExchangeAPI whose dltensor_from_py_object_no_sync
+//    slot is the prototype, so a consumer's loop calls it exactly as it calls
+//    torch's.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <thread>
+
+#include <ATen/DLConvertor.h>
+#include <ATen/dlpack.h>
+#include <c10/core/impl/PyInterpreter.h>
+#include <c10/core/impl/PyInterpreterHooks.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/python_headers.h>
+
+namespace {
+
+using c10::impl::PyInterpreterVTable;
+
+char last_error[512];
+
+void set_error(const char* what) {
+  std::snprintf(last_error, sizeof last_error, "%s", what);
+}
+
+// --- the interpreter fix -------------------------------------------------------
+
+// Itanium C++ ABI: a pointer to a virtual member function is {1 + byte offset
+// of its slot, this-adjustment}.
+template <class MemberPtr>
+std::ptrdiff_t slot_of(MemberPtr member) {
+  struct Representation {
+    std::uintptr_t ptr;
+    std::ptrdiff_t adj;
+  };
+  static_assert(sizeof(MemberPtr) == sizeof(Representation));
+  Representation r;
+  std::memcpy(&r, &member, sizeof r);
+  if ((r.ptr & 1) == 0 || r.adj != 0) {
+    return -1; // not a virtual function of the primary vtable
+  }
+  return static_cast<std::ptrdiff_t>((r.ptr - 1) / sizeof(void*));
+}
+
+// A virtual function appended to PyInterpreterVTable takes the slot after its
+// last one: its index is the number of slots the installed header declares
+// (the two destructor entries included). Never instantiated.
+struct SlotCount : PyInterpreterVTable {
+  virtual void one_past_the_last_slot() const = 0;
+};
+
+constexpr std::ptrdiff_t kMaxSlots = 256;
+// [offset-to-top, type_info*, slot 0, slot 1, ...]: a copy of torch's vtable.
+void* fixed_table[2 + kMaxSlots];
+// The object the interpreter points at while the fix is installed: its only
+// member is the vtable pointer, as for torch's stateless
+// ConcretePyInterpreterVTable.
+struct {
+  void** vptr;
+} fixed_object;
+const PyInterpreterVTable* torch_vtable = nullptr; // torch's own, while installed
+std::atomic<std::uint64_t> slow_calls{0}; // calls that took torch's acquisition
+// Calls that took the fast path. A plain counter: the fast path runs with an
+// attached thread state, which on a GIL build means holding the GIL (one
+// instruction; not exact on a free-threaded build, where it is not used).
+std::uint64_t fast_calls = 0;
+
+const PyInterpreterVTable* fixed_vtable() {
+  return reinterpret_cast<const PyInterpreterVTable*>(&fixed_object);
+}
+
+// The fixed methods, called as members (`this` first). `self` is the fixed
+// object; torch's own method is called on torch's own object.
+void fixed_incref(const PyInterpreterVTable* /*self*/, PyObject* pyobj) {
+  if (!Py_IsInitialized()) {
+    return; // as torch's: leak rather than touch a finalized interpreter
+  }
+  if (PyGILState_Check()) {
+    ++fast_calls;
+    Py_INCREF(pyobj);
+    return;
+  }
+  slow_calls.fetch_add(1, std::memory_order_relaxed);
+  torch_vtable->incref(pyobj);
+}
+
+void fixed_decref(const PyInterpreterVTable* /*self*/, PyObject* pyobj) {
+  if (!Py_IsInitialized()) {
+    return;
+  }
+  if (PyGILState_Check()) {
+    ++fast_calls;
+    Py_DECREF(pyobj);
+    return;
+  }
+  slow_calls.fetch_add(1, std::memory_order_relaxed);
+  torch_vtable->decref(pyobj);
+}
+
+// --- DLPack without the copy ---------------------------------------------------
+
+// The message torch's exchange functions leave for a non-tensor object.
+void raise_not_a_tensor(PyObject* obj) {
+  PyErr_Format(
+      PyExc_TypeError,
+      "dltensor_from_py_object_no_sync: expected torch.Tensor, got %s",
+      Py_TYPE(obj)->tp_name);
+}
+
+template <bool kCheckAttached>
+int dltensor_borrowed(void* py_obj, DLTensor* out) {
+  if (kCheckAttached && !PyGILState_Check()) {
+    return -1; // no thread state: no Python exception can be set
+  }
+  PyObject* obj = static_cast<PyObject*>(py_obj);
+  // The real type, not THPVariable_Check (whose isinstance() fallback an
+  // object passes by claiming a __class__): only a real THPVariable has the
+  // layout THPVariable_Unpack reads.
+  if (C10_UNLIKELY(
+          THPVariableClass == nullptr ||
+          !PyObject_TypeCheck(
+              obj, reinterpret_cast<PyTypeObject*>(THPVariableClass)))) {
+    raise_not_a_tensor(obj);
+    return -1;
+  }
+  try {
+    // Borrowed: the caller's object keeps this tensor, and the TensorImpl the
+    // DLTensor points into, alive. No copy, no refcount traffic.
+    const at::Tensor& tensor = THPVariable_Unpack(obj);
+    at::toDLPackNonOwning(tensor, out);
+    return 0;
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_BufferError, e.what());
+    return -1;
+  }
+}
+
+DLPackExchangeAPI api_copies[2]; // [0]: with the attached check, [1]: without
+
+} // namespace
+
+extern "C" {
+
+const char* fixes_last_error(void) {
+  return last_error;
+}
+
+// The layout facts the fix depends on, from the installed header:
+// out[0] = slot count, out[1] = incref's slot, out[2] = decref's slot.
+void fixes_interpreter_layout(std::int64_t* out) {
+  out[0] = slot_of(&SlotCount::one_past_the_last_slot);
+  out[1] = slot_of(&PyInterpreterVTable::incref);
+  out[2] = slot_of(&PyInterpreterVTable::decref);
+}
+
+// 0: installed; 1: already installed; -1: error (fixes_last_error says why).
+// The caller holds the GIL (the Python wrapper calls this with it held), and
+// no other thread copies tensors meanwhile: `vtable_` is a plain pointer, as
+// torch itself writes it (PyInterpreter::disarm).
+int fixes_interpreter_install(void) {
+  c10::impl::PyInterpreter* interp = c10::impl::getGlobalPyInterpreter();
+  if (interp == nullptr || interp->vtable_ == nullptr) {
+    set_error("no global PyInterpreter: import torch first");
+    return -1;
+  }
+  const PyInterpreterVTable* current = interp->vtable_;
+  if (current == fixed_vtable()) {
+    return 1;
+  }
+  const std::ptrdiff_t n = slot_of(&SlotCount::one_past_the_last_slot);
+  const std::ptrdiff_t inc = slot_of(&PyInterpreterVTable::incref);
+  const std::ptrdiff_t dec = slot_of(&PyInterpreterVTable::decref);
+  if (n <= 2 || n > kMaxSlots || inc < 0 || dec < 0 || inc >= n || dec >= n) {
+    set_error("unexpected PyInterpreterVTable layout (not the Itanium C++ ABI?)");
+    return -1;
+  }
+  void* const* torch_vptr = *reinterpret_cast<void* const* const*>(current);
+  std::memcpy(fixed_table, torch_vptr - 2, sizeof(void*) * (2 + n));
+  fixed_table[2 + inc] = reinterpret_cast<void*>(&fixed_incref);
+  fixed_table[2 + dec] = reinterpret_cast<void*>(&fixed_decref);
+  fixed_object.vptr = &fixed_table[2];
+  torch_vtable = current;
+  interp->vtable_ = fixed_vtable();
+  return 0;
+}
+
+// 0: torch's vtable restored; 1: the fix was not installed; -1: the
+// interpreter now points at a vtable neither ours nor torch's (left alone).
+int fixes_interpreter_uninstall(void) {
+  c10::impl::PyInterpreter* interp = c10::impl::getGlobalPyInterpreter();
+  if (interp == nullptr) {
+    set_error("no global PyInterpreter");
+    return -1;
+  }
+  if (interp->vtable_ != fixed_vtable()) {
+    if (torch_vtable == nullptr || interp->vtable_ == torch_vtable) {
+      return 1;
+    }
+    set_error("the PyInterpreter's vtable was replaced by someone else");
+    return -1;
+  }
+  interp->vtable_ = torch_vtable;
+  return 0;
+}
+
+int fixes_interpreter_installed(void) {
+  c10::impl::PyInterpreter* interp = c10::impl::getGlobalPyInterpreter();
+  return interp != nullptr && interp->vtable_ == fixed_vtable();
+}
+
+// The address the interpreter's vtable_ holds now (torch's or ours).
+std::uintptr_t fixes_interpreter_vtable(void) {
+  c10::impl::PyInterpreter* interp = c10::impl::getGlobalPyInterpreter();
+  return interp ? reinterpret_cast<std::uintptr_t>(interp->vtable_) : 0;
+}
+
+void fixes_interpreter_counts(std::uint64_t* out) {
+  out[0] = fast_calls;
+  out[1] = slow_calls.load(std::memory_order_relaxed);
+}
+
+// Copy the at::Tensor behind `handle` (an at::Tensor*, borrowed) n times on a
+// new native thread that never attaches a Python thread state: each copy's
+// 1 -> 2 and 2 -> 1 steps reach the interpreter from a foreign thread. Called
+// through cffi, which releases the GIL, so torch's acquisition can succeed.
+// 0 on success, -1 on error.
+int fixes_copy_on_foreign_thread(std::uintptr_t handle, std::int64_t n) {
+  const at::Tensor* tensor = reinterpret_cast<const at::Tensor*>(handle);
+  if (tensor == nullptr) {
+    set_error("null handle");
+    return -1;
+  }
+  int rc = 0;
+  std::thread worker([&] {
+    try {
+      for (std::int64_t i = 0; i < n; i++) {
+        at::Tensor copy = *tensor; // incref_pyobject on 1 -> 2
+        if (!copy.defined()) {
+          rc = -1;
+        }
+      } // decref_pyobject on 2 -> 1
+    } catch (const std::exception& e) {
+      set_error(e.what());
+      rc = -1;
+    }
+  });
+  worker.join();
+  return rc;
+}
+
+// A copy of torch's DLPackExchangeAPI (at `torch_api`) whose
+// dltensor_from_py_object_no_sync is the borrowed prototype, with
+// (check_attached != 0) or without the attached-thread check. The copy is
+// static and keeps torch's other slots.
+std::uintptr_t fixes_dlpack_api(std::uintptr_t torch_api, int check_attached) {
+  const auto* api = reinterpret_cast<const DLPackExchangeAPI*>(torch_api);
+  if (api == nullptr) {
+    set_error("null DLPackExchangeAPI");
+    return 0;
+  }
+  DLPackExchangeAPI& copy = api_copies[check_attached ? 0 : 1];
+  copy = *api;
+  copy.header.prev_api = nullptr;
+  copy.dltensor_from_py_object_no_sync =
+      check_attached ? &dltensor_borrowed<true> : &dltensor_borrowed<false>;
+  return reinterpret_cast<std::uintptr_t>(&copy);
+}
+
+// One call of `api`'s dltensor_from_py_object_no_sync on `obj`, GIL held, for
+// the equality tests: 0 and *out filled, or -1 with the Python exception's
+// text in fixes_last_error (and the exception cleared).
+int fixes_dltensor_once(std::uintptr_t api_addr, std::uintptr_t obj, DLTensor* out) {
+  const auto* api = reinterpret_cast<const DLPackExchangeAPI*>(api_addr);
+  PyGILState_STATE g = PyGILState_Ensure();
+  int rc = api->dltensor_from_py_object_no_sync(reinterpret_cast<void*>(obj), out);
+  if (rc != 0) {
+    PyObject *type = nullptr, *value = nullptr, *tb = nullptr;
+    PyErr_Fetch(&type, &value, &tb);
+    PyObject* text = value ? PyObject_Str(value) : nullptr;
+    const char* msg = text ? PyUnicode_AsUTF8(text) : nullptr;
+    std::snprintf(
+        last_error,
+        sizeof last_error,
+        "%s: %s",
+        type ? reinterpret_cast<PyTypeObject*>(type)->tp_name : "no exception",
+        msg ? msg : "");
+    Py_XDECREF(text);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    PyErr_Clear();
+  }
+  PyGILState_Release(g);
+  return rc;
+}
+
+} // extern "C"

@@ -1,0 +1,183 @@
+"""Two fixes inside torch, with no new ABI, run for real (benchmark-only).
+
+``internal_fixes.cpp`` says what each one changes and on which ABI facts it rests;
+this module builds it (``internal_fixes_build.py``, into ``build/bench-<torch
+version>/`` beside the peers' loops) and wraps it:
+
+- ``InternalFixes.interpreter_fix()``: a context manager that, for its duration,
+  points the global ``c10::impl::PyInterpreter``'s ``vtable_`` at a copy of torch's
+  vtable whose ``incref`` / ``decref`` skip the GIL acquisition when the calling thread
+  has an attached thread state (``PyGILState_Check()``), and restores torch's vtable
+  on exit, an exception included. Source: ``c10/core/impl/PyInterpreter.h`` (the
+  ``vtable_`` member), ``c10/core/impl/PyInterpreterHooks.h``
+  (``getGlobalPyInterpreter``), ``torch/csrc/PyInterpreter.cpp`` (what it replaces).
+- ``InternalFixes.dlpack_api(check_attached)``: the address of a copy of torch's
+  ``DLPackExchangeAPI`` whose ``dltensor_from_py_object_no_sync`` takes a borrowed
+  reference (real-type check, ``THPVariable_Unpack``, ``at::toDLPackNonOwning``)
+  instead of copying the tensor; ``dltensor(api, obj)`` calls that slot once.
+
+Neither is used by the bridge. Both need the GIL held by the caller (every method
+here is called from Python, which holds it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib
+import sys
+from dataclasses import dataclass
+
+import peers_native
+
+_PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
+_PyCapsule_GetPointer.restype = ctypes.c_void_p
+_PyCapsule_GetPointer.argtypes = (ctypes.py_object, ctypes.c_char_p)
+
+
+class FixError(RuntimeError):
+    """An internal fix could not be installed, removed or called (the C side's reason)."""
+
+
+@dataclass(frozen=True)
+class DLTensorFields:
+    """The fields of one filled ``DLTensor`` (``ATen/dlpack.h``), copied out.
+
+    ``data`` is the address as an int (``byte_offset`` not added), ``shape`` and
+    ``strides`` in elements, ``dtype`` as ``(code, bits, lanes)``, ``device`` as
+    ``(device_type, device_id)`` in DLPack's codes (``kDLCPU`` = 1).
+    """
+
+    data: int
+    device: tuple
+    ndim: int
+    dtype: tuple
+    shape: tuple
+    strides: tuple
+    byte_offset: int
+
+
+def _module(torch_version: str):
+    import internal_fixes_build as b
+
+    out = peers_native.build_dir(torch_version)
+    built = sorted(out.glob(f"{b.MODULE}.*.so"))
+    newest_source = max(p.stat().st_mtime for p in b.SOURCES)
+    if not built or built[0].stat().st_mtime < newest_source:
+        b.build(out)
+    if str(out) not in sys.path:
+        sys.path.insert(0, str(out))
+    return importlib.import_module(b.MODULE)
+
+
+def torch_dlpack_api(torch) -> int:
+    """Address of torch's ``DLPackExchangeAPI`` (the PyCapsule
+    ``torch.Tensor.__dlpack_c_exchange_api__``, name ``"dlpack_exchange_api"``), or 0
+    when this torch has none (before 2.10)."""
+    capsule = getattr(torch.Tensor, "__dlpack_c_exchange_api__", None)
+    if capsule is None:
+        return 0
+    return _PyCapsule_GetPointer(capsule, b"dlpack_exchange_api") or 0
+
+
+class InternalFixes:
+    """The compiled fixes for the imported torch (built on first use).
+
+    Attributes
+    ----------
+    layout : dict
+        ``{"slots": n, "incref": i, "decref": j}``: the number of slots of
+        ``PyInterpreterVTable`` and the two replaced slots' indices, from the installed
+        header at compile time.
+    torch_api : int
+        Address of torch's ``DLPackExchangeAPI`` (0 when torch has none).
+    """
+
+    def __init__(self, torch):
+        mod = _module(torch.__version__.split("+")[0])
+        self._ffi, self._lib = mod.ffi, mod.lib
+        out = self._ffi.new("int64_t[3]")
+        self._lib.fixes_interpreter_layout(out)
+        self.layout = {"slots": out[0], "incref": out[1], "decref": out[2]}
+        self.torch_api = torch_dlpack_api(torch)
+
+    def _error(self) -> str:
+        return self._ffi.string(self._lib.fixes_last_error()).decode(errors="replace")
+
+    # --- the interpreter fix ---------------------------------------------------------
+    def installed(self) -> bool:
+        """True while the fixed vtable is the global interpreter's."""
+        return bool(self._lib.fixes_interpreter_installed())
+
+    def vtable_address(self) -> int:
+        """The address ``PyInterpreter::vtable_`` holds now (torch's, or the fix's)."""
+        return int(self._lib.fixes_interpreter_vtable())
+
+    def counts(self) -> tuple[int, int]:
+        """``(fast, slow)``: calls of the fixed ``incref`` / ``decref`` since the module
+        was loaded that skipped the acquisition (attached thread) and that forwarded to
+        torch's own method, with its acquisition (no attached thread state)."""
+        out = self._ffi.new("uint64_t[2]")
+        self._lib.fixes_interpreter_counts(out)
+        return int(out[0]), int(out[1])
+
+    @contextlib.contextmanager
+    def interpreter_fix(self):
+        """Install the interpreter fix for the ``with`` block; restore torch's on exit.
+
+        Raises ``FixError`` if it is already installed (no nesting: the outer block
+        would restore it early) or cannot be installed, and on exit if the
+        interpreter's vtable was replaced by someone else meanwhile (left alone then).
+        Install it only while no other thread copies tensors: ``vtable_`` is a plain
+        pointer.
+        """
+        rc = self._lib.fixes_interpreter_install()
+        if rc == 1:
+            raise FixError("the interpreter fix is already installed")
+        if rc != 0:
+            raise FixError(f"cannot install the interpreter fix: {self._error()}")
+        try:
+            yield self
+        finally:
+            rc = self._lib.fixes_interpreter_uninstall()
+            if rc != 0:
+                raise FixError(f"cannot restore torch's interpreter vtable (rc {rc}): "
+                               f"{self._error()}")
+
+    def copy_on_foreign_thread(self, t, n: int) -> None:
+        """Copy ``t``'s ``at::Tensor`` ``n`` times on a new native thread that has no
+        Python thread state (the GIL is released meanwhile); for the tests of the
+        fix's slow path. ``t`` must be a plain ``torch.Tensor`` (its ``at::Tensor``
+        is read at ``id(t) + sizeof(PyObject)``, the pointer trick, proven by
+        ``bridge``)."""
+        from bridge import _bridge as core
+
+        if self._lib.fixes_copy_on_foreign_thread(id(t) + core.PYOBJECT_SIZE, n) != 0:
+            raise FixError(self._error())
+
+    # --- DLPack without the copy ----------------------------------------------------
+    def dlpack_api(self, check_attached: bool) -> int:
+        """Address of a copy of torch's ``DLPackExchangeAPI`` whose
+        ``dltensor_from_py_object_no_sync`` is the borrowed prototype, with or without
+        its attached-thread check. Raises ``FixError`` when torch has no exchange API."""
+        if not self.torch_api:
+            raise FixError("this torch has no __dlpack_c_exchange_api__")
+        return int(self._lib.fixes_dlpack_api(self.torch_api, int(bool(check_attached))))
+
+    def dltensor(self, api: int, obj) -> DLTensorFields:
+        """One ``dltensor_from_py_object_no_sync(obj, &out)`` through ``api`` (torch's
+        address, ``torch_api``, or one from ``dlpack_api``); the filled fields.
+
+        Raises ``FixError`` with the Python exception's type and text when the call
+        fails (the exception itself is cleared), e.g. ``"TypeError: ..."``."""
+        out = self._ffi.new("DLTensor*")
+        if self._lib.fixes_dltensor_once(api, id(obj), out) != 0:
+            raise FixError(self._error())
+        n = out.ndim
+        return DLTensorFields(
+            data=int(self._ffi.cast("uintptr_t", out.data)),
+            device=(int(out.device.device_type), out.device.device_id),
+            ndim=n, dtype=(out.dtype.code, out.dtype.bits, out.dtype.lanes),
+            shape=tuple(out.shape[i] for i in range(n)),
+            strides=tuple(out.strides[i] for i in range(n)) if out.strides else None,
+            byte_offset=out.byte_offset)

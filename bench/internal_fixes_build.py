@@ -1,0 +1,77 @@
+"""cffi build script for ``_bench_internal_fixes`` (``internal_fixes.cpp``).
+
+Out-of-line API mode, like ``peers_native_build.py``: ``build(tmpdir)`` compiles the
+C++ against the installed torch's headers and links ``libtorch_python`` (for
+``THPVariableClass``), ``libtorch_cpu`` (``at::toDLPackNonOwning``) and ``libc10``
+(``c10::impl::getGlobalPyInterpreter``) into ``tmpdir`` (``build/bench-<torch
+version>/``, git-ignored). Benchmark-only: nothing the bridge imports.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import cffi
+import torch
+import torch.utils.cpp_extension as cpp_extension
+from packaging.version import Version
+
+HERE = pathlib.Path(__file__).resolve().parent
+MODULE = "_bench_internal_fixes"
+SOURCES = (HERE / "internal_fixes.cpp", pathlib.Path(__file__).resolve())
+# torch 2.14+ headers use C++20 features; older ones build with C++17.
+_CXX_STD = "c++20" if Version(torch.__version__).release >= (2, 14) else "c++17"
+_TORCH_LIB = cpp_extension.library_paths()
+
+_DECLS = """
+    const char* fixes_last_error(void);
+    void fixes_interpreter_layout(int64_t* out);
+    int fixes_interpreter_install(void);
+    int fixes_interpreter_uninstall(void);
+    int fixes_interpreter_installed(void);
+    uintptr_t fixes_interpreter_vtable(void);
+    void fixes_interpreter_counts(uint64_t* out);
+    int fixes_copy_on_foreign_thread(uintptr_t handle, int64_t n);
+    uintptr_t fixes_dlpack_api(uintptr_t torch_api, int check_attached);
+    int fixes_dltensor_once(uintptr_t api, uintptr_t obj, DLTensor* out);
+"""
+ffibuilder = cffi.FFI()
+# DLTensor as ATen/dlpack.h (DLPack 1.x) declares it; cffi checks the layout.
+ffibuilder.cdef("""
+    typedef int... DLDeviceType;
+    typedef struct { DLDeviceType device_type; int32_t device_id; } DLDevice;
+    typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType;
+    typedef struct {
+        void* data; DLDevice device; int32_t ndim; DLDataType dtype;
+        int64_t* shape; int64_t* strides; uint64_t byte_offset;
+    } DLTensor;
+""" + _DECLS)
+ffibuilder.set_source(
+    MODULE,
+    # DLTensor from torch's own header; the functions from internal_fixes.cpp.
+    "#include <ATen/dlpack.h>\n#include <stdint.h>\nextern \"C\" {\n"
+    + "".join(f"{line.strip()}\n" for line in _DECLS.strip().splitlines()) + "}\n",
+    sources=[str(HERE / "internal_fixes.cpp")],
+    source_extension=".cpp",
+    include_dirs=[str(HERE), *cpp_extension.include_paths()],
+    library_dirs=_TORCH_LIB,
+    runtime_library_dirs=_TORCH_LIB,
+    libraries=["torch_python", "torch_cpu", "torch", "c10"],
+    define_macros=[
+        # torch's headers need the full C API, not the limited one cffi picks.
+        ("_CFFI_NO_LIMITED_API", None),
+        ("_GLIBCXX_USE_CXX11_ABI", str(int(torch._C._GLIBCXX_USE_CXX11_ABI))),
+    ],
+    extra_compile_args=[f"-std={_CXX_STD}", "-O2", "-fvisibility=hidden"],
+    py_limited_api=False,
+)
+
+
+def build(tmpdir: pathlib.Path) -> pathlib.Path:
+    """Compile ``_bench_internal_fixes`` into ``tmpdir``; returns the built module's path."""
+    tmpdir.mkdir(parents=True, exist_ok=True)
+    return pathlib.Path(ffibuilder.compile(tmpdir=str(tmpdir), verbose=False))
+
+
+if __name__ == "__main__":
+    print(build(HERE.parent / "build" / f"bench-{torch.__version__.split('+')[0]}"))
