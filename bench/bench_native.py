@@ -19,7 +19,10 @@ contenders can be compared round by round:
   owning copy of the borrowed handle): patch 0002's justification;
 - ``meta_<mode>``: patch 0003's batched read (``torch_tensor_get_metadata``) through the
   offset or a borrowed handle, and ``torch_tensor_borrow_metadata_from_pyobject`` in one
-  call: the RFC's choice between the two forms.
+  call: the RFC's choice between the two forms;
+- the routes (``routes.ROUTES``, group 2c): every route a consumer has from the Python
+  object to the metadata, today and after each internal fix (``internal_fixes``), the
+  fixed ones with the interpreter fix installed for their loop only.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from __future__ import annotations
 import pytest
 
 import interleave
+import routes
 import views
 
 GROUP = "2 native: handle + metadata per call, C loop, 32x32 float32"
@@ -40,6 +44,8 @@ PART_NAMES = ("handle_owned", "handle_borrow", "handle_borrow_direct", "handle_f
               "getters7",
               "conj_getter", "conj_dispatcher", "meta_offset", "meta_borrow", "meta_from_pyobject",
               "gil_check")
+ROUTES_GROUP = "2c routes: Python object to metadata, every route, C loop, 32x32 float32"
+ROUTE_PREFIX = "route_"
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +97,11 @@ def native_run(torch, bridge, available, native_peers, protocol, notes, device):
         else:
             notes["unavailable"][f"meta_{mode}"] = (native_peers.metadata_reason
                                                     or "no proven borrowed handle (fallback)")
+    fixes, fixes_reason = routes.load_fixes(torch)
+    notes["internal_fixes"] = fixes.layout if fixes else {"unavailable": fixes_reason}
+    runs, why = routes.contenders(t, native_peers, fixes, available, fixes_reason)
+    contenders += [interleave.native(ROUTE_PREFIX + name, run) for name, run in runs.items()]
+    notes["unavailable"].update({ROUTE_PREFIX + name: w for name, w in why.items()})
     for c in contenders:  # any error surfaces here, before timing
         c.run(1)
     return interleave.measure(contenders, protocol.rounds, protocol.native_calls,
@@ -113,3 +124,8 @@ def test_native(benchmark, native_run, protocol, notes, name):
 @pytest.mark.parametrize("name", PART_NAMES)
 def test_native_parts(benchmark, native_run, protocol, notes, name):
     _record(benchmark, native_run, protocol, notes, name, PARTS_GROUP)
+
+
+@pytest.mark.parametrize("name", [ROUTE_PREFIX + r.name for r in routes.ROUTES])
+def test_routes(benchmark, native_run, protocol, notes, name):
+    _record(benchmark, native_run, protocol, notes, name, ROUTES_GROUP)

@@ -21,6 +21,16 @@ If the installed bridge's ``_native_loop`` takes a ``reader`` argument
 (``reader="getters"|"batched"``: how the metadata is read), every reader it accepts is
 counted as a configuration of its own; an older bridge is called without it.
 
+The routes (``routes.ROUTES``: every route a native consumer has from the Python object
+to the metadata, torch's own functions with and without ``internal_fixes``' interpreter
+fix, the DLPack prototype, the borrow, the pointer trick) are counted the same way, their
+C loops (``peers_*_loop``) being toggled on too. Callgrind runs with
+``--separate-callers``, so each function's self cost comes with the chain of its callers;
+``attribution`` puts every such cost in one part (``PARTS``: the metadata fill, the type
+check, the attached-thread check, allocation, refcount atomics, the PyObject
+incref/decref and its GIL acquisitions, entry points and vtable hops, the consumer's own
+loop) by the rules in ``RULES``, so the parts of a route add up to its total.
+
 Writes ``<out>/callgrind-torch-<v>.md`` (``<v>``: torch's version without the local
 tag) and prints it. Run with ``python -P`` from the repository root (``make callgrind``).
 """
@@ -43,7 +53,10 @@ HERE = pathlib.Path(__file__).resolve().parent
 PATHS = ("owned", "borrow", "fallback")
 #: the reader values a bridge with a ``reader`` argument may accept
 READERS = ("getters", "batched")
-TOGGLE = "*native_loop*"
+TOGGLES = ("*native_loop*", "peers_*_loop")
+#: callers kept with each function's cost (the attribution needs the chain up to the
+#: frame that decides a cost's part: at most a few levels above a leaf)
+SEPARATE_CALLERS = 12
 #: functions below this many self instructions per call are summed into "other"
 MIN_SHARE = 0.5
 
@@ -94,6 +107,13 @@ def child(args) -> int:
     configs = [(p, r) for p in paths for r in readers]
     for p, r in configs:  # errors surface here, and every lazy binding is resolved
         core._native_loop(t, p, 10, **({} if r is None else {"reader": r}))
+    import routes
+
+    fixes, fixes_reason = routes.load_fixes(torch)
+    available = {p: info.available for p, info in bridge.available_paths().items()}
+    route_runs, route_why = routes.contenders(t, peers, fixes, available, fixes_reason)
+    for run in route_runs.values():
+        run(10)
     if peers.callgrind("start") != 1:
         print("callgrind child: not under valgrind, or peers_native built without "
               "<valgrind/callgrind.h>", file=sys.stderr)
@@ -107,7 +127,14 @@ def child(args) -> int:
             label = f"{p}|{r or ''}|{n}|{k}"
             peers.callgrind("dump", label)
             labels.append(label)
+    for name, run in route_runs.items():
+        for k, n in enumerate((args.n1, args.n2, args.n1)):
+            run(n)
+            label = f"route:{name}||{n}|{k}"
+            peers.callgrind("dump", label)
+            labels.append(label)
     plan = {"configs": configs, "labels": labels, "unavailable": unavailable,
+            "routes": list(route_runs), "route_unavailable": route_why,
             "reader_unavailable": reader_why, "n1": args.n1, "n2": args.n2,
             "torch": torch.__version__, "python": sys.version.split()[0],
             "bridge_compiler": core.COMPILER, "native_compiler": peers.compiler,
@@ -133,9 +160,10 @@ ANNOTATE_LINE = re.compile(r"^\s*([\d,]+)\s+(?:\([\d.\s]+%\)\s+)?(\S.*)$")
 
 
 def self_costs(dump: pathlib.Path) -> tuple[dict, dict]:
-    """``({function: self instructions}, {function: library file name})`` of one dump,
-    from ``callgrind_annotate``. A function's lines (one per source file its inlined
-    code came from; only some name the library) are summed under its name."""
+    """``({context: self instructions}, {function: library file name})`` of one dump,
+    from ``callgrind_annotate``. A context is ``function'caller'caller's caller...``
+    (``--separate-callers``); a context's lines (one per source file its inlined code
+    came from; only some name the library) are summed under it."""
     proc = subprocess.run(["callgrind_annotate", "--inclusive=no", "--threshold=100",
                            str(dump)], capture_output=True, text=True, check=True)
     costs, libs = collections.Counter(), {}
@@ -156,9 +184,83 @@ def self_costs(dump: pathlib.Path) -> tuple[dict, dict]:
         name = re.sub(r"\s*\[.*\]\s*$", "", where)
         name = name.split(":", 1)[1] if ":" in name else name
         if obj:
-            libs[name] = os.path.basename(obj.group(1))
+            libs[leaf(name)] = os.path.basename(obj.group(1))
         costs[name] += int(m.group(1).replace(",", ""))
     return costs, libs
+
+
+def leaf(context: str) -> str:
+    """The function of a ``function'caller'...`` context."""
+    return context.split("'", 1)[0]
+
+
+def by_function(split: dict) -> dict:
+    """``{context: cost}`` summed per function (the contexts' leaves)."""
+    out = collections.Counter()
+    for context, cost in split.items():
+        out[leaf(context)] += cost
+    return out
+
+
+# --- attribution: each self cost to one part ------------------------------------------------
+#: The parts, in table order, with what each holds.
+PARTS = {
+    "fill": "the metadata fill / getters (aoti_torch_get_*, toDLPackNonOwning, the batched fill)",
+    "type": "the type check",
+    "thread": "the attached-thread check (PyGILState_Check in the entry point)",
+    "alloc": "allocation and free (malloc, free, new, delete)",
+    "atomics": "refcount atomics out of line (intrusive_ptr release)",
+    "pyobject": "PyObject incref/decref (TensorImpl -> interpreter), without the GIL acquisitions",
+    "gil": "the GIL acquisitions inside that incref/decref (pybind11::gil_scoped_acquire)",
+    "entry": "entry points, casters and vtable hops (their inlined checks and refcount updates)",
+    "loop": "the consumer's own loop (calls, reading the results)",
+    "other": "anything no rule names",
+}
+#: Outer parts: a cost belongs to them if any frame of its chain matches (first rule
+#: first), so what the GIL acquisition and the incref/decref call (pthread_getspecific,
+#: PyGILState_Check inside the fix) stays with them.
+OUTER_RULES = (
+    ("gil", re.compile(r"gil_scoped_acquire|SafeGilScopedAcquire|pybind11::detail::get_internals")),
+    ("pyobject", re.compile(r"PyInterpreterVTable::(incref|decref)|fixed_(incref|decref)|"
+                            r"(incref|decref)_pyobject|PyObjectSlot::(incref|decref)")),
+)
+#: Inner parts: the innermost frame that matches decides.
+INNER_RULES = (
+    ("alloc", re.compile(r"^(malloc|free|_int_free|_int_malloc|cfree|tcache\w*|__libc_\w+|"
+                         r"operator new|operator delete)")),
+    ("thread", re.compile(r"^(PyGILState_Check|_?PyThreadState_(UncheckedGet|GetUnchecked))")),
+    ("type", re.compile(r"PyType_IsSubtype|THPVariable_Check|_bridge__gate$")),
+    ("atomics", re.compile(r"intrusive_ptr<.*>::(reset_not_null_|retain_|reset_)")),
+    ("fill", re.compile(r"aoti_torch_get_|toDLPack|getDLDataType|getDLContext|DLDevice|"
+                        r"TensorImpl::has_storage|torch_is_(conj|neg)|fill_tensor_metadata|"
+                        r"torch_tensor_get_metadata|_bridge__fill$|_bridge__read_with$|memcpy")),
+    ("entry", re.compile(r"torch_tensor_from_pyobject|torch_tensor_borrow|PyObjectConversion|"
+                         r"BorrowConversion|ConversionImpl|aoti_torch_delete_tensor_object|"
+                         r"FromPyObjectNoSync|type_caster|dltensor_borrowed|[Dd]eleter|"
+                         r"tensor_borrow_from_pyobject|ATenDLMTensor")),
+    ("loop", re.compile(r"^(peers_|route_once|read_seven|metadata_once|__pyx_)")),
+)
+
+
+def part_of(context: str) -> str:
+    """The part (a key of ``PARTS``) that one ``function'caller'...`` cost belongs to."""
+    frames = context.split("'")
+    for part, rule in OUTER_RULES:
+        if any(rule.search(f) for f in frames):
+            return part
+    for f in frames:
+        for part, rule in INNER_RULES:
+            if rule.search(f):
+                return part
+    return "other"
+
+
+def attribution(split: dict) -> dict:
+    """``{part: instructions per call}`` of one configuration's ``{context: per call}``."""
+    out = dict.fromkeys(PARTS, 0.0)
+    for context, cost in split.items():
+        out[part_of(context)] += cost
+    return out
 
 
 def valgrind_version() -> str:
@@ -169,40 +271,101 @@ def valgrind_version() -> str:
         return "unknown"
 
 
+def counts(dumps: dict, stem: str, n1: int, n2: int) -> tuple[float, int, dict, dict]:
+    """``(instructions per call, repeat check, {context: per call}, {function: library})``
+    of the configuration whose dump labels start with ``stem`` (``"path|reader"``)."""
+    a, b, a2 = (dumps[f"{stem}|{n}|{k}"] for k, n in enumerate((n1, n2, n1)))
+    (big, lib_big), (small, lib_small) = self_costs(b[0]), self_costs(a2[0])
+    split = {c: (big[c] - small.get(c, 0)) / (n2 - n1) for c in big}
+    return (b[1] - a2[1]) / (n2 - n1), a2[1] - a[1], split, {**lib_small, **lib_big}
+
+
+def routes_section(plan: dict, dumps: dict) -> list[str]:
+    """The routes table (instructions per call, ratios) and the attribution table."""
+    import routes
+
+    n1, n2 = plan["n1"], plan["n2"]
+    got = {name: counts(dumps, f"route:{name}|", n1, n2) for name in plan.get("routes", [])}
+    if not got and not plan.get("route_unavailable"):
+        return []
+    ref = {k: got[k][0] for k in ("fallback_getters", "borrow_batched") if k in got}
+    lines = ["## Routes", "",
+             "Every route a native consumer has from a Python tensor to its metadata (data "
+             "pointer, ndim, sizes, strides, dtype, device type and index), as C loops "
+             "(`bench/routes.py`): torch's own functions (status *today*), the same with an "
+             "internal fix (`bench/internal_fixes.cpp`: the interpreter fix installed for the "
+             "loop, or the DLPack prototype), and the proposed functions (*new ABI*). "
+             "*(part)* rows are pieces of a route.", "",
+             "| route | status | instructions per call | ratio to pointer trick + getters | "
+             "ratio to borrow + batched | repeat check |",
+             "|---|---|---:|---:|---:|---:|"]
+    for route in routes.ROUTES:
+        label = route.label + (" (part)" if route.part else "")
+        if route.name not in got:
+            why = plan.get("route_unavailable", {}).get(route.name, "not run")
+            lines.append(f"| {label} | {route.status} | unavailable: {why} | | | |")
+            continue
+        c, rep, _, _ = got[route.name]
+        ratios = [f"{c / ref[k]:.3f}x" if k in ref else "" for k in
+                  ("fallback_getters", "borrow_batched")]
+        lines.append(f"| {label} | {route.status} | {c:.1f} | {ratios[0]} | {ratios[1]} | "
+                     f"{rep:+d} |")
+    lines += ["", "## Attribution", "",
+              "Each route's instructions per call by part. Every self cost callgrind reports "
+              f"(with {SEPARATE_CALLERS} levels of callers, `--separate-callers`) goes to one "
+              "part, by `bench/callgrind.py`'s `OUTER_RULES` (a frame anywhere in the chain) "
+              "and then `INNER_RULES` (the innermost matching frame); the parts add up to the "
+              "total. Inlined code counts where it was inlined: a check or a refcount update "
+              "compiled into an entry point is counted under *entry*.", ""]
+    lines += [f"- **{k}**: {v}" for k, v in PARTS.items()]
+    lines += ["", "| route | " + " | ".join(PARTS) + " | total |",
+              "|---|" + "---:|" * (len(PARTS) + 1)]
+    for route in routes.ROUTES:
+        if route.name not in got:
+            continue
+        c, _, split, _ = got[route.name]
+        parts = attribution(split)
+        lines.append(f"| {route.label} | " + " | ".join(f"{parts[k]:.0f}" for k in PARTS) +
+                     f" | {c:.0f} |")
+    return lines + [""]
+
+
 def report(plan: dict, dumps: dict, machine: dict) -> str:
-    """The markdown file: one table of instructions per call, then each configuration's
-    functions."""
+    """The markdown file: the routes and their attribution, then the bridge's native loop
+    per path (instructions per call, then each configuration's functions)."""
     n1, n2 = plan["n1"], plan["n2"]
     per_call, repeat, split, libs = {}, {}, {}, {}
     for p, r in plan["configs"]:
         key = (p, r)
-        a, b, a2 = (dumps[f"{p}|{r or ''}|{n}|{k}"] for k, n in enumerate((n1, n2, n1)))
-        per_call[key] = (b[1] - a2[1]) / (n2 - n1)
-        repeat[key] = a2[1] - a[1]
-        (big, lib_big), (small, lib_small) = self_costs(b[0]), self_costs(a2[0])
-        split[key] = {fn: (big[fn] - small.get(fn, 0)) / (n2 - n1) for fn in big}
-        libs.update(lib_small)
-        libs.update(lib_big)
+        per_call[key], repeat[key], ctx, lib = counts(dumps, f"{p}|{r or ''}", n1, n2)
+        split[key] = by_function(ctx)
+        libs.update(lib)
     readers = plan["reader_argument"]
-    title = f"# Instruction counts: each path's native loop, torch {plan['torch']}"
+    toggles = " ".join(f"--toggle-collect='{t}'" for t in TOGGLES)
+    title = f"# Instruction counts: every route and each path's native loop, torch {plan['torch']}"
     lines = [title, "",
              "Generated by `bench/callgrind.py` (`make callgrind`); nothing here is typed by "
              "hand. Instructions are counted, not timed: the figures do not depend on the "
              "machine's load, only on the binaries named below.", "",
-             f"- What: `bridge._bridge._native_loop(t, path, n{', reader=...' if readers else ''})`"
-             ", `t` a 32x32 float32 CPU tensor: per call the type gate, the handle (made and, "
+             f"- What: `t` a 32x32 float32 CPU tensor; the routes' C loops (`bench/routes.py`, "
+             "section Routes) and `bridge._bridge._native_loop(t, path, "
+             f"n{', reader=...' if readers else ''})`"
+             " (section Bridge): per call the type gate, the handle (made and, "
              "for owned, deleted), the layout and metadata reads, the conj/neg bits and the "
              "bridge's checks, everything they call included.",
-             f"- How: {machine['valgrind']}, `--tool=callgrind --toggle-collect='{TOGGLE}'`, "
+             f"- How: {machine['valgrind']}, `--tool=callgrind {toggles} "
+             f"--separate-callers={SEPARATE_CALLERS}`, "
              "instrumentation started after the imports; one dump per call; instructions per "
              f"call = (I(n={n2}) - I(n={n1})) / {n2 - n1}, which removes the fixed part of a "
              f"call; repeat check: I(n={n1}) measured twice in the same process, difference "
              "shown (0: the count is exact).",
              f"- Binaries: Python {plan['python']}, torch {plan['torch']}, bridge built by "
-             f"{plan['bridge_compiler']}; CPU {machine['cpu_model']} (the count does not depend "
+             f"{plan['bridge_compiler']}, C loops by {plan['native_compiler']}; CPU "
+             f"{machine['cpu_model']} (the count does not depend "
              "on it, the code paths a library picks at run time might). No date: the same "
              "binaries give the same file.",
              ""]
+    lines += routes_section(plan, dumps)
     if plan["unavailable"]:
         lines += [f"- Unavailable here: " + "; ".join(f"{p}: {why}" for p, why in
                                                       plan["unavailable"].items()), ""]
@@ -212,14 +375,14 @@ def report(plan: dict, dumps: dict, machine: dict) -> str:
     fb = {r: per_call.get(("fallback", r)) for _, r in plan["configs"]}
     head = "| path |" + (" reader |" if readers else "") + \
         " instructions per call | minus fallback | ratio to fallback | repeat check |"
-    lines += ["## Instructions per call", "", head,
+    lines += ["## Bridge: instructions per call of `_native_loop`", "", head,
               "|---|" + ("---|" if readers else "") + "---:|---:|---:|---:|"]
     for p, r in plan["configs"]:
         c, f = per_call[(p, r)], fb.get(r)
         lines.append(f"| {p} |" + (f" {r} |" if readers else "") + f" {c:.1f} | " +
                      (f"{c - f:+.1f} | {c / f:.3f}x |" if f else " | |") +
                      f" {repeat[(p, r)]:+d} |")
-    lines += ["", "## Where each path's instructions go", "",
+    lines += ["", "## Bridge: where each path's instructions go", "",
               f"Self instructions per call by function (callgrind_annotate, `--inclusive=no`), "
               f"functions under {MIN_SHARE} per call summed as \"other\". Names are as the "
               "binaries' symbols give them (`???`: no symbol).", ""]
@@ -309,12 +472,13 @@ def run_valgrind(args, work: pathlib.Path) -> int:
     plan_file = work / "plan.json"
     plan_file.unlink(missing_ok=True)
     cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no",
-           f"--toggle-collect={TOGGLE}", "--dump-instr=no",
+           *(f"--toggle-collect={t}" for t in TOGGLES),
+           f"--separate-callers={SEPARATE_CALLERS}", "--dump-instr=no",
            f"--callgrind-out-file={work / 'callgrind.out'}",
            args.python, "-P", str(pathlib.Path(__file__).resolve()), "--child",
            "--plan", str(plan_file), "--n1", str(args.n1), "--n2", str(args.n2),
            "--paths", *args.paths]
-    print(f"running {len(args.paths)} path(s) x (n={args.n1}, {args.n2}, {args.n1}) under "
+    print(f"running {len(args.paths)} path(s) and the routes x (n={args.n1}, {args.n2}, {args.n1}) under "
           "callgrind: a few minutes (importing torch under valgrind)...", flush=True)
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0 or not plan_file.exists():

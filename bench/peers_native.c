@@ -227,6 +227,60 @@ done:
   return result;
 }
 
+/* A consumer's whole route: the handle (as peers_handle_loop: fn != 0 calls it,
+ * delete_addr != 0 deletes the new reference; fn == 0 is (char*)obj + offset), then
+ * the seven getters of peers_getters_loop through it, then the delete. */
+static inline int read_seven(const uintptr_t* g, AtenTensorHandle h) {
+  void* p;
+  int64_t nd;
+  int64_t *sz, *st;
+  int32_t dt, dv, di;
+  if (((get_ptr_fn)g[0])(h, &p) | ((get_i64_fn)g[1])(h, &nd) | ((get_i64p_fn)g[2])(h, &sz) |
+      ((get_i64p_fn)g[3])(h, &st) | ((get_i32_fn)g[4])(h, &dt) | ((get_i32_fn)g[5])(h, &dv) |
+      ((get_i32_fn)g[6])(h, &di))
+    return 1;
+  peers_sink = (uintptr_t)p + (uintptr_t)nd + (uintptr_t)sz + (uintptr_t)st + (uintptr_t)dt +
+               (uintptr_t)dv + (uintptr_t)di;
+  return 0;
+}
+
+static inline int route_once(from_pyobject_fn fn, delete_fn del, PyObject* obj, int64_t offset,
+                             const uintptr_t* getters) {
+  AtenTensorHandle h = NULL;
+  if (fn) {
+    if (fn(obj, &h) != 0) return 1;
+  } else {
+    h = (AtenTensorHandle)((char*)obj + offset);
+  }
+  int rc = read_seven(getters, h);
+  if (fn && del) del(h);
+  return rc;
+}
+
+double peers_route_loop(uintptr_t fn_addr, uintptr_t delete_addr, uintptr_t obj_addr,
+                        int64_t offset, const uintptr_t* getters, int64_t n) {
+  from_pyobject_fn fn = (from_pyobject_fn)fn_addr;
+  delete_fn del = (delete_fn)delete_addr;
+  PyObject* obj = (PyObject*)obj_addr;
+  double result = -1.0;
+  PyGILState_STATE g = PyGILState_Ensure();
+  if (route_once(fn, del, obj, offset, getters)) {
+    set_error("the handle or a getter failed on the first call");
+    goto done;
+  }
+  uint64_t t0 = now_ns();
+  for (int64_t i = 0; i < n; i++) {
+    if (route_once(fn, del, obj, offset, getters)) {
+      set_error("the handle or a getter failed");
+      goto done;
+    }
+  }
+  result = (double)(now_ns() - t0) / (double)n;
+done:
+  PyGILState_Release(g);
+  return result;
+}
+
 /* The conjugate bit of a borrowed handle, two ways (issue 10, patch 0002's justification).
  * getter: torch_is_conj(h, &b), the proposed C getter.
  * dispatcher: aten::is_conj through torch_call_dispatcher, the stable route that exists

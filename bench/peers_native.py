@@ -115,10 +115,13 @@ class NativePeers:
             raise RuntimeError(self._ffi.string(self._lib.peers_last_error()).decode())
         return ns
 
-    def dltensor_loop(self, t, n: int) -> float:
+    def dltensor_loop(self, t, n: int, api: int | None = None) -> float:
         """ns per ``dltensor_from_py_object_no_sync(t, &dltensor)`` (+ type check, + reading
-        the DLTensor's fields); fills a caller-owned DLTensor, nothing to free."""
-        return self._check(self._lib.peers_dltensor_loop(self._api, id(t), self._type_addr, n))
+        the DLTensor's fields); fills a caller-owned DLTensor, nothing to free. ``api``:
+        another ``DLPackExchangeAPI*`` to call through (``internal_fixes``' prototype);
+        default torch's own."""
+        return self._check(self._lib.peers_dltensor_loop(
+            self._api if api is None else api, id(t), self._type_addr, n))
 
     def managed_loop(self, t, n: int) -> float:
         """ns per ``managed_tensor_from_py_object_no_sync(t, &m)`` + reading + ``m->deleter(m)``
@@ -135,23 +138,37 @@ class NativePeers:
         ``fallback`` = ``(char*)t + sizeof(PyObject)``; ``borrow_direct`` = shim_ext's
         ``torch_borrow_direct_from_pyobject``, the same function calling its implementation
         directly instead of through the registered interface (the vtable's price)."""
-        if path == "borrow_direct":
-            fn, dl = self._direct, 0
-        elif path == "owned":
-            fn, dl = self._sym["torch_tensor_from_pyobject"], self._sym[
-                "aoti_torch_delete_tensor_object"]
-        elif path == "borrow":
-            fn, dl = self._sym["torch_tensor_borrow_from_pyobject"], 0
-        else:
-            fn, dl = 0, 0
+        fn, dl = self._handle_functions(path)
         return self._check(self._lib.peers_handle_loop(fn, dl, id(t), self._offset, n))
+
+    GETTERS = ("data_ptr", "dim", "sizes", "strides", "dtype", "device_type", "device_index")
+
+    def _getters(self):
+        return self._ffi.new("uintptr_t[7]",
+                             [self._sym[f"aoti_torch_get_{x}"] for x in self.GETTERS])
 
     def getters_loop(self, t, n: int) -> float:
         """ns per seven ``aoti_torch_get_*`` reads (data_ptr, dim, sizes, strides, dtype,
         device_type, device_index) through the proven borrowed handle ``id(t) + offset``."""
-        names = ("data_ptr", "dim", "sizes", "strides", "dtype", "device_type", "device_index")
-        arr = self._ffi.new("uintptr_t[7]", [self._sym[f"aoti_torch_get_{x}"] for x in names])
-        return self._check(self._lib.peers_getters_loop(arr, id(t) + self._offset, n))
+        return self._check(self._lib.peers_getters_loop(self._getters(), id(t) + self._offset, n))
+
+    def _handle_functions(self, path: str) -> tuple[int, int]:
+        """``(handle function, delete function)`` addresses of ``path`` (0: none)."""
+        if path == "borrow_direct":
+            return self._direct, 0
+        if path == "owned":
+            return (self._sym["torch_tensor_from_pyobject"],
+                    self._sym["aoti_torch_delete_tensor_object"])
+        if path == "borrow":
+            return self._sym["torch_tensor_borrow_from_pyobject"], 0
+        return 0, 0
+
+    def route_loop(self, path: str, t, n: int) -> float:
+        """ns per consumer route: the handle of ``path`` (as ``handle_loop``), the seven
+        getters of ``getters_loop`` through it, and for ``owned`` the delete."""
+        fn, dl = self._handle_functions(path)
+        return self._check(self._lib.peers_route_loop(fn, dl, id(t), self._offset,
+                                                      self._getters(), n))
 
     def conj_loop(self, route: str, t, n: int) -> float:
         """ns per read of the conjugate bit through the borrowed handle ``id(t) + offset``:

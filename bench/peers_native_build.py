@@ -30,6 +30,8 @@ ffibuilder.cdef(
     double peers_handle_loop(uintptr_t fn, uintptr_t del, uintptr_t obj, int64_t offset,
                              int64_t n);
     double peers_getters_loop(const uintptr_t* getters, uintptr_t handle, int64_t n);
+    double peers_route_loop(uintptr_t fn, uintptr_t del, uintptr_t obj, int64_t offset,
+                            const uintptr_t* getters, int64_t n);
     double peers_metadata_loop(int mode, uintptr_t get, uintptr_t borrow, uintptr_t from_obj,
                                uintptr_t obj, int64_t offset, int64_t n);
     double peers_gil_check_loop(int64_t n);

@@ -17,10 +17,11 @@ next to this run's seed-protocol rows, labelled for what differs; each binding l
 tensor call minus its empty call (``bindings_table``); each workload saving as a share of
 the real decode step of the same rounds; the CPU's model and clock in the machine line.
 
-Goals (reported, never asserted): borrow within 1.5 ns of the fallback natively and
-within 3% at Python level; owned - borrow with its interval; borrow at least 3x faster
-than DLPack's ``dltensor_from_py_object_no_sync`` natively; a borrow view no dearer
-than one ``t.data_ptr()``. A goal is *met* when its whole interval is on the right
+Goals (reported, never asserted): borrow + batched against the pointer trick +
+getters natively; owned - borrow with its interval; a borrow view no dearer than one
+``t.data_ptr()``. DLPack is not a goal but a route: the routes table
+(``routes_table``, rows from ``bench/routes.py``) shows it beside every other route,
+torch's own and with each internal fix. A goal is *met* when its whole interval is on the right
 side, *missed* when it is all on the wrong side, *undecided* otherwise.
 
 A run with CUDA tensors (``bench/run.py --device cuda``; the JSON's
@@ -38,8 +39,12 @@ import sys
 
 import numpy as np
 
+HERE = pathlib.Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # run as a script with python -P: routes.py beside it
+    sys.path.insert(0, str(HERE))
+
 # Groups by the number that starts their name (bench_*.py set the names).
-SEED, NATIVE, PARTS, PEERS, NDIM, NTENS, WORK = "1", "2", "2b", "3", "4a", "4b", "5"
+SEED, NATIVE, PARTS, ROUTES, PEERS, NDIM, NTENS, WORK = "1", "2", "2b", "2c", "3", "4a", "4b", "5"
 
 
 # --- reading -----------------------------------------------------------------------------
@@ -263,10 +268,6 @@ def goals(r: Results):
         c = paired(r.samples(PEERS, "borrow"), r.samples(PEERS, "data_ptr"), "ratio")
         out.append(("view_borrow(t) / t.data_ptr(), Python level", fmt_ci(c, "x"), "<= 0.90x",
                     verdict(c, 0.90)))
-    if have(NATIVE, "dlpack_dltensor", "borrow"):
-        c = paired(r.samples(NATIVE, "dlpack_dltensor"), r.samples(NATIVE, "borrow"), "ratio")
-        out.append(("DLPack dltensor_from_py_object_no_sync / borrow, native", fmt_ci(c, "x"),
-                    ">= 3x", verdict(c, 3.0, "above")))
     if have(PARTS, "handle_borrow", "handle_fallback", "gil_check"):
         c = paired(r.samples(PARTS, "handle_borrow"), r.samples(PARTS, "handle_fallback"))
         g = r.get(PARTS, "gil_check")
@@ -280,6 +281,33 @@ def goals(r: Results):
             out.append((f"owned - borrow, {label}", f"{fmt_ci(c, ' ns')}; {fmt_ci(q, 'x')}",
                         "reported", "reported"))
     return out
+
+
+def routes_table(r: Results) -> str:
+    """Every route from the Python object to the metadata (``bench/routes.py``), timed in
+    one interleaved native run: best / median / stdev, and the paired ratio to the
+    pointer trick + getters (today's unstable route) and to borrow + batched."""
+    import routes
+
+    refs = ("fallback_getters", "borrow_batched")
+    ref_s = {k: r.samples(ROUTES, "route_" + k) for k in refs}
+    rows = ["| route | status | best (ns) | median (ns) | stdev (ns) | paired ratio to pointer "
+            "trick + getters [95% CI] | paired ratio to borrow + batched [95% CI] |",
+            "|---|---|---:|---:|---:|---:|---:|"]
+    for route in routes.ROUTES:
+        name = "route_" + route.name
+        label = route.label + (" (part)" if route.part else "")
+        b = r.get(ROUTES, name)
+        if b is None:
+            why = r.evidence.get("unavailable", {}).get(name, "not measured")
+            rows.append(f"| {label} | {route.status} | unavailable: {why} | | | | |")
+            continue
+        cells = [" 1 " if k == route.name else
+                 (f" {fmt_ci(paired(r.samples(ROUTES, name), ref_s[k], 'ratio'))} "
+                  if ref_s[k] is not None else " ") for k in refs]
+        rows.append(f"| {label} | {route.status} | {ns(b, 'min'):.1f} | {ns(b, 'median'):.1f} | "
+                    f"{ns(b, 'stddev'):.1f} |" + "|".join(cells) + "|")
+    return "\n".join(rows)
 
 
 def goals_table(r):
@@ -500,6 +528,14 @@ def markdown(r: Results, chart_name: str | None) -> str:
               "beside the seven getters alone:", "",
               group_table(r, PARTS, ("meta_offset", "meta_borrow", "meta_from_pyobject",
                                      "getters7"), "meta_borrow"), "",
+              "## Routes", "",
+              "Every route a native consumer has from a Python tensor to its metadata (data "
+              "pointer, ndim, sizes, strides, dtype, device type and index), today and after "
+              "each internal fix, in one interleaved run (`bench/routes.py`; the `*_fixed` "
+              "rows run torch's own functions with `bench/internal_fixes.cpp`'s interpreter "
+              "fix installed for their loop only). Instruction counts of the same routes: "
+              "`make callgrind`.", "",
+              routes_table(r), "",
               "## 3. Peers (Python level)", "",
               group_table(r, PEERS, r.peer_names(
                   ("empty", "owned", "borrow", "fallback", "data_ptr", "python_attrs",

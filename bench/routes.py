@@ -1,0 +1,130 @@
+"""Every route a native consumer has from a Python tensor to its metadata, today and
+after each internal fix, as C loops: the rows of the routes table.
+
+One list (``ROUTES``) serves both measurements, so they cannot drift apart:
+``bench_native.py`` times each route in the interleaved native run, and
+``callgrind.py`` counts its instructions and splits them by part (``attribution``).
+Each route reads what a kernel launcher needs: data pointer, ndim, sizes, strides (in
+elements), dtype, device type and index; the ``part`` rows are pieces of a route
+(a handle alone, the getters alone), for the attribution.
+
+``contenders(t, peers, fixes, paths)`` turns the list into ``{name: run(n)}`` for one
+tensor ``t`` (``run(n)`` makes ``n`` calls in C and returns ns per call) and
+``{name: why it cannot run here}``. The ``*_fixed`` routes run torch's own functions
+with the interpreter fix installed for the duration of the loop
+(``internal_fixes.InternalFixes.interpreter_fix``); the ``dlpack_borrowed*`` routes
+call the DLPack prototype through the same consumer loop as torch's
+``dltensor_from_py_object_no_sync``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Route:
+    """One row: ``name`` (its key), ``label`` (what it does, in the table), ``status``
+    (``"today"``: torch has it; ``"internal fix"``: torch's own functions with a fix
+    that needs no new ABI; ``"new ABI"``: needs the proposed functions), and ``part``
+    (True: a piece of a route, not a whole one)."""
+
+    name: str
+    label: str
+    status: str
+    part: bool = False
+
+
+ROUTES = (
+    Route("owned", "owned: torch_tensor_from_pyobject + 7 getters + delete", "today"),
+    Route("owned_fixed", "owned + interpreter fix", "internal fix"),
+    Route("dlpack_no_sync", "DLPack dltensor_from_py_object_no_sync", "today"),
+    Route("dlpack_no_sync_fixed", "DLPack no_sync + interpreter fix", "internal fix"),
+    Route("dlpack_managed", "DLPack managed_tensor_from_py_object_no_sync + deleter", "today"),
+    Route("dlpack_managed_fixed", "DLPack managed + deleter + interpreter fix", "internal fix"),
+    Route("dlpack_borrowed_checked",
+          "DLPack no_sync, borrowed reference + attached-thread check", "internal fix"),
+    Route("dlpack_borrowed", "DLPack no_sync, borrowed reference, no thread check",
+          "internal fix"),
+    Route("borrow_getters", "borrow: torch_tensor_borrow_from_pyobject + 7 getters", "new ABI"),
+    Route("borrow_batched", "borrow + torch_tensor_get_metadata (batched)", "new ABI"),
+    Route("borrow_one_call", "torch_tensor_borrow_metadata_from_pyobject (one call)", "new ABI"),
+    Route("fallback_getters", "pointer trick + 7 getters (private layout)", "today"),
+    Route("owned_handle", "owned handle alone + delete", "today", part=True),
+    Route("owned_handle_fixed", "owned handle alone + delete + interpreter fix", "internal fix",
+          part=True),
+    Route("borrow_handle", "borrow handle alone", "new ABI", part=True),
+    Route("fallback_handle", "pointer trick handle alone", "today", part=True),
+    Route("getters7", "7 getters alone (through a borrowed handle)", "today", part=True),
+)
+BY_NAME = {r.name: r for r in ROUTES}
+
+
+def contenders(t, peers, fixes, paths: dict[str, bool],
+               fixes_reason: str | None = None) -> tuple[dict[str, Callable[[int], float]],
+                                                          dict[str, str]]:
+    """``({name: run(n)}, {name: why not})`` for tensor ``t``.
+
+    ``peers``: ``peers_native.NativePeers``; ``fixes``: ``internal_fixes.InternalFixes``
+    or None (then ``fixes_reason`` says why); ``paths``: ``{path: available}`` as
+    ``bridge.available_paths()`` reports it (the owned shim, the borrow, the offset).
+    """
+    runs: dict[str, Callable[[int], float]] = {}
+    why: dict[str, str] = {}
+
+    def fixed(loop):
+        def run(n):
+            with fixes.interpreter_fix():
+                return loop(n)
+        return run
+
+    def add(name, loop, needs_fix=False, needs=None):
+        if needs is not None:
+            why[name] = needs
+        elif needs_fix and fixes is None:
+            why[name] = f"the internal fixes are not built: {fixes_reason}"
+        else:
+            runs[name] = fixed(loop) if needs_fix else loop
+
+    owned = None if paths.get("owned") else "no torch_tensor_from_pyobject on this torch"
+    borrow = None if paths.get("borrow") else "no torch_tensor_borrow_from_pyobject here"
+    offset = None if paths.get("fallback") else "no proven THPVariable offset on this torch"
+    dlpack = peers.dlpack_reason
+    meta = peers.metadata_reason or borrow
+    add("owned", lambda n: peers.route_loop("owned", t, n), needs=owned)
+    add("owned_fixed", lambda n: peers.route_loop("owned", t, n), True, owned)
+    add("dlpack_no_sync", lambda n: peers.dltensor_loop(t, n), needs=dlpack)
+    add("dlpack_no_sync_fixed", lambda n: peers.dltensor_loop(t, n), True, dlpack)
+    add("dlpack_managed", lambda n: peers.managed_loop(t, n), needs=dlpack)
+    add("dlpack_managed_fixed", lambda n: peers.managed_loop(t, n), True, dlpack)
+    if fixes is not None and dlpack is None:
+        checked, unchecked = fixes.dlpack_api(True), fixes.dlpack_api(False)
+        add("dlpack_borrowed_checked", lambda n: peers.dltensor_loop(t, n, api=checked))
+        add("dlpack_borrowed", lambda n: peers.dltensor_loop(t, n, api=unchecked))
+    else:
+        for name in ("dlpack_borrowed_checked", "dlpack_borrowed"):
+            add(name, None, True, dlpack)
+    add("borrow_getters", lambda n: peers.route_loop("borrow", t, n), needs=borrow)
+    add("borrow_batched", lambda n: peers.metadata_loop("borrow", t, n), needs=meta)
+    add("borrow_one_call", lambda n: peers.metadata_loop("from_pyobject", t, n), needs=meta)
+    add("fallback_getters", lambda n: peers.route_loop("fallback", t, n), needs=offset)
+    add("owned_handle", lambda n: peers.handle_loop("owned", t, n), needs=owned)
+    add("owned_handle_fixed", lambda n: peers.handle_loop("owned", t, n), True, owned)
+    add("borrow_handle", lambda n: peers.handle_loop("borrow", t, n), needs=borrow)
+    add("fallback_handle", lambda n: peers.handle_loop("fallback", t, n), needs=offset)
+    add("getters7", lambda n: peers.getters_loop(t, n), needs=offset)
+    assert set(runs) | set(why) == set(BY_NAME), set(BY_NAME) ^ (set(runs) | set(why))
+    return runs, why
+
+
+def load_fixes(torch):
+    """``(InternalFixes or None, why not)``: the internal fixes built for ``torch``."""
+    try:
+        import internal_fixes
+    except ImportError as exc:  # no cffi (free-threaded 3.13)
+        return None, f"cannot import internal_fixes: {exc}"
+    try:
+        return internal_fixes.InternalFixes(torch), None
+    except Exception as exc:  # a compile error is reported, not hidden
+        return None, f"{type(exc).__name__}: {exc}"
