@@ -1,4 +1,4 @@
-"""Build proposal/patches/000{1,2,3}-*.patch with git, from the PyTorch base and shim_ext.
+"""Build proposal/patches/000{1,2,3,4}-*.patch with git, from the PyTorch base and shim_ext.
 
 The patches are never edited by hand. This script copies the base tree
 (``--base``; default ``proposal/.upstream-base``, assembled by
@@ -35,6 +35,13 @@ the docs.
 the ``shim.h 0003`` and ``shim_common.cpp 0003`` blocks (a size-versioned
 ``TorchTensorMetadata`` filled in one call), a ``borrow_metadata_batched`` function in
 the test module with its test, and a docs paragraph.
+
+0004, a companion change outside the stable ABI: ``torch/csrc/PyInterpreter.cpp``'s
+``ConcretePyInterpreterVTable::incref`` / ``decref`` skip the GIL acquisition when the
+calling thread has an attached thread state (``PyGILState_Check()``) and Python is not
+finalizing; every other thread takes the existing path. The inserted lines are
+``patch_src/snippets/PyInterpreter-{decref,incref}.cpp.txt``, placed right after each
+method's ``Py_IsInitialized()`` check.
 
 Inserted C++ (except the header blocks) is formatted with clang-format and
 PyTorch's root ``.clang-format`` (part of the base), on the inserted lines only. clang-format
@@ -265,6 +272,16 @@ def apply_0002(tree: Tree) -> None:
     tree.regenerate_versions()
 
 
+def apply_0004(tree: Tree) -> None:
+    """The PyInterpreter incref/decref fast path for a thread with an attached thread state."""
+    rel = "torch/csrc/PyInterpreter.cpp"
+    tree.edit(rel, "  // PyObjects stored in them.\n  if (!Py_IsInitialized())\n    return;\n",
+              (SNIPPETS / "PyInterpreter-decref.cpp.txt").read_text(), fmt=True)
+    tree.edit(rel, "void ConcretePyInterpreterVTable::incref(PyObject* pyobj) const {\n"
+              "  if (!Py_IsInitialized())\n    return;\n",
+              (SNIPPETS / "PyInterpreter-incref.cpp.txt").read_text(), fmt=True)
+
+
 def apply_0003(tree: Tree) -> None:
     """torch_tensor_get_metadata / torch_tensor_borrow_metadata_from_pyobject, tests, docs."""
     tree.edit("torch/csrc/stable/c/shim.h", BLOCK_END_2_16, "\n" + header_block("0003") + "\n",
@@ -283,6 +300,9 @@ def apply_0003(tree: Tree) -> None:
               (SNIPPETS / "docs-batched.md.txt").read_text(), before=True)
     tree.regenerate_versions()
 
+
+# The series, in order: each patch's name and the function that writes it into the tree.
+SERIES = (("0001", apply_0001), ("0002", apply_0002), ("0003", apply_0003), ("0004", apply_0004))
 
 # Test files placed as upstream places them (libtorch_agn_2_15_extension's
 # pyobject_interop_module.cpp is the precedent for an importable _interop module).
@@ -324,7 +344,7 @@ def commit_message(patch: str, touched: set[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Build both patches; print their paths."""
+    """Build the series; print the patches' paths."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", type=pathlib.Path, default=HERE / ".upstream-base",
                         help="the assembled PyTorch base (proposal/upstream_base.py)")
@@ -341,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
         git(root, "add", "-A")
         git(root, "commit", "-q", "-m", "base: the PyTorch files the patches touch or need")
         tree = Tree(root, clang_format)
-        for patch, apply in (("0001", apply_0001), ("0002", apply_0002), ("0003", apply_0003)):
+        for patch, apply in SERIES:
             apply(tree)
             git(root, "add", "-A")
             touched = set(git(root, "diff", "--cached", "--name-only").split())
@@ -349,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         for old in args.out.glob("000*.patch"):
             old.unlink()
-        written = git(root, "format-patch", "-3", "--zero-commit", "--no-signature",
+        written = git(root, "format-patch", f"-{len(SERIES)}", "--zero-commit", "--no-signature",
                       "--full-index", "-o", str(args.out.resolve())).strip()
     print(written)
     return 0

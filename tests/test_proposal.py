@@ -30,6 +30,10 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 PROPOSAL = ROOT / "proposal"
 PATCHES = sorted((PROPOSAL / "patches").glob("000*.patch"))
 ENTRY_CPP = ROOT / "shim_ext" / "entry.cpp"
+# The stable-ABI patches (shim.h, shim_common.cpp); 0004 is a companion change inside
+# libtorch_python's PyInterpreter and touches neither.
+STABLE_ABI = ["0001", "0002", "0003"]
+PY_INTERPRETER = "torch/csrc/PyInterpreter.cpp"
 
 
 def _load(name: str):
@@ -61,7 +65,7 @@ needs_stand_in = pytest.mark.skipif(_stand_in_unavailable() is not None,
 
 @pytest.fixture(scope="module")
 def patches() -> dict[str, str]:
-    assert [p.name[:4] for p in PATCHES] == ["0001", "0002", "0003"], PATCHES
+    assert [p.name[:4] for p in PATCHES] == [*STABLE_ABI, "0004"], PATCHES
     return {p.name[:4]: p.read_text() for p in PATCHES}
 
 
@@ -116,10 +120,12 @@ def method_body(cpp: str) -> str:
 
 # --- the patches are what they say ------------------------------------------------------------
 
-def test_patches_are_a_three_commit_series(patches):
-    assert "\nSubject: [PATCH 1/3] [stable ABI] Add torch_tensor_borrow_from_pyobject\n" in patches["0001"]
-    assert "\nSubject: [PATCH 2/3] [stable ABI] Add torch_is_conj and torch_is_neg\n" in patches["0002"]
-    assert "\nSubject: [PATCH 3/3] [stable ABI] Add torch_tensor_get_metadata and\n" in patches["0003"]
+def test_patches_are_a_four_commit_series(patches):
+    assert "\nSubject: [PATCH 1/4] [stable ABI] Add torch_tensor_borrow_from_pyobject\n" in patches["0001"]
+    assert "\nSubject: [PATCH 2/4] [stable ABI] Add torch_is_conj and torch_is_neg\n" in patches["0002"]
+    assert "\nSubject: [PATCH 3/4] [stable ABI] Add torch_tensor_get_metadata and\n" in patches["0003"]
+    assert ("\nSubject: [PATCH 4/4] Skip the GIL acquisition in PyInterpreter incref/decref\n"
+            " when the thread is attached\n") in patches["0004"]
     for text in patches.values():
         assert text.startswith("From 0000000000000000000000000000000000000000 ")
     # 0001 is the borrow alone: nothing of the conj/neg getters rides along.
@@ -132,6 +138,10 @@ def test_commit_messages_name_the_base(patches):
     for text in patches.values():
         message = text.split("\n---\n", 1)[0]
         assert f"Base: pytorch/pytorch main at {manifest['main_commit']}" in message
+        assert message.count(manifest["main_commit"]) == 1
+    # 0004's one file is not stored at main_commit: its message names the commit it has.
+    row = next(r for r in manifest["file"] if r["path"] == PY_INTERPRETER)
+    assert f"  {row['commit']} (main): {PY_INTERPRETER}\n" in patches["0004"]
 
 
 def test_upstream_lines_are_only_added_to(patches):
@@ -146,7 +156,8 @@ def test_upstream_lines_are_only_added_to(patches):
 
 
 def test_declarations_join_mains_2_16_block(patches):
-    for name, text in patches.items():
+    for name in STABLE_ABI:
+        text = patches[name]
         added = added_lines(text, "torch/csrc/stable/c/shim.h")
         # No new block: the declarations go into main's existing 2.16 block.
         assert "#if TORCH_FEATURE_VERSION" not in added
@@ -180,6 +191,65 @@ def test_pyobject_helper_is_the_prototypes_non_owning_view(patch_text):
     added = added_lines(patch_text, "torch/csrc/stable/pyobject.h")
     assert added == make_patch.pyobject_block() + "\n"
     assert "class BorrowedTensor" in added and "inline BorrowedTensor tensor_borrow_from_pyobject" in added
+
+
+# --- 0004: the PyInterpreter companion change ------------------------------------------------
+
+def _patched_py_interpreter(patch: str, tmp_path: pathlib.Path) -> tuple[str, str]:
+    """The vendored PyInterpreter.cpp, and the same file with 0004 applied (git apply)."""
+    base = (PROPOSAL / "upstream" / PY_INTERPRETER).read_text()
+    (tmp_path / PY_INTERPRETER).parent.mkdir(parents=True)
+    (tmp_path / PY_INTERPRETER).write_text(base)
+    (tmp_path / "0004.patch").write_text(patch)
+    subprocess.run(["git", "apply", "0004.patch"], cwd=tmp_path, check=True, capture_output=True)
+    return base, (tmp_path / PY_INTERPRETER).read_text()
+
+
+def method(cpp: str, name: str) -> str:
+    """The definition of ConcretePyInterpreterVTable::``name``, up to its closing brace."""
+    start = re.search(rf"^\w+ ConcretePyInterpreterVTable::{name}\(", cpp, flags=re.M).start()
+    return cpp[start:cpp.index("\n}\n", start) + 3]
+
+
+def test_0004_touches_only_py_interpreter_and_adds_the_snippets(patches):
+    assert re.findall(r"^diff --git a/(\S+) b/", patches["0004"], flags=re.M) == [PY_INTERPRETER]
+    snippets = [(PROPOSAL / "patch_src" / "snippets" / f"PyInterpreter-{m}.cpp.txt").read_text()
+                for m in ("decref", "incref")]
+    assert normalized(added_lines(patches["0004"], PY_INTERPRETER)) == normalized("".join(snippets))
+
+
+def test_0004_fast_path_comes_before_the_acquisition_in_incref_and_decref(patches, tmp_path):
+    base, patched = _patched_py_interpreter(patches["0004"], tmp_path)
+    for name, op in (("incref", "Py_INCREF(pyobj);"), ("decref", "Py_DECREF(pyobj);")):
+        body = method(patched, name)
+        initialized = body.index("if (!Py_IsInitialized())")
+        fast = body.index("if (PyGILState_Check() && !Py_IsFinalizing()) {\n    " + op + "\n    return;\n  }")
+        assert initialized < fast < body.index("torch::detail::SafeGilScopedAcquire gil;"), name
+        assert body.count(op) == 2, name  # the fast path's and the slow path's
+    # try_incref and refcnt, which no at::Tensor copy reaches, are untouched.
+    for name in ("try_incref", "refcnt"):
+        assert method(patched, name) == method(base, name)
+        assert "PyGILState_Check" not in method(patched, name)
+
+
+def test_0004_message_has_a_test_plan_and_no_figures(patches):
+    message = patches["0004"].split("\n---\n", 1)[0]
+    assert "\nTest Plan:\n" in message
+    assert "SafeGilScopedAcquire" in message and "Py_GIL_DISABLED" in message
+    assert not re.search(r"\d\s*(?:instructions|ns|%)|\d\.\d+x\b", message)
+
+
+def test_vendored_copies_match_the_manifest():
+    """Every vendored file under proposal/upstream/ has the SHA-256 BASE.toml records."""
+    import hashlib
+
+    with (PROPOSAL / "upstream" / "BASE.toml").open("rb") as f:
+        manifest = tomllib.load(f)
+    rows = [row for row in manifest["file"] if row["source"] == "vendored"]
+    assert PY_INTERPRETER in {row["path"] for row in rows}
+    for row in rows:
+        data = (PROPOSAL / "upstream" / row["path"]).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == row["sha256"], row["path"]
 
 
 # --- the patches and the prototype are the same code ------------------------------------------
