@@ -174,7 +174,8 @@ int dltensor_borrowed(void* py_obj, DLTensor* out) {
     at::toDLPackNonOwning(tensor, out);
     return 0;
   } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_BufferError, e.what());
+    // As torch's: its caller sees a RuntimeError carrying c10's message.
+    PyErr_SetString(PyExc_RuntimeError, e.what());
     return -1;
   }
 }

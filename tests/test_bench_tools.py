@@ -85,3 +85,35 @@ def test_callgrind_passes_reader_only_to_a_loop_that_takes_it():
 
     ok, why = callgrind.supported_readers(getters_only, t, "borrow")
     assert ok == ["getters"] and why == {"batched": "ValueError: unknown reader 'batched'"}
+
+
+@pytest.mark.parametrize("context, part", [
+    # the acquisition's helpers stay with the acquisition, wherever they are called from
+    ("pthread_getspecific@@GLIBC_2.34'PyThread_tss_get'pybind11::gil_scoped_acquire::"
+     "gil_scoped_acquire()'torch::detail::(anonymous namespace)::ConcretePyInterpreterVTable::"
+     "incref(_object*) const'c10::TensorImpl::incref_pyobject() const", "gil"),
+    # the fix's own check is part of its incref, not the entry point's thread check
+    ("PyGILState_Check'(anonymous namespace)::fixed_incref(c10::impl::PyInterpreterVTable "
+     "const*, _object*)'c10::TensorImpl::incref_pyobject() const", "pyobject"),
+    ("PyGILState_Check'torch_borrow::tensor_borrow_from_pyobject(_object*)'"
+     "torch_tensor_borrow_from_pyobject'peers_handle_loop", "thread"),
+    ("_int_free'free'operator delete(void*)'aoti_torch_delete_tensor_object'route_once", "alloc"),
+    ("at::getDLDataType(at::Tensor const&)'at::toDLPackNonOwning(at::Tensor const&, DLTensor*, "
+     "bool)'TorchDLPackExchangeAPI::DLTensorFromPyObjectNoSync(void*, DLTensor*)", "fill"),
+    ("c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reset_not_null_("
+     "c10::TensorImpl*)'aoti_torch_delete_tensor_object'route_once", "atomics"),
+    ("torch_tensor_from_pyobject'route_once'peers_route_loop", "entry"),
+    ("peers_dltensor_loop'_cffi_f_peers_dltensor_loop'cfunction_call", "loop"),
+    ("Py_IsInitialized'somewhere_else", "other"),
+])
+def test_callgrind_puts_each_cost_in_one_part(context, part):
+    assert callgrind.part_of(context) == part
+
+
+def test_callgrind_attribution_adds_up():
+    split = {"malloc'operator new(unsigned long)'torch_tensor_from_pyobject": 38.0,
+             "aoti_torch_get_dim'route_once": 17.0, "route_once'peers_route_loop": 5.0}
+    parts = callgrind.attribution(split)
+    assert set(parts) == set(callgrind.PARTS)
+    assert parts["alloc"] == 38.0 and parts["fill"] == 17.0 and parts["loop"] == 5.0
+    assert sum(parts.values()) == sum(split.values())
