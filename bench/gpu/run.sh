@@ -69,7 +69,7 @@ PY
 # The machine gets a copy of the working tree, not a commit: fingerprint the sources that
 # are built and measured, so a result can be matched to the commit that holds them.
 echo "sources sha256: $(cat pyproject.toml setup.py bridge/*.py bridge/*.pyx shim_ext/*.py \
-  shim_ext/*.cpp shim_ext/include/torch_borrow/*.h bench/*.py bench/*.c tests/test_cuda.py \
+  shim_ext/*.cpp shim_ext/include/torch_borrow/*.h bench/*.py bench/*.c bench/*.cpp tests/test_cuda.py \
   tests/helpers/*.py | sha256sum | cut -c1-16)"
 
 step "carried wheels -> $SITE"
@@ -98,8 +98,9 @@ if [[ $MODE == two-gpu ]]; then
 else
   step "tests: CUDA parity"
   "${PYTEST[@]}" tests/test_cuda.py || FAILED+=(test_cuda)
-  step "tests: CPU parity, api, availability on this torch"
+  step "tests: CPU parity, api, availability, the internal fixes on this torch"
   "${PYTEST[@]}" tests/test_parity.py tests/test_api.py tests/test_availability.py \
+    tests/test_internal_fixes.py \
     || FAILED+=(cpu-tests)
 
   QUICK=(); [[ $MODE == quick ]] && QUICK=(--quick)
