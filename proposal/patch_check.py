@@ -13,6 +13,11 @@ Steps, each printed as it runs; the first failure ends the run with exit status 
    torch 2.15.0 wheel's headers, at feature version 2.16 (a
    ``torch/headeronly/version.h`` for 2.16.0, as main's build generates from
    ``version.txt``); a missing internal header is reported by name;
+   0004's ``PyInterpreter.cpp`` likewise, where the only errors accepted are the
+   uses of ``torch::detail::SafeGilScopedAcquire``, which the stored copy takes
+   and v2.15.0's headers lack (matched line by line); it is then compiled with a
+   declaration-only stand-in for that class, and its ``incref`` / ``decref``
+   must call ``PyGILState_Check`` before any GIL acquisition (``objdump -dr``);
 4. ``nm`` the objects: the new functions must be defined with C linkage
    (``T torch_tensor_borrow_from_pyobject``), never mangled;
 5. build the patch's C++ test module (``libtorch_agn_2_16._interop``,
@@ -53,6 +58,7 @@ PATCHES = sorted((HERE / "patches").glob("000*.patch"))
 LIBTORCH_SOURCES = ["torch/csrc/shim_common.cpp", "torch/csrc/PyObjectConversion.cpp",
                     "torch/csrc/PyObjectConversionPythonImpl.cpp"]
 STABLE_HEADERS = ["torch/csrc/stable/pyobject.h", "torch/csrc/stable/tensor.h"]
+PY_INTERPRETER = "torch/csrc/PyInterpreter.cpp"  # patch 0004
 NEW_SYMBOLS = ["torch_tensor_borrow_from_pyobject", "torch_is_conj", "torch_is_neg",
                "torch_tensor_get_metadata", "torch_tensor_borrow_metadata_from_pyobject"]
 INTEROP_SRC = "test/cpp_extensions/libtorch_agn_2_16_extension/csrc/pyobject_interop_module.cpp"
@@ -162,6 +168,108 @@ def compile_one(source: pathlib.Path, obj: pathlib.Path, flags: list[str]) -> No
     print(f"compiled {source.name}")
 
 
+# The stored PyInterpreter.cpp (02d90f32) takes torch::detail::SafeGilScopedAcquire
+# (pytorch/pytorch#189128: a GIL guard with an explicit bool conversion that refuses
+# while Python is finalizing), which v2.15.0's headers do not declare: each use is one
+# error on the declaration and one on the `if (!gil)` after it. Those are the base's
+# gap, not the patch's; any other error fails the check.
+SAFE_GIL_USE = "torch::detail::SafeGilScopedAcquire gil;"
+SAFE_GIL_ERRORS = ("'SafeGilScopedAcquire' is not a member of 'torch::detail'",
+                   "'gil' was not declared in this scope")
+SAFE_GIL_STAND_IN = """\
+#pragma once
+// Written by proposal/patch_check.py: a declaration-only stand-in for
+// torch::detail::SafeGilScopedAcquire (pytorch/pytorch#189128), which the
+// stored torch/csrc/PyInterpreter.cpp uses and v2.15.0's headers lack. Never
+// defined: the object is compiled and disassembled, not linked.
+namespace torch::detail {
+class SafeGilScopedAcquire {
+ public:
+  SafeGilScopedAcquire();
+  ~SafeGilScopedAcquire();
+  SafeGilScopedAcquire(const SafeGilScopedAcquire&) = delete;
+  SafeGilScopedAcquire& operator=(const SafeGilScopedAcquire&) = delete;
+  explicit operator bool() const;
+};
+} // namespace torch::detail
+"""
+
+
+def compile_errors(stderr: str) -> list[tuple[str, int, str]]:
+    """(file, line, message) of every error gcc reports, quotes made ASCII."""
+    plain = stderr.replace("\u2018", "'").replace("\u2019", "'")
+    return [(pathlib.Path(f).name, int(line), message) for f, line, message in
+            re.findall(r"^(.*?):(\d+):\d+: (?:fatal )?error: (.*)$", plain, flags=re.M)]
+
+
+def safe_gil_gap(source: pathlib.Path, stderr: str) -> list[int] | None:
+    """The lines of the SafeGilScopedAcquire uses, if they are exactly gcc's errors; else None."""
+    uses = [n for n, line in enumerate(source.read_text().splitlines(), 1)
+            if line.strip() == SAFE_GIL_USE]
+    expected = sorted((source.name, n + i, message) for n in uses
+                      for i, message in enumerate(SAFE_GIL_ERRORS))
+    return uses if uses and sorted(compile_errors(stderr)) == expected else None
+
+
+def calls_in(objdump: str, function: str) -> list[str]:
+    """The symbols ``function``'s relocations name, in address order (``objdump -dr -C``)."""
+    body = re.search(rf"^[0-9a-f]+ <[^>\n]*::{re.escape(function)}>:\n(.*?)(?=^[0-9a-f]+ <|\Z)",
+                     objdump, flags=re.M | re.S)
+    if body is None:
+        raise CheckFailed(f"PyInterpreter.o: no {function} in the disassembly")
+    return [re.sub(r"[-+]0x[0-9a-f]+$", "", target)
+            for target in re.findall(r"\sR_\w+\s+(\S.*)$", body.group(1), flags=re.M)]
+
+
+def check_fast_path(obj: pathlib.Path) -> None:
+    """incref / decref call PyGILState_Check before any GIL acquisition."""
+    listing = run(["objdump", "-dr", "-C", "--no-show-raw-insn", str(obj)]).stdout
+    for name in ("incref", "decref"):
+        calls = calls_in(listing, f"ConcretePyInterpreterVTable::{name}(_object*) const")
+        acquire = next((i for i, c in enumerate(calls)
+                        if "SafeGilScopedAcquire::SafeGilScopedAcquire" in c
+                        or "gil_scoped_acquire::gil_scoped_acquire" in c or c == "PyGILState_Ensure"),
+                       None)
+        check = calls.index("PyGILState_Check") if "PyGILState_Check" in calls else None
+        finalizing = next((i for i, c in enumerate(calls) if c.endswith("Py_IsFinalizing")), None)
+        if acquire is None or check is None or finalizing is None or not check < finalizing < acquire:
+            raise CheckFailed(f"PyInterpreter.o: {name} does not test PyGILState_Check and "
+                              f"Py_IsFinalizing before acquiring the GIL; it calls {calls}")
+        shown = list(dict.fromkeys(c.split("(")[0] for c in calls[:acquire + 1]))
+        print(f"objdump PyInterpreter.o: {name} calls {', '.join(shown)}, in that order "
+              "(the fast path's tests before the acquisition)")
+
+
+def compile_py_interpreter(tree: pathlib.Path, work: pathlib.Path, flags: list[str]) -> None:
+    """Patch 0004's PyInterpreter.cpp: compiled up to the base's known gap, then with a stand-in."""
+    source, obj = tree / PY_INTERPRETER, work / "PyInterpreter.o"
+    commit = next(row["commit"] for row in upstream_base.load_manifest()["file"]
+                  if row["path"] == PY_INTERPRETER)[:8]
+    done = run(["g++", *flags, "-c", str(source), "-o", str(obj)], check=False)
+    if done.returncode == 0:
+        print(f"compiled {source.name} (0004)")
+    else:
+        uses = safe_gil_gap(source, done.stderr)
+        if uses is None:
+            raise CheckFailed(f"{source.name} (0004) does not compile, and not only for the "
+                              f"base's SafeGilScopedAcquire:\n{done.stderr[-6000:]}")
+        print(f"compiled {source.name} (0004) up to the base's one gap, not the patch's: its "
+              f"{2 * len(uses)} errors are the {len(uses)} uses of "
+              f"torch::detail::SafeGilScopedAcquire (lines {', '.join(map(str, uses))}), which "
+              f"the stored copy ({commit}) takes from pytorch/pytorch#189128 and v2.15.0's "
+              "headers do not declare")
+        stand_in = work / "safe_gil_stand_in.h"
+        stand_in.write_text(SAFE_GIL_STAND_IN)
+        done = run(["g++", *flags, "-include", str(stand_in), "-c", str(source), "-o", str(obj)],
+                   check=False)
+        if done.returncode != 0:
+            raise CheckFailed(f"{source.name} (0004) does not compile with a declaration of "
+                              f"SafeGilScopedAcquire:\n{done.stderr[-6000:]}")
+        print(f"compiled {source.name} (0004) with a declaration-only stand-in for "
+              "SafeGilScopedAcquire (#189128's interface: explicit operator bool): no error")
+    check_fast_path(obj)
+
+
 def compile_libtorch(tree: pathlib.Path, work: pathlib.Path) -> list[pathlib.Path]:
     """Compile the touched libtorch sources and stable headers; return the objects."""
     overlay = work / "overlay"
@@ -178,6 +286,7 @@ def compile_libtorch(tree: pathlib.Path, work: pathlib.Path) -> list[pathlib.Pat
                           + "void use(torch::stable::Tensor t) { (void)t.is_conj(); (void)t.is_neg(); }\n"
                           + "void borrow(void* o) { (void)torch::stable::tensor_borrow_from_pyobject(o).get(); }\n")
     compile_one(headers_tu, work / "stable_headers.o", flags + [f"-DTORCH_TARGET_VERSION={TARGET_2_16}"])
+    compile_py_interpreter(tree, work, flags)
     return objects
 
 
