@@ -239,6 +239,20 @@ def test_0004_message_has_a_test_plan_and_no_figures(patches):
     assert not re.search(r"\d\s*(?:instructions|ns|%)|\d\.\d+x\b", message)
 
 
+def test_dlpack_sketch_is_short_and_borrows():
+    """No stored PyTorch file on main holds DLTensorFromPyObjectNoSync: a sketch, not a patch."""
+    text = (PROPOSAL / "patch_src" / "sketches" / "dlpack-no-copy.md").read_text()
+    code = re.search(r"```cpp\n(.*?)```", text, flags=re.S).group(1)
+    assert code.count("\n") < 30
+    for token in ("DLTensorFromPyObjectNoSync",
+                  "PyObject_TypeCheck(obj, (PyTypeObject*)THPVariableClass)",
+                  "const at::Tensor& t = THPVariable_Unpack(obj);",
+                  "at::toDLPackNonOwning(t, out);", "PyExc_RuntimeError"):
+        assert token in code, token
+    assert "handle.cast" not in code
+    assert not any(p.name.startswith("0005") for p in PATCHES)
+
+
 def test_vendored_copies_match_the_manifest():
     """Every vendored file under proposal/upstream/ has the SHA-256 BASE.toml records."""
     import hashlib
