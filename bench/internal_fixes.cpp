@@ -12,8 +12,9 @@
 //    even when the calling thread already has an attached thread state.
 //    fixes_interpreter_install() points the interpreter's `vtable_` at a copy
 //    of torch's own vtable in which those two slots skip the acquisition when
-//    PyGILState_Check() says the thread is attached (what a few-line change
-//    to PyInterpreter.cpp would do) and call torch's own method otherwise.
+//    PyGILState_Check() says the thread is attached and Python is not
+//    finalizing (patch 0004's few-line change to PyInterpreter.cpp) and call
+//    torch's own method otherwise.
 //    Every other slot is torch's own function pointer, copied, so every other
 //    method behaves exactly as torch's. fixes_interpreter_uninstall() puts
 //    torch's vtable back. The copy and the object that points at it are
@@ -113,13 +114,25 @@ const PyInterpreterVTable* fixed_vtable() {
   return reinterpret_cast<const PyInterpreterVTable*>(&fixed_object);
 }
 
+#if PY_VERSION_HEX >= 0x030D0000
+inline bool finalizing() {
+  return Py_IsFinalizing();
+}
+#else
+inline bool finalizing() {
+  return _Py_IsFinalizing();
+}
+#endif
+
 // The fixed methods, called as members (`this` first). `self` is the fixed
-// object; torch's own method is called on torch's own object.
+// object; torch's own method is called on torch's own object. The test is
+// patch 0004's (proposal/patches/): attached and not finalizing, where the
+// existing path's guard decides as before.
 void fixed_incref(const PyInterpreterVTable* /*self*/, PyObject* pyobj) {
   if (!Py_IsInitialized()) {
     return; // as torch's: leak rather than touch a finalized interpreter
   }
-  if (PyGILState_Check()) {
+  if (PyGILState_Check() && !finalizing()) {
     ++fast_calls;
     Py_INCREF(pyobj);
     return;
@@ -132,7 +145,7 @@ void fixed_decref(const PyInterpreterVTable* /*self*/, PyObject* pyobj) {
   if (!Py_IsInitialized()) {
     return;
   }
-  if (PyGILState_Check()) {
+  if (PyGILState_Check() && !finalizing()) {
     ++fast_calls;
     Py_DECREF(pyobj);
     return;
