@@ -17,7 +17,7 @@ contenders can be compared round by round:
 - ``conj_getter`` / ``conj_dispatcher``: the conjugate bit through the proposed
   ``torch_is_conj`` vs through ``torch_call_dispatcher("aten::is_conj")`` (which needs an
   owning copy of the borrowed handle): patch 0002's justification;
-- ``meta_<mode>``: patch 0003's batched read (``torch_tensor_get_metadata``) through the
+- ``meta_<mode>``: the prototype's batched read (``torch_tensor_get_metadata``) through the
   offset or a borrowed handle, and ``torch_tensor_borrow_metadata_from_pyobject`` in one
   call: the RFC's choice between the two forms;
 - the routes (``routes.ROUTES``, group 2c): every route a consumer has from the Python
@@ -37,7 +37,7 @@ GROUP = "2 native: handle + metadata per call, C loop, 32x32 float32"
 PARTS_GROUP = "2b native parts: handle alone, seven getters alone, type check"
 PATH_NAMES = views.VIEWERS
 # The same loops reading with the getters (what consumers do today) where the rows above
-# read with the batched call (patch 0003) when this build has it.
+# read with the prototype's batched call when this build has it.
 GETTER_NAMES = tuple(f"{p}_getters" for p in PATH_NAMES)
 PEER_NAMES = ("dlpack_dltensor", "dlpack_managed", "typecheck")
 PART_NAMES = ("handle_owned", "handle_borrow", "handle_borrow_direct", "handle_fallback",

@@ -354,7 +354,7 @@ done:
   return result;
 }
 
-/* The batched metadata read of patch 0003, three ways (the RFC's choice of form):
+/* The prototype's batched metadata read (measured, not proposed), three ways:
  * mode 0: (char*)obj + offset (the pointer trick) + torch_tensor_get_metadata;
  * mode 1: torch_tensor_borrow_from_pyobject + torch_tensor_get_metadata;
  * mode 2: torch_tensor_borrow_metadata_from_pyobject, one call.

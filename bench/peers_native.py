@@ -191,7 +191,7 @@ class NativePeers:
     METADATA_MODES = {"offset": 0, "borrow": 1, "from_pyobject": 2}
 
     def metadata_loop(self, mode: str, t, n: int) -> float:
-        """ns per batched metadata read (patch 0003), ``mode``: ``offset`` =
+        """ns per batched metadata read (the prototype's, not proposed), ``mode``: ``offset`` =
         ``(char*)t + sizeof(PyObject)`` + ``torch_tensor_get_metadata``; ``borrow`` =
         ``torch_tensor_borrow_from_pyobject`` + ``torch_tensor_get_metadata``;
         ``from_pyobject`` = ``torch_tensor_borrow_metadata_from_pyobject``, one call."""

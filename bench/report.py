@@ -524,7 +524,7 @@ def markdown(r: Results, chart_name: str | None) -> str:
               "The conjugate bit through a borrowed handle, the proposed getter against the "
               "stable route that exists today (same interleaved run):", "",
               group_table(r, PARTS, ("conj_getter", "conj_dispatcher"), "conj_getter"), "",
-              "Patch 0003's batched metadata read, its two forms (same interleaved run), "
+              "The prototype's batched metadata read (not proposed), its two forms (same interleaved run), "
               "beside the seven getters alone:", "",
               group_table(r, PARTS, ("meta_offset", "meta_borrow", "meta_from_pyobject",
                                      "getters7"), "meta_borrow"), "",

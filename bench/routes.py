@@ -27,7 +27,8 @@ from typing import Callable
 class Route:
     """One row: ``name`` (its key), ``label`` (what it does, in the table), ``status``
     (``"today"``: torch has it; ``"internal fix"``: torch's own functions with a fix
-    that needs no new ABI; ``"new ABI"``: needs the proposed functions), and ``part``
+    that needs no new ABI; ``"new ABI"``: needs the proposed functions; ``"not
+    proposed"``: the prototype's batched read, measured and withdrawn), and ``part``
     (True: a piece of a route, not a whole one)."""
 
     name: str
@@ -48,8 +49,9 @@ ROUTES = (
     Route("dlpack_borrowed", "DLPack no_sync, borrowed reference, no thread check",
           "internal fix"),
     Route("borrow_getters", "borrow: torch_tensor_borrow_from_pyobject + 7 getters", "new ABI"),
-    Route("borrow_batched", "borrow + torch_tensor_get_metadata (batched)", "new ABI"),
-    Route("borrow_one_call", "torch_tensor_borrow_metadata_from_pyobject (one call)", "new ABI"),
+    Route("borrow_batched", "borrow + torch_tensor_get_metadata (batched)", "not proposed"),
+    Route("borrow_one_call", "torch_tensor_borrow_metadata_from_pyobject (one call)",
+          "not proposed"),
     Route("fallback_getters", "pointer trick + 7 getters (private layout)", "today"),
     Route("owned_handle", "owned handle alone + delete", "today", part=True),
     Route("owned_handle_fixed", "owned handle alone + delete + interpreter fix", "internal fix",

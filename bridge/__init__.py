@@ -16,8 +16,8 @@ fallback   ``(char*)obj + sizeof(PyObject)``            borrowed           2.10+
 ========== ============================================ ================== =============
 
 Every path reads the metadata the same way, with the reader ``set_reader`` picks:
-``"batched"`` (one ``torch_tensor_get_metadata`` call, patch 0003; the default where it
-exists) or ``"getters"`` (one ``aoti_torch_get_*`` call per field); the views are equal.
+``"batched"`` (one ``torch_tensor_get_metadata`` call, the prototype's batched read, measured and not proposed;
+the default where it exists) or ``"getters"`` (one ``aoti_torch_get_*`` call per field); the views are equal.
 
 ``set_path("auto")`` (the default) takes borrow, else owned, else fallback; which
 exists is decided by symbol presence, never by torch's version string. Nothing is

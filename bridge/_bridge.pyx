@@ -76,8 +76,9 @@ ctypedef AOTITorchError (*get_i32_fn)(AtenTensorHandle, int32_t*) noexcept nogil
 ctypedef AOTITorchError (*get_flag_fn)(AtenTensorHandle, uint8_t*) noexcept nogil  # bool*
 ctypedef const char* (*what_fn)() noexcept nogil
 
-# Patch 0003's batched read (torch/csrc/stable/c/shim.h as the patch adds it; prototyped
-# in shim_ext/include/torch_borrow/shim.h): one call fills the whole struct.
+# The prototype's batched read (shim_ext/include/torch_borrow/shim.h; measured, then
+# withdrawn from the patch series: a DLPack exchange without the copy costs about the
+# same and needs no new struct): one call fills the whole struct.
 cdef struct TorchTensorMetadata:
     uint64_t struct_size      # in: sizeof as compiled here; out: bytes the callee filled
     void* data_ptr            # storage offset included

@@ -46,7 +46,7 @@ BORROW = "torch_tensor_borrow_from_pyobject"
 #: conj()/neg views; like BORROW, prototyped by shim_ext until libtorch exports them.
 IS_CONJ = "torch_is_conj"
 IS_NEG = "torch_is_neg"
-#: The batched read (patch 0003), likewise prototyped by shim_ext: from a handle, and the
+#: The batched read (prototype-only: measured, not proposed), from shim_ext: from a handle, and the
 #: borrow + read in one call.
 GET_METADATA = "torch_tensor_get_metadata"
 BORROW_METADATA = "torch_tensor_borrow_metadata_from_pyobject"

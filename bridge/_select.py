@@ -171,8 +171,8 @@ def available_readers() -> dict[str, PathInfo]:
 
     ``getters``: the layout, seven ``aoti_torch_get_*``, the storage offset and the
     conj/neg bits, one call each (every torch 2.10+). ``batched``: one
-    ``torch_tensor_get_metadata`` call (patch 0003; libtorch's if it exports it, else
-    ``shim_ext``'s), and on the borrow path ``torch_tensor_borrow_metadata_from_pyobject``.
+    ``torch_tensor_get_metadata`` call (the prototype's batched read, measured and not proposed: libtorch's if it ever
+    exports it, else ``shim_ext``'s), and on the borrow path ``torch_tensor_borrow_metadata_from_pyobject``.
     ``PathInfo.origin`` names the library; ``reason`` says why a reader is unavailable.
     """
     return dict(resolution().readers)
