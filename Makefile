@@ -116,7 +116,7 @@ bench-report: $(VENVS)/torch-$(TORCH)/.bench  ## redo tables and chart from the 
 
 # Instruction counts (valgrind's callgrind) of each path's native loop: deterministic,
 # whatever the machine's load, so they are committed as they come out.
-callgrind: $(VENVS)/torch-$(TORCH)/.built  ## instructions per call of each path's native loop -> bench/results/callgrind-torch-<v>.md
+callgrind: $(VENVS)/torch-$(TORCH)/.built  ## instructions per call of every route (by part) and path -> bench/results/callgrind-torch-<v>.md
 	$(call py,$(TORCH)) bench/callgrind.py --out bench/results
 
 test: $(addprefix test-,$(TEST_TORCH))  ## the suite on torch 2.15.0, 2.14.1 and 2.13.0 (or TORCH=..., PYTHON=...)
