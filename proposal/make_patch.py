@@ -1,4 +1,4 @@
-"""Build proposal/patches/000{1,2,3,4}-*.patch with git, from the PyTorch base and shim_ext.
+"""Build proposal/patches/000{1,2,3}-*.patch with git, from the PyTorch base and shim_ext.
 
 The patches are never edited by hand. This script copies the base tree
 (``--base``; default ``proposal/.upstream-base``, assembled by
@@ -31,17 +31,20 @@ code the patches add comes from the prototype, so the two cannot differ:
 as that 2.14 getter came), an op test in ``libtorch_agn_2_16_extension``, and
 the docs.
 
-0003 ``torch_tensor_get_metadata`` / ``torch_tensor_borrow_metadata_from_pyobject``:
-the ``shim.h 0003`` and ``shim_common.cpp 0003`` blocks (a size-versioned
-``TorchTensorMetadata`` filled in one call), a ``borrow_metadata_batched`` function in
-the test module with its test, and a docs paragraph.
-
-0004, a companion change outside the stable ABI: ``torch/csrc/PyInterpreter.cpp``'s
+0003, a companion change outside the stable ABI: ``torch/csrc/PyInterpreter.cpp``'s
 ``ConcretePyInterpreterVTable::incref`` / ``decref`` skip the GIL acquisition when the
 calling thread has an attached thread state (``PyGILState_Check()``) and Python is not
 finalizing; every other thread takes the existing path. The inserted lines are
 ``patch_src/snippets/PyInterpreter-{decref,incref}.cpp.txt``, placed right after each
 method's ``Py_IsInitialized()`` check.
+
+The prototype's batched metadata read (``torch_tensor_get_metadata`` /
+``torch_tensor_borrow_metadata_from_pyobject``, ``TorchTensorMetadata``: the
+``prototype-only: batched read`` blocks of shim_ext's ``shim.h`` and ``entry.cpp``) was
+withdrawn from the series: with the DLPack no-copy fix (``patch_src/sketches/dlpack-no-copy.md``),
+torch's ``dltensor_from_py_object_no_sync`` costs about what the borrow plus the batched read
+cost (``bench/results/callgrind-torch-2.15.0.md``, Routes and Attribution), so no new
+metadata struct is proposed. shim_ext keeps the blocks: measured, not proposed.
 
 Inserted C++ (except the header blocks) is formatted with clang-format and
 PyTorch's root ``.clang-format`` (part of the base), on the inserted lines only. clang-format
@@ -272,7 +275,7 @@ def apply_0002(tree: Tree) -> None:
     tree.regenerate_versions()
 
 
-def apply_0004(tree: Tree) -> None:
+def apply_0003(tree: Tree) -> None:
     """The PyInterpreter incref/decref fast path for a thread with an attached thread state."""
     rel = "torch/csrc/PyInterpreter.cpp"
     tree.edit(rel, "  // PyObjects stored in them.\n  if (!Py_IsInitialized())\n    return;\n",
@@ -282,27 +285,8 @@ def apply_0004(tree: Tree) -> None:
               (SNIPPETS / "PyInterpreter-incref.cpp.txt").read_text(), fmt=True)
 
 
-def apply_0003(tree: Tree) -> None:
-    """torch_tensor_get_metadata / torch_tensor_borrow_metadata_from_pyobject, tests, docs."""
-    tree.edit("torch/csrc/stable/c/shim.h", BLOCK_END_2_16, "\n" + header_block("0003") + "\n",
-              before=True)
-    tree.edit("torch/csrc/shim_common.cpp", "// Most other dtypes defined in",
-              shim_common_block("0003") + "\n", before=True, fmt=True)
-    module = "test/cpp_extensions/libtorch_agn_2_16_extension/csrc/pyobject_interop_module.cpp"
-    tree.edit(module, "PyMethodDef methods[] = {",
-              (SNIPPETS / "interop-batched.cpp.txt").read_text(), before=True)
-    tree.edit(module, '    {"borrow_metadata", borrow_metadata, METH_O, nullptr},\n',
-              '    {"borrow_metadata_batched", borrow_metadata_batched, METH_O, nullptr},\n')
-    tree.edit("test/cpp_extensions/test_libtorch_agnostic_pyobject_borrow.py",
-              "        def test_refuses_without_the_gil(self):",
-              (SNIPPETS / "test-batched.py.txt").read_text(), before=True)
-    tree.edit("docs/source/notes/libtorch_stable_abi.md", "\n## Migrating your kernel to the LibTorch",
-              (SNIPPETS / "docs-batched.md.txt").read_text(), before=True)
-    tree.regenerate_versions()
-
-
 # The series, in order: each patch's name and the function that writes it into the tree.
-SERIES = (("0001", apply_0001), ("0002", apply_0002), ("0003", apply_0003), ("0004", apply_0004))
+SERIES = (("0001", apply_0001), ("0002", apply_0002), ("0003", apply_0003))
 
 # Test files placed as upstream places them (libtorch_agn_2_15_extension's
 # pyobject_interop_module.cpp is the precedent for an importable _interop module).

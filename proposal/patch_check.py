@@ -13,13 +13,14 @@ Steps, each printed as it runs; the first failure ends the run with exit status 
    torch 2.15.0 wheel's headers, at feature version 2.16 (a
    ``torch/headeronly/version.h`` for 2.16.0, as main's build generates from
    ``version.txt``); a missing internal header is reported by name;
-   0004's ``PyInterpreter.cpp`` likewise, where the only errors accepted are the
+   0003's ``PyInterpreter.cpp`` likewise, where the only errors accepted are the
    uses of ``torch::detail::SafeGilScopedAcquire``, which the stored copy takes
    and v2.15.0's headers lack (matched line by line); it is then compiled with a
    declaration-only stand-in for that class, and its ``incref`` / ``decref``
    must call ``PyGILState_Check`` before any GIL acquisition (``objdump -dr``);
-4. ``nm`` the objects: the new functions must be defined with C linkage
-   (``T torch_tensor_borrow_from_pyobject``), never mangled;
+4. ``nm`` the objects: the new functions (0001, 0002) must be defined with C linkage
+   (``T torch_tensor_borrow_from_pyobject``), never mangled, and the prototype's
+   withdrawn batched read (``torch_tensor_get_metadata``) must be absent;
 5. build the patch's C++ test module (``libtorch_agn_2_16._interop``,
    abi3, ``TORCH_TARGET_VERSION`` 2.16) against libtorch 2.15.0 plus the
    prototype library, which provides the new symbols libtorch 2.15 lacks, and
@@ -58,9 +59,12 @@ PATCHES = sorted((HERE / "patches").glob("000*.patch"))
 LIBTORCH_SOURCES = ["torch/csrc/shim_common.cpp", "torch/csrc/PyObjectConversion.cpp",
                     "torch/csrc/PyObjectConversionPythonImpl.cpp"]
 STABLE_HEADERS = ["torch/csrc/stable/pyobject.h", "torch/csrc/stable/tensor.h"]
-PY_INTERPRETER = "torch/csrc/PyInterpreter.cpp"  # patch 0004
-NEW_SYMBOLS = ["torch_tensor_borrow_from_pyobject", "torch_is_conj", "torch_is_neg",
-               "torch_tensor_get_metadata", "torch_tensor_borrow_metadata_from_pyobject"]
+PY_INTERPRETER = "torch/csrc/PyInterpreter.cpp"  # patch 0003
+# The C functions the series adds to shim_common.cpp, with the patch that adds each.
+NEW_SYMBOLS = {"torch_tensor_borrow_from_pyobject": "0001", "torch_is_conj": "0002",
+               "torch_is_neg": "0002"}
+# The prototype's batched read, withdrawn from the series: shim_ext defines it, no patch does.
+WITHDRAWN_SYMBOLS = ["torch_tensor_get_metadata", "torch_tensor_borrow_metadata_from_pyobject"]
 INTEROP_SRC = "test/cpp_extensions/libtorch_agn_2_16_extension/csrc/pyobject_interop_module.cpp"
 PATCH_TEST = "test/cpp_extensions/test_libtorch_agnostic_pyobject_borrow.py"
 TARGET_2_16 = "0x0210000000000000"
@@ -121,6 +125,10 @@ def apply_patches(work: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
 def check_reproducible(base: pathlib.Path, work: pathlib.Path) -> None:
     out = work / "regenerated"
     run([sys.executable, str(HERE / "make_patch.py"), "--base", str(base), "--out", str(out)])
+    names = sorted(p.name for p in out.glob("000*.patch"))
+    if names != [p.name for p in PATCHES]:
+        raise CheckFailed(f"make_patch.py writes {names}, proposal/patches/ holds "
+                          f"{[p.name for p in PATCHES]}")
     for patch in PATCHES:
         again = out / patch.name
         if not again.exists() or not filecmp.cmp(patch, again, shallow=False):
@@ -236,24 +244,24 @@ def check_fast_path(obj: pathlib.Path) -> None:
             raise CheckFailed(f"PyInterpreter.o: {name} does not test PyGILState_Check and "
                               f"Py_IsFinalizing before acquiring the GIL; it calls {calls}")
         shown = list(dict.fromkeys(c.split("(")[0] for c in calls[:acquire + 1]))
-        print(f"objdump PyInterpreter.o: {name} calls {', '.join(shown)}, in that order "
+        print(f"objdump PyInterpreter.o (0003): {name} calls {', '.join(shown)}, in that order "
               "(the fast path's tests before the acquisition)")
 
 
 def compile_py_interpreter(tree: pathlib.Path, work: pathlib.Path, flags: list[str]) -> None:
-    """Patch 0004's PyInterpreter.cpp: compiled up to the base's known gap, then with a stand-in."""
+    """Patch 0003's PyInterpreter.cpp: compiled up to the base's known gap, then with a stand-in."""
     source, obj = tree / PY_INTERPRETER, work / "PyInterpreter.o"
     commit = next(row["commit"] for row in upstream_base.load_manifest()["file"]
                   if row["path"] == PY_INTERPRETER)[:8]
     done = run(["g++", *flags, "-c", str(source), "-o", str(obj)], check=False)
     if done.returncode == 0:
-        print(f"compiled {source.name} (0004)")
+        print(f"compiled {source.name} (0003)")
     else:
         uses = safe_gil_gap(source, done.stderr)
         if uses is None:
-            raise CheckFailed(f"{source.name} (0004) does not compile, and not only for the "
+            raise CheckFailed(f"{source.name} (0003) does not compile, and not only for the "
                               f"base's SafeGilScopedAcquire:\n{done.stderr[-6000:]}")
-        print(f"compiled {source.name} (0004) up to the base's one gap, not the patch's: its "
+        print(f"compiled {source.name} (0003) up to the base's one gap, not the patch's: its "
               f"{2 * len(uses)} errors are the {len(uses)} uses of "
               f"torch::detail::SafeGilScopedAcquire (lines {', '.join(map(str, uses))}), which "
               f"the stored copy ({commit}) takes from pytorch/pytorch#189128 and v2.15.0's "
@@ -263,9 +271,9 @@ def compile_py_interpreter(tree: pathlib.Path, work: pathlib.Path, flags: list[s
         done = run(["g++", *flags, "-include", str(stand_in), "-c", str(source), "-o", str(obj)],
                    check=False)
         if done.returncode != 0:
-            raise CheckFailed(f"{source.name} (0004) does not compile with a declaration of "
+            raise CheckFailed(f"{source.name} (0003) does not compile with a declaration of "
                               f"SafeGilScopedAcquire:\n{done.stderr[-6000:]}")
-        print(f"compiled {source.name} (0004) with a declaration-only stand-in for "
+        print(f"compiled {source.name} (0003) with a declaration-only stand-in for "
               "SafeGilScopedAcquire (#189128's interface: explicit operator bool): no error")
     check_fast_path(obj)
 
@@ -293,12 +301,17 @@ def compile_libtorch(tree: pathlib.Path, work: pathlib.Path) -> list[pathlib.Pat
 def check_symbols(objects: list[pathlib.Path]) -> None:
     """The new functions are defined, unmangled, in shim_common.o."""
     listing = run(["nm", "--defined-only", str(objects[0])]).stdout
-    for name in NEW_SYMBOLS:
+    for name, patch in NEW_SYMBOLS.items():
         line = next((l for l in listing.splitlines() if l.endswith(f" T {name}")), None)
         if line is None:
             mangled = [l for l in listing.splitlines() if name in l]
             raise CheckFailed(f"{name} is not a defined C symbol of shim_common.o: {mangled}")
-        print(f"nm shim_common.o: {line}")
+        print(f"nm shim_common.o: {line} ({patch})")
+    withdrawn = [l for l in listing.splitlines() for name in WITHDRAWN_SYMBOLS if name in l]
+    if withdrawn:
+        raise CheckFailed(f"shim_common.o defines the withdrawn batched read: {withdrawn}")
+    print(f"nm shim_common.o: no {' / '.join(WITHDRAWN_SYMBOLS)} (the batched read, "
+          "prototype-only, is in no patch)")
     demangled = run(["nm", "-C", "--defined-only", str(objects[1])]).stdout
     print("nm -C PyObjectConversion.o: " + next(
         l for l in demangled.splitlines() if "tensor_borrow_from_pyobject" in l).strip())

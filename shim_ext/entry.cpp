@@ -92,7 +92,7 @@ AOTITorchError torch_is_neg(AtenTensorHandle tensor, bool* ret_is_neg) {
 }
 // END shim_common.cpp 0002
 
-// BEGIN shim_common.cpp 0003
+// BEGIN prototype-only: batched read (withdrawn from the series)
 namespace {
 
 // The fields of TorchTensorMetadata that every version has: a caller must
@@ -143,6 +143,6 @@ AOTITorchError torch_tensor_borrow_metadata_from_pyobject(
         ret);
   });
 }
-// END shim_common.cpp 0003
+// END prototype-only: batched read
 
 } // extern "C"

@@ -30,10 +30,17 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 PROPOSAL = ROOT / "proposal"
 PATCHES = sorted((PROPOSAL / "patches").glob("000*.patch"))
 ENTRY_CPP = ROOT / "shim_ext" / "entry.cpp"
-# The stable-ABI patches (shim.h, shim_common.cpp); 0004 is a companion change inside
+SHIM_H = ROOT / "shim_ext" / "include" / "torch_borrow" / "shim.h"
+# The stable-ABI patches (shim.h, shim_common.cpp); 0003 is a companion change inside
 # libtorch_python's PyInterpreter and touches neither.
-STABLE_ABI = ["0001", "0002", "0003"]
+STABLE_ABI = ["0001", "0002"]
 PY_INTERPRETER = "torch/csrc/PyInterpreter.cpp"
+# The prototype's batched metadata read, withdrawn from the series: shim_ext keeps it
+# (measured, not proposed) between these markers, in shim.h and entry.cpp alike.
+WITHDRAWN_BEGIN = "// BEGIN prototype-only: batched read (withdrawn from the series)"
+WITHDRAWN_END = "// END prototype-only: batched read"
+WITHDRAWN_NAMES = ("TorchTensorMetadata", "torch_tensor_get_metadata",
+                   "torch_tensor_borrow_metadata_from_pyobject", "borrow_metadata_batched")
 
 
 def _load(name: str):
@@ -65,7 +72,7 @@ needs_stand_in = pytest.mark.skipif(_stand_in_unavailable() is not None,
 
 @pytest.fixture(scope="module")
 def patches() -> dict[str, str]:
-    assert [p.name[:4] for p in PATCHES] == [*STABLE_ABI, "0004"], PATCHES
+    assert [p.name[:4] for p in PATCHES] == [*STABLE_ABI, "0003"], PATCHES
     return {p.name[:4]: p.read_text() for p in PATCHES}
 
 
@@ -120,12 +127,11 @@ def method_body(cpp: str) -> str:
 
 # --- the patches are what they say ------------------------------------------------------------
 
-def test_patches_are_a_four_commit_series(patches):
-    assert "\nSubject: [PATCH 1/4] [stable ABI] Add torch_tensor_borrow_from_pyobject\n" in patches["0001"]
-    assert "\nSubject: [PATCH 2/4] [stable ABI] Add torch_is_conj and torch_is_neg\n" in patches["0002"]
-    assert "\nSubject: [PATCH 3/4] [stable ABI] Add torch_tensor_get_metadata and\n" in patches["0003"]
-    assert ("\nSubject: [PATCH 4/4] Skip the GIL acquisition in PyInterpreter incref/decref\n"
-            " when the thread is attached\n") in patches["0004"]
+def test_patches_are_a_three_commit_series(patches):
+    assert "\nSubject: [PATCH 1/3] [stable ABI] Add torch_tensor_borrow_from_pyobject\n" in patches["0001"]
+    assert "\nSubject: [PATCH 2/3] [stable ABI] Add torch_is_conj and torch_is_neg\n" in patches["0002"]
+    assert ("\nSubject: [PATCH 3/3] Skip the GIL acquisition in PyInterpreter incref/decref\n"
+            " when the thread is attached\n") in patches["0003"]
     for text in patches.values():
         assert text.startswith("From 0000000000000000000000000000000000000000 ")
     # 0001 is the borrow alone: nothing of the conj/neg getters rides along.
@@ -139,9 +145,9 @@ def test_commit_messages_name_the_base(patches):
         message = text.split("\n---\n", 1)[0]
         assert f"Base: pytorch/pytorch main at {manifest['main_commit']}" in message
         assert message.count(manifest["main_commit"]) == 1
-    # 0004's one file is not stored at main_commit: its message names the commit it has.
+    # 0003's one file is not stored at main_commit: its message names the commit it has.
     row = next(r for r in manifest["file"] if r["path"] == PY_INTERPRETER)
-    assert f"  {row['commit']} (main): {PY_INTERPRETER}\n" in patches["0004"]
+    assert f"  {row['commit']} (main): {PY_INTERPRETER}\n" in patches["0003"]
 
 
 def test_upstream_lines_are_only_added_to(patches):
@@ -181,10 +187,26 @@ def test_registry_lists_the_new_functions_at_2_16(patches):
         "torch_tensor_borrow_from_pyobject: TORCH_VERSION_2_16_0\n"
     assert added_lines(patches["0002"], make_patch.VERSIONS_TXT) == \
         "torch_is_conj: TORCH_VERSION_2_16_0\ntorch_is_neg: TORCH_VERSION_2_16_0\n"
-    assert added_lines(patches["0003"], make_patch.VERSIONS_TXT) == (
-        "TorchTensorMetadata: TORCH_VERSION_2_16_0\n"
-        "torch_tensor_borrow_metadata_from_pyobject: TORCH_VERSION_2_16_0\n"
-        "torch_tensor_get_metadata: TORCH_VERSION_2_16_0\n")
+
+
+def _withdrawn_block(path: pathlib.Path) -> str:
+    return make_patch.between(path.read_text(), WITHDRAWN_BEGIN, WITHDRAWN_END)
+
+
+def test_batched_read_is_prototype_only(patches):
+    """shim_ext keeps the batched read under prototype-only markers; no patch carries it,
+    and no marker in shim_ext names a patch the series no longer has."""
+    assert "TorchTensorMetadata" in _withdrawn_block(SHIM_H)
+    assert "AOTITorchError torch_tensor_get_metadata(" in _withdrawn_block(ENTRY_CPP)
+    for path in (SHIM_H, ENTRY_CPP):
+        numbers = set(re.findall(r"^// (?:BEGIN|END) \S+ (\d{4})$", path.read_text(), flags=re.M))
+        assert numbers == set(STABLE_ABI), (path.name, numbers)
+    for name, text in patches.items():
+        for withdrawn in WITHDRAWN_NAMES:
+            assert withdrawn not in text, (name, withdrawn)
+    messages = sorted(m.name for m in (PROPOSAL / "patch_src").glob("*-message.txt"))
+    assert messages == [f"{p.name[:4]}-message.txt" for p in PATCHES]
+    assert not list((PROPOSAL / "patch_src" / "snippets").glob("*batched*"))
 
 
 def test_pyobject_helper_is_the_prototypes_non_owning_view(patch_text):
@@ -193,15 +215,15 @@ def test_pyobject_helper_is_the_prototypes_non_owning_view(patch_text):
     assert "class BorrowedTensor" in added and "inline BorrowedTensor tensor_borrow_from_pyobject" in added
 
 
-# --- 0004: the PyInterpreter companion change ------------------------------------------------
+# --- 0003: the PyInterpreter companion change ------------------------------------------------
 
 def _patched_py_interpreter(patch: str, tmp_path: pathlib.Path) -> tuple[str, str]:
-    """The vendored PyInterpreter.cpp, and the same file with 0004 applied (git apply)."""
+    """The vendored PyInterpreter.cpp, and the same file with 0003 applied (git apply)."""
     base = (PROPOSAL / "upstream" / PY_INTERPRETER).read_text()
     (tmp_path / PY_INTERPRETER).parent.mkdir(parents=True)
     (tmp_path / PY_INTERPRETER).write_text(base)
-    (tmp_path / "0004.patch").write_text(patch)
-    subprocess.run(["git", "apply", "0004.patch"], cwd=tmp_path, check=True, capture_output=True)
+    (tmp_path / "0003.patch").write_text(patch)
+    subprocess.run(["git", "apply", "0003.patch"], cwd=tmp_path, check=True, capture_output=True)
     return base, (tmp_path / PY_INTERPRETER).read_text()
 
 
@@ -211,15 +233,15 @@ def method(cpp: str, name: str) -> str:
     return cpp[start:cpp.index("\n}\n", start) + 3]
 
 
-def test_0004_touches_only_py_interpreter_and_adds_the_snippets(patches):
-    assert re.findall(r"^diff --git a/(\S+) b/", patches["0004"], flags=re.M) == [PY_INTERPRETER]
+def test_0003_touches_only_py_interpreter_and_adds_the_snippets(patches):
+    assert re.findall(r"^diff --git a/(\S+) b/", patches["0003"], flags=re.M) == [PY_INTERPRETER]
     snippets = [(PROPOSAL / "patch_src" / "snippets" / f"PyInterpreter-{m}.cpp.txt").read_text()
                 for m in ("decref", "incref")]
-    assert normalized(added_lines(patches["0004"], PY_INTERPRETER)) == normalized("".join(snippets))
+    assert normalized(added_lines(patches["0003"], PY_INTERPRETER)) == normalized("".join(snippets))
 
 
-def test_0004_fast_path_comes_before_the_acquisition_in_incref_and_decref(patches, tmp_path):
-    base, patched = _patched_py_interpreter(patches["0004"], tmp_path)
+def test_0003_fast_path_comes_before_the_acquisition_in_incref_and_decref(patches, tmp_path):
+    base, patched = _patched_py_interpreter(patches["0003"], tmp_path)
     for name, op in (("incref", "Py_INCREF(pyobj);"), ("decref", "Py_DECREF(pyobj);")):
         body = method(patched, name)
         initialized = body.index("if (!Py_IsInitialized())")
@@ -232,8 +254,8 @@ def test_0004_fast_path_comes_before_the_acquisition_in_incref_and_decref(patche
         assert "PyGILState_Check" not in method(patched, name)
 
 
-def test_0004_message_has_a_test_plan_and_no_figures(patches):
-    message = patches["0004"].split("\n---\n", 1)[0]
+def test_0003_message_has_a_test_plan_and_no_figures(patches):
+    message = patches["0003"].split("\n---\n", 1)[0]
     assert "\nTest Plan:\n" in message
     assert "SafeGilScopedAcquire" in message and "Py_GIL_DISABLED" in message
     assert not re.search(r"\d\s*(?:instructions|ns|%)|\d\.\d+x\b", message)
@@ -250,7 +272,7 @@ def test_dlpack_sketch_is_short_and_borrows():
                   "at::toDLPackNonOwning(t, out);", "PyExc_RuntimeError"):
         assert token in code, token
     assert "handle.cast" not in code
-    assert not any(p.name.startswith("0005") for p in PATCHES)
+    assert not any(p.name.startswith("0004") for p in PATCHES)
 
 
 def test_vendored_copies_match_the_manifest():
@@ -284,7 +306,7 @@ def test_python_impl_method_is_the_prototype_function(patch_text):
         normalized(make_patch.python_impl_helpers())
 
 
-@pytest.mark.parametrize("name", ["0001", "0002", "0003"])
+@pytest.mark.parametrize("name", STABLE_ABI)
 def test_shim_common_entry_points_are_the_prototype_ones(patches, name):
     assert normalized(patch_shim_common(patches[name])) == normalized(prototype_shim_common(name))
 

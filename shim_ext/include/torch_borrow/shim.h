@@ -58,7 +58,7 @@ AOTI_TORCH_EXPORT AOTITorchError
 torch_is_neg(AtenTensorHandle tensor, bool* ret_is_neg);
 // END shim.h 0002
 
-// BEGIN shim.h 0003
+// BEGIN prototype-only: batched read (withdrawn from the series)
 // A tensor's metadata in one call, filled into a caller-owned struct. The
 // caller sets struct_size to sizeof(TorchTensorMetadata) as it was compiled;
 // the callee fills the fields both know and sets struct_size to the bytes it
@@ -92,7 +92,7 @@ torch_tensor_get_metadata(AtenTensorHandle tensor, TorchTensorMetadata* ret);
 AOTI_TORCH_EXPORT AOTITorchError torch_tensor_borrow_metadata_from_pyobject(
     void* py_obj,
     TorchTensorMetadata* ret);
-// END shim.h 0003
+// END prototype-only: batched read
 
 #endif // TORCH_FEATURE_VERSION >= TORCH_VERSION_2_16_0
 
