@@ -261,7 +261,7 @@ def test_0003_message_has_a_test_plan_and_no_figures(patches):
     assert not re.search(r"\d\s*(?:instructions|ns|%)|\d\.\d+x\b", message)
 
 
-def test_dlpack_sketch_is_short_and_borrows():
+def test_dlpack_sketch_is_short_borrows_and_refuses_conj_and_neg_views():
     """No stored PyTorch file on main holds DLTensorFromPyObjectNoSync: a sketch, not a patch."""
     text = (PROPOSAL / "patch_src" / "sketches" / "dlpack-no-copy.md").read_text()
     code = re.search(r"```cpp\n(.*?)```", text, flags=re.S).group(1)
@@ -269,9 +269,16 @@ def test_dlpack_sketch_is_short_and_borrows():
     for token in ("DLTensorFromPyObjectNoSync",
                   "PyObject_TypeCheck(obj, (PyTypeObject*)THPVariableClass)",
                   "const at::Tensor& t = THPVariable_Unpack(obj);",
-                  "at::toDLPackNonOwning(t, out);", "PyExc_RuntimeError"):
+                  "at::toDLPackNonOwning(t, out);", "PyExc_RuntimeError",
+                  "if (t.is_conj() || t.is_neg()) {", "PyExc_BufferError"):
         assert token in code, token
     assert "handle.cast" not in code
+    # The bits are refused before the export, and conj as t.__dlpack__() refuses it.
+    assert code.index("t.is_conj() || t.is_neg()") < code.index("at::toDLPackNonOwning")
+    message = "Can't export tensors with the conjugate bit set"
+    assert message in code.replace('"\n          "', "")
+    with pytest.raises(BufferError, match=re.escape(message)):
+        torch.randn(2, dtype=torch.complex64).conj().__dlpack__()
     assert not any(p.name.startswith("0004") for p in PATCHES)
 
 
