@@ -13,7 +13,7 @@
 //    fixes_interpreter_install() points the interpreter's `vtable_` at a copy
 //    of torch's own vtable in which those two slots skip the acquisition when
 //    PyGILState_Check() says the thread is attached and Python is not
-//    finalizing (patch 0004's few-line change to PyInterpreter.cpp) and call
+//    finalizing (patch 0003's few-line change to PyInterpreter.cpp) and call
 //    torch's own method otherwise.
 //    Every other slot is torch's own function pointer, copied, so every other
 //    method behaves exactly as torch's. fixes_interpreter_uninstall() puts
@@ -126,7 +126,7 @@ inline bool finalizing() {
 
 // The fixed methods, called as members (`this` first). `self` is the fixed
 // object; torch's own method is called on torch's own object. The test is
-// patch 0004's (proposal/patches/): attached and not finalizing, where the
+// patch 0003's (proposal/patches/): attached and not finalizing, where the
 // existing path's guard decides as before.
 void fixed_incref(const PyInterpreterVTable* /*self*/, PyObject* pyobj) {
   if (!Py_IsInitialized()) {

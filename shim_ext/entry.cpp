@@ -1,5 +1,6 @@
 // The libtorch half of the prototype (shim_ext._entry): the stable C entry
-// points, exactly as patches 0001-0003 add them to torch/csrc/shim_common.cpp,
+// points, exactly as patches 0001-0002 add them to torch/csrc/shim_common.cpp (and
+// the prototype-only batched read, measured and not proposed),
 // and the registration point of the Python-side implementation, as
 // torch/csrc/PyObjectConversion.cpp holds upstream's. This library links libtorch
 // but not libtorch_python, like libtorch itself; borrow.cpp (shim_ext._borrow)

@@ -32,7 +32,7 @@ def auto_path() -> str:
 
 def expected_readers() -> dict[str, bool]:
     """Which metadata readers must be available: the getters on every supported torch;
-    the batched read (patch 0003's ``torch_tensor_get_metadata``) wherever shim_ext
+    the batched read (the prototype's ``torch_tensor_get_metadata``, not proposed) wherever shim_ext
     provides the borrow, since the same library prototypes both."""
     return {"getters": True, "batched": expected_paths()["borrow"]}
 
