@@ -50,6 +50,7 @@
 #include <cstring>
 #include <exception>
 #include <thread>
+#include <type_traits>
 
 #include <ATen/DLConvertor.h>
 #include <ATen/dlpack.h>
@@ -109,6 +110,15 @@ std::atomic<std::uint64_t> slow_calls{0}; // calls that took torch's acquisition
 // attached thread state, which on a GIL build means holding the GIL (one
 // instruction; not exact on a free-threaded build, where it is not used).
 std::uint64_t fast_calls = 0;
+
+// The replacements below have these methods' signatures (plus `this`); a torch
+// whose header changes them must not get a silently mismatched slot.
+static_assert(std::is_same_v<
+              decltype(&PyInterpreterVTable::incref),
+              void (PyInterpreterVTable::*)(PyObject*) const>);
+static_assert(std::is_same_v<
+              decltype(&PyInterpreterVTable::decref),
+              void (PyInterpreterVTable::*)(PyObject*) const>);
 
 const PyInterpreterVTable* fixed_vtable() {
   return reinterpret_cast<const PyInterpreterVTable*>(&fixed_object);
