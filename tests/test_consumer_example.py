@@ -1,0 +1,388 @@
+"""The consumer examples (shim_ext/examples/consumer.cpp and its plain-C twin consumer.c),
+built against the running torch: they agree with torch's own accessors and the bridge,
+refuse what the bridge refuses with the same exception type, and take the route this torch
+must offer (libtorch's borrow, else the prototype's, else torch's owned shim).
+
+Where no route can read a tensor (free-threaded 3.13: no shim_ext, and torch 2.12 has no
+owned shim), the examples take no route and refuse every view cleanly: asserted here,
+and the tests that need a working route skip with that narrow reason.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import importlib.util
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+import types
+import warnings
+
+import pytest
+import torch
+
+import bridge
+from bridge import _support
+from helpers.expect import TORCH, expected_paths
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("consumer_build",
+                                               ROOT / "shim_ext" / "examples" / "build.py")
+build = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(build)
+MODULES = sorted(build.EXAMPLES.values())  # borrow_consumer (C++), borrow_consumer_c (C)
+
+
+def _libtorch():
+    return ctypes.CDLL("libtorch_cpu.so", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+
+
+def libtorch_exports(name: str) -> bool:
+    return hasattr(_libtorch(), name)
+
+
+def expected_route() -> str | None:
+    """libtorch's own borrow, else the prototype's (shim_ext, built wherever cffi builds),
+    else the owned shim (torch 2.14+), else none."""
+    if libtorch_exports("torch_tensor_borrow_from_pyobject"):
+        return "libtorch"
+    if expected_paths()["borrow"]:
+        return "prototype"
+    return "owned" if expected_paths()["owned"] else None
+
+
+def flags_expected() -> bool:
+    """torch_is_conj / torch_is_neg: libtorch's, else the prototype's."""
+    return libtorch_exports("torch_is_conj") or expected_paths()["borrow"]
+
+
+def device_code(name: str) -> int:
+    fn = getattr(_libtorch(), f"aoti_torch_device_type_{name}")
+    fn.restype = ctypes.c_int32
+    return fn()
+
+
+def _unreadable() -> str | None:
+    """Why no view can succeed here (the examples refuse every one), or None."""
+    if expected_route() is None:
+        return (f"no route: {_support.shim_ext_unsupported() or 'no shim_ext'}, and torch "
+                f"{TORCH} has no owned shim (asserted in test_route_*)")
+    if not flags_expected():
+        return (f"the owned route without torch_is_conj / torch_is_neg refuses every view: "
+                f"{_support.shim_ext_unsupported()} (asserted in test_without_flag_getters_*)")
+    return None
+
+
+needs_route = pytest.mark.skipif(_unreadable() is not None, reason=str(_unreadable()))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("consumer")
+    for src in build.EXAMPLES:
+        try:
+            build.build(src, out)
+        except subprocess.CalledProcessError as exc:
+            pytest.fail(f"{' '.join(exc.cmd)}\n{exc.stdout}{exc.stderr}")
+    sys.path.insert(0, str(out))
+    yield out
+    sys.path.remove(str(out))
+
+
+@pytest.fixture(params=MODULES)
+def consumer(request, built):
+    mod = importlib.import_module(request.param)
+    yield mod
+    mod._resolve()  # a test may have forced a route: back to the first that exists
+
+
+# --- the route -------------------------------------------------------------------------------
+def test_route_is_the_one_this_torch_must_offer(consumer):
+    assert consumer.route() == expected_route()
+    if expected_route() is None:  # free-threaded 3.13 with torch 2.12: refused, cleanly
+        with pytest.raises(RuntimeError, match="no route: .*shim_ext"):
+            consumer.view(torch.zeros(2))
+
+
+def test_released_torch_takes_the_prototype_route(consumer):
+    """torch <= 2.15 exports no borrow; with shim_ext built (everywhere cffi builds) the
+    route is the prototype's, on 2.13 (no owned shim) as on 2.14 and 2.15."""
+    if TORCH.release[:2] > (2, 15):
+        pytest.skip("a torch newer than 2.15 may export the borrow itself")
+    assert not libtorch_exports("torch_tensor_borrow_from_pyobject")
+    if _support.shim_ext_unsupported() is None:
+        assert consumer.route() == "prototype"
+    else:
+        assert consumer.route() == ("owned" if expected_paths()["owned"] else None)
+
+
+def test_forced_libtorch_route(consumer):
+    if libtorch_exports("torch_tensor_borrow_from_pyobject"):
+        assert consumer._resolve("libtorch") == "libtorch"
+        return
+    # no route: every view is a RuntimeError naming what is missing, the type unjudged
+    assert consumer._resolve("libtorch") is None
+    for x in (torch.zeros(2), "not a tensor"):
+        with pytest.raises(RuntimeError, match="exports no torch_tensor_borrow_from_pyobject"):
+            consumer.view(x)
+
+
+def test_forced_owned_route(consumer):
+    if not expected_paths()["owned"]:  # torch 2.13: no owned shim, so no such route
+        assert consumer._resolve("owned") is None
+        with pytest.raises(RuntimeError, match="torch_tensor_from_pyobject"):
+            consumer.view(torch.zeros(2))
+        return
+    assert consumer._resolve("owned") == "owned"
+
+
+# --- what a view reports ----------------------------------------------------------------------
+class Plain(torch.Tensor):
+    """A subclass that leaves __torch_dispatch__ alone: viewable."""
+
+
+CASES = {
+    "contiguous": lambda: torch.randn(4, 5),
+    "transposed, storage offset": lambda: torch.randn(6, 7)[1:, 2:].t(),
+    "0-d": lambda: torch.tensor(3.5),
+    "0-size": lambda: torch.empty(0, 3),
+    "0-size, storage offset": lambda: torch.randn(5)[2:2],
+    "expanded": lambda: torch.randn(3, 1).expand(3, 4),
+    "channels_last": lambda: torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last),
+    "Parameter": lambda: torch.nn.Parameter(torch.randn(3)),
+    "plain subclass": lambda: torch.randn(3).as_subclass(Plain),
+    **{str(d).removeprefix("torch."): (lambda d=d: torch.ones(2, 3, dtype=d)[:, 1:])
+       for d in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
+                 torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool,
+                 torch.complex64, torch.complex128, torch.float8_e4m3fn)},
+    "cuda": lambda: torch.randn(3, 4, device="cuda")[1:],
+}
+
+
+def expected_tuple(t):
+    return (t.data_ptr(), tuple(t.shape), t.stride(), bridge.view(t).dtype_code,
+            device_code(t.device.type), -1 if t.device.index is None else t.device.index)
+
+
+def make(case):
+    if case == "cuda" and not torch.cuda.is_available():
+        pytest.skip("no CUDA device here")
+    return CASES[case]()
+
+
+@needs_route
+@pytest.mark.parametrize("route", ["auto", "owned"])
+@pytest.mark.parametrize("case", CASES)
+def test_view_equals_torch(consumer, route, case):
+    if route == "owned" and consumer._resolve("owned") is None:
+        pytest.skip("torch < 2.14 has no owned shim (asserted in test_forced_owned_route)")
+    t = make(case)
+    assert consumer.view(t) == expected_tuple(t)
+
+
+@needs_route
+@pytest.mark.parametrize("route", ["auto", "owned"])
+def test_no_reference_is_kept(consumer, route):
+    """A borrowed handle takes no reference; an owned one is deleted on every exit path,
+    the refusals after the handle included."""
+    if route == "owned" and consumer._resolve("owned") is None:
+        pytest.skip("torch < 2.14 has no owned shim (asserted in test_forced_owned_route)")
+    resized = torch.randn(4)[1:]
+    resized.untyped_storage().resize_(0)
+    tensors = [torch.randn(3), torch.randn(3, dtype=torch.complex64).conj(),
+               torch.randn(3, 3).to_sparse(), resized, torch.empty(2, device="meta")]
+    before = [t._use_count() for t in tensors]
+    for t in tensors:
+        for _ in range(100):
+            try:
+                consumer.view(t)
+            except BufferError:
+                pass
+    assert [t._use_count() for t in tensors] == before
+
+
+# --- what a view refuses, as the bridge does --------------------------------------------------
+class LyingClass:
+    __class__ = property(lambda self: torch.Tensor)
+
+
+class Dispatching(torch.Tensor):
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def _resized(offset):
+    t = torch.randn(10)[offset:]
+    t.untyped_storage().resize_(0)
+    return t
+
+
+def _quantized():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.quantize_per_tensor(torch.randn(3), 0.1, 0, torch.qint8)
+
+
+def _csr():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Sparse CSR tensor support is in beta state"
+        return torch.randn(3, 3).to_sparse_csr()
+
+
+def _nested():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.nested.nested_tensor([torch.randn(2), torch.randn(3)])
+
+
+REFUSED = {
+    "lying __class__": LyingClass,
+    "None": lambda: None,
+    "int": lambda: 3,
+    "conj view": lambda: torch.randn(3, dtype=torch.complex64).conj(),
+    "neg view": lambda: torch.randn(3, dtype=torch.complex64).conj().imag,
+    "sparse coo": lambda: torch.randn(3, 3).to_sparse(),
+    "sparse csr": _csr,
+    "storage resized to 0, offset": lambda: _resized(2),
+    "storage resized to 0": lambda: _resized(0),
+    "meta": lambda: torch.empty(3, device="meta"),
+    "__torch_dispatch__ subclass": lambda: torch.randn(3).as_subclass(Dispatching),
+    "quantized": _quantized,
+    "nested": _nested,
+}
+
+
+def bridge_error(x):
+    try:
+        bridge.view(x)
+    except Exception as exc:  # noqa: BLE001 (the type is what is compared)
+        return type(exc)
+    pytest.fail("the bridge views it")
+
+
+@needs_route
+@pytest.mark.parametrize("route", ["auto", "owned"])
+@pytest.mark.parametrize("case", REFUSED)
+def test_refuses_what_the_bridge_refuses(consumer, route, case):
+    if route == "owned" and consumer._resolve("owned") is None:
+        pytest.skip("torch < 2.14 has no owned shim (asserted in test_forced_owned_route)")
+    x = REFUSED[case]()
+    expected = bridge_error(x)
+    assert expected in (TypeError, BufferError)
+    with pytest.raises(expected):
+        consumer.view(x)
+
+
+@needs_route
+def test_more_dimensions_than_the_limit_are_refused(consumer):
+    with pytest.raises(BufferError, match="dimensions"):
+        consumer.view(torch.empty([1] * 65))
+
+
+def test_without_flag_getters_every_view_is_refused(consumer):
+    """Without torch_is_conj / torch_is_neg a conj view would read as plain values: refused
+    rather than guessed, for every tensor."""
+    if consumer._resolve(flags=False) is None:
+        with pytest.raises(RuntimeError, match="no route"):
+            consumer.view(torch.zeros(2))
+        return
+    with pytest.raises(BufferError, match="conjugate / negative bits"):
+        consumer.view(torch.zeros(2))
+
+
+def test_shim_ext_built_for_another_torch_is_not_used(consumer, monkeypatch):
+    """The prototype's THPVariable side has the layout of the torch it was built for: one
+    built for another torch is refused, as the bridge refuses it."""
+    if libtorch_exports("torch_tensor_borrow_from_pyobject"):
+        pytest.skip("libtorch exports the borrow: the prototype is not consulted")
+    fake = types.ModuleType("shim_ext._borrow")
+    fake.lib = types.SimpleNamespace(torch_borrow_built_for=lambda: None)
+    fake.ffi = types.SimpleNamespace(string=lambda raw: b"1.0.0")
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "shim_ext._borrow", fake)
+        route = consumer._resolve()
+    assert route == ("owned" if expected_paths()["owned"] else None)
+    # owned, but without the prototype's flag getters (or no route): refused, saying why
+    with pytest.raises((RuntimeError, BufferError), match="built for torch 1.0.0"):
+        consumer.view(torch.zeros(2))
+
+
+class Meta(ctypes.Structure):
+    """BorrowConsumerMeta, as both examples declare it."""
+    _fields_ = [("data", ctypes.c_void_p), ("dim", ctypes.c_int64),
+                ("sizes", ctypes.c_int64 * 64), ("strides", ctypes.c_int64 * 64),
+                ("dtype", ctypes.c_int32), ("device_type", ctypes.c_int32),
+                ("device_index", ctypes.c_int32)]
+
+
+def _read_fn(consumer, dll):
+    fn = getattr(dll(consumer.__file__), f"{consumer.__name__}_read")
+    fn.argtypes, fn.restype = [ctypes.py_object, ctypes.POINTER(Meta)], ctypes.c_int
+    return fn
+
+
+def test_without_the_gil_nothing_is_touched(consumer):
+    """The C entry point returns -2, raising nothing, when the calling thread holds no GIL
+    (ctypes.CDLL releases it around the call)."""
+    meta = Meta(dim=-7)
+    assert _read_fn(consumer, ctypes.CDLL)(torch.randn(3), ctypes.byref(meta)) == -2
+    assert meta.dim == -7
+
+
+@needs_route
+def test_c_entry_point_with_the_gil(consumer):
+    """What a kernel library calls from its own C code (ctypes.PyDLL keeps the GIL)."""
+    t = torch.randn(3, 4)[1:]
+    meta = Meta()
+    assert _read_fn(consumer, ctypes.PyDLL)(t, ctypes.byref(meta)) == 0
+    assert (meta.data, meta.dim, tuple(meta.sizes[:2]), tuple(meta.strides[:2]),
+            meta.device_index) == (t.data_ptr(), 2, (2, 4), (4, 1), -1)
+    with pytest.raises(BufferError, match="conjugate"):  # -1: the exception is set
+        _read_fn(consumer, ctypes.PyDLL)(t.to(torch.complex64).conj(), ctypes.byref(meta))
+
+
+# --- first use, in a fresh interpreter ---------------------------------------------------------
+def _run(built, code):
+    env = {**os.environ, "PYTHONPATH": str(built)}
+    proc = subprocess.run([sys.executable, "-P", "-c", textwrap.dedent(code)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_import_torch_first(built, name):
+    out = _run(built, f"""
+        import {name} as c
+        try:
+            c.route()
+        except RuntimeError as exc:
+            print(exc)
+        """)
+    assert "import torch before the first view" in out
+
+
+@pytest.mark.skipif(not expected_paths()["borrow"], reason=str(_support.shim_ext_unsupported()))
+@pytest.mark.parametrize("name", MODULES)
+@pytest.mark.parametrize("first", ["consumer", "bridge"])
+def test_the_consumer_registers_the_prototype_itself(built, name, first):
+    """No caller has to call shim_ext.load(): the consumer registers _borrow's
+    implementation with _entry at first use; the bridge's shim_ext.load(), before or
+    after, registers the same one."""
+    _run(built, f"""
+        import torch, bridge, shim_ext, {name} as c
+        t = torch.randn(3, 4)[:, 1:]
+        if {first!r} == "bridge":
+            assert bridge.view_borrow(t).ptr == t.data_ptr()
+            assert shim_ext._loaded is not None
+        assert c.route() == {expected_route()!r}
+        if {first!r} == "consumer":
+            assert shim_ext._loaded is None, "the consumer needed shim_ext.load()"
+        assert c.view(t)[:3] == (t.data_ptr(), (3, 3), (4, 1))
+        assert bridge.view_borrow(t).shape == (3, 3)
+        assert c.view(t)[:3] == (t.data_ptr(), (3, 3), (4, 1))
+        """)
