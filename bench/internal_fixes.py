@@ -1,8 +1,8 @@
 """Two fixes inside torch, with no new ABI, run for real (benchmark-only).
 
 ``internal_fixes.cpp`` says what each one changes and on which ABI facts it rests;
-this module builds it (``internal_fixes_build.py``, into ``build/bench-<torch
-version>/`` beside the peers' loops) and wraps it:
+this module builds it (``internal_fixes_build.py``, into ``peers_native.build_dir``,
+beside the peers' loops: one folder per torch and interpreter) and wraps it:
 
 - ``InternalFixes.interpreter_fix()``: a context manager that, for its duration,
   points the global ``c10::impl::PyInterpreter``'s ``vtable_`` at a copy of torch's
@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import importlib
+import importlib.machinery
 import sys
 from dataclasses import dataclass
 
@@ -61,7 +62,7 @@ def _module(torch_version: str):
     import internal_fixes_build as b
 
     out = peers_native.build_dir(torch_version)
-    built = sorted(out.glob(f"{b.MODULE}.*.so"))
+    built = sorted(out.glob(f"{b.MODULE}{importlib.machinery.EXTENSION_SUFFIXES[0]}"))
     newest_source = max(p.stat().st_mtime for p in b.SOURCES)
     if not built or built[0].stat().st_mtime < newest_source:
         b.build(out)

@@ -3,8 +3,8 @@
 Out-of-line API mode, like ``peers_native_build.py``: ``build(tmpdir)`` compiles the
 C++ against the installed torch's headers and links ``libtorch_python`` (for
 ``THPVariableClass``), ``libtorch_cpu`` (``at::toDLPackNonOwning``) and ``libc10``
-(``c10::impl::getGlobalPyInterpreter``) into ``tmpdir`` (``build/bench-<torch
-version>/``, git-ignored). Benchmark-only: nothing the bridge imports.
+(``c10::impl::getGlobalPyInterpreter``) into ``tmpdir`` (``peers_native.build_dir``:
+``build/bench-<torch version>-<SOABI>/``, git-ignored). Benchmark-only: nothing the bridge imports.
 """
 
 from __future__ import annotations

@@ -4,11 +4,11 @@ Each library gets two functions of its own, built here from ``bench/bindings/``:
 
 - nanobind (PyPI ``nanobind``, 3.x): ``empty()`` and ``ndarray(t)`` taking one
   ``nb::ndarray<>``, built with nanobind's CMake (``nanobind_add_module``, Release) into
-  ``build/bench-<torch>/nanobind/``. nanobind imports a tensor by calling its
+  ``build/bench-<torch>-<SOABI>/nanobind/``. nanobind imports a tensor by calling its
   ``__dlpack__`` (``src/nb_ndarray.cpp``, ``ndarray_import_impl``);
 - apache-tvm-ffi (PyPI ``apache-tvm-ffi``): ``empty()`` and ``tensor(t)`` taking one
   ``tvm::ffi::TensorView``, exported with ``TVM_FFI_DLL_EXPORT_TYPED_FUNC`` and built by
-  ``tvm_ffi.cpp.load`` (its ninja build) into ``build/bench-<torch>/tvm_ffi/``. tvm_ffi's
+  ``tvm_ffi.cpp.load`` (its ninja build) into ``build/bench-<torch>-<SOABI>/tvm_ffi/``. tvm_ffi's
   argument setter converts a tensor whose class has ``__dlpack_c_exchange_api__``
   through that API's ``managed_tensor_from_py_object_no_sync`` into an ``ffi::Tensor``
   (``python/tvm_ffi/cython/function.pxi``).
@@ -74,8 +74,10 @@ class Binding:
 
 
 def build_dir(torch_version: str) -> pathlib.Path:
-    """``build/bench-<torch version>/``, shared with ``peers_native``."""
-    return REPO / "build" / f"bench-{torch_version}"
+    """``peers_native.build_dir``: one folder per torch and interpreter, shared."""
+    import peers_native
+
+    return peers_native.build_dir(torch_version)
 
 
 def _version(dist: str) -> str:

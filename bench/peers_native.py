@@ -1,7 +1,7 @@
 """Native (C) timing loops for the peers, and for the parts of a handle.
 
 ``load()`` builds ``peers_native.c`` (``peers_native_build.py``) into
-``build/bench-<torch version>/`` when the module is missing or older than its sources,
+``build_dir()`` (one folder per torch and interpreter) when the module is missing or older than its sources,
 then imports it. Each ``*_loop`` method runs ``n`` calls in C between two
 ``clock_gettime(CLOCK_MONOTONIC)`` reads, the first call untimed, and returns ns per
 call; it raises ``RuntimeError`` with the C side's message when a call fails.
@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import importlib.machinery
 import pathlib
 import sys
+import sysconfig
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
@@ -26,15 +28,17 @@ _PyCapsule_GetPointer.argtypes = (ctypes.py_object, ctypes.c_char_p)
 
 
 def build_dir(torch_version: str) -> pathlib.Path:
-    """``build/bench-<torch version>/``: where the module of this torch is compiled."""
-    return REPO / "build" / f"bench-{torch_version}"
+    """``build/bench-<torch version>-<SOABI>/`` (e.g. ``bench-2.15.0-cpython-312-x86_64-linux-gnu``):
+    where the modules of this torch and this interpreter are compiled. Keyed by both, so
+    environments of two CPython versions (or a free-threaded one) never share a build."""
+    return REPO / "build" / f"bench-{torch_version}-{sysconfig.get_config_var('SOABI')}"
 
 
 def _module(torch_version: str):
     import peers_native_build as b
 
     out = build_dir(torch_version)
-    built = sorted(out.glob(f"{b.MODULE}.*.so"))
+    built = sorted(out.glob(f"{b.MODULE}{importlib.machinery.EXTENSION_SUFFIXES[0]}"))
     newest_source = max(p.stat().st_mtime for p in b.SOURCES)
     if not built or built[0].stat().st_mtime < newest_source:
         b.build(out)

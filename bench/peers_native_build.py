@@ -2,7 +2,7 @@
 
 Out-of-line API mode, like ``shim_ext/borrow_build.py``: ``ffibuilder`` holds the
 cdef and the source (``peers_native.c``); ``build(tmpdir)`` compiles it against the
-installed torch's ``ATen/dlpack.h`` into ``tmpdir`` (``build/bench-<torch version>/``,
+installed torch's ``ATen/dlpack.h`` into ``tmpdir`` (``peers_native.build_dir``,
 git-ignored). The C is plain C: ``dlpack.h`` needs no C++ and no torch library, and
 the aoti functions are called through addresses resolved at run time by ``bridge``.
 """
