@@ -13,7 +13,9 @@
 // prototype's), -std=c++20 for torch >= 2.14 (c++17 before), and no torch library
 // on the link line: every torch function is found with dlsym at first use, in the
 // libraries `import torch` loaded, so this module loads on a torch that lacks some
-// of them and the choice is made by symbol presence, never by version.
+// of them and the choice is made by symbol presence, never by version. Once torch
+// ships the borrow (torch/csrc/stable/c/shim.h declares it), drop load_prototype and
+// shim_ext/include: nothing else changes.
 //
 // Ownership, said once:
 // - torch_tensor_borrow_from_pyobject returns a BORROWED handle: it aliases the
