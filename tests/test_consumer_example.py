@@ -140,6 +140,10 @@ def test_forced_owned_route(consumer):
 
 
 # --- what a view reports ----------------------------------------------------------------------
+#: The auto route, and the owned one forced where torch has it (2.14+; its absence on
+#: older torch is asserted in test_forced_owned_route).
+ROUTES = ["auto", "owned"] if expected_paths()["owned"] else ["auto"]
+
 class Plain(torch.Tensor):
     """A subclass that leaves __torch_dispatch__ alone: viewable."""
 
@@ -158,6 +162,8 @@ CASES = {
        for d in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
                  torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool,
                  torch.complex64, torch.complex128, torch.float8_e4m3fn)},
+    **{f"{n}, empty": (lambda n=n: torch.empty(2, 3, dtype=getattr(torch, n)).t())
+       for n in ("float8_e5m2", "float8_e8m0fnu", "float4_e2m1fn_x2") if hasattr(torch, n)},
     "cuda": lambda: torch.randn(3, 4, device="cuda")[1:],
 }
 
@@ -174,22 +180,22 @@ def make(case):
 
 
 @needs_route
-@pytest.mark.parametrize("route", ["auto", "owned"])
+@pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("case", CASES)
 def test_view_equals_torch(consumer, route, case):
-    if route == "owned" and consumer._resolve("owned") is None:
-        pytest.skip("torch < 2.14 has no owned shim (asserted in test_forced_owned_route)")
+    if route == "owned":
+        assert consumer._resolve("owned") == "owned"
     t = make(case)
     assert consumer.view(t) == expected_tuple(t)
 
 
 @needs_route
-@pytest.mark.parametrize("route", ["auto", "owned"])
+@pytest.mark.parametrize("route", ROUTES)
 def test_no_reference_is_kept(consumer, route):
     """A borrowed handle takes no reference; an owned one is deleted on every exit path,
     the refusals after the handle included."""
-    if route == "owned" and consumer._resolve("owned") is None:
-        pytest.skip("torch < 2.14 has no owned shim (asserted in test_forced_owned_route)")
+    if route == "owned":
+        assert consumer._resolve("owned") == "owned"
     resized = torch.randn(4)[1:]
     resized.untyped_storage().resize_(0)
     tensors = [torch.randn(3), torch.randn(3, dtype=torch.complex64).conj(),
@@ -265,11 +271,11 @@ def bridge_error(x):
 
 
 @needs_route
-@pytest.mark.parametrize("route", ["auto", "owned"])
+@pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("case", REFUSED)
 def test_refuses_what_the_bridge_refuses(consumer, route, case):
-    if route == "owned" and consumer._resolve("owned") is None:
-        pytest.skip("torch < 2.14 has no owned shim (asserted in test_forced_owned_route)")
+    if route == "owned":
+        assert consumer._resolve("owned") == "owned"
     x = REFUSED[case]()
     expected = bridge_error(x)
     assert expected in (TypeError, BufferError)

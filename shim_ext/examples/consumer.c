@@ -124,6 +124,7 @@ static const struct { const char* fn; int8_t itemsize; } DTYPES[] = {
     {"aoti_torch_dtype_complex64", 8},    {"aoti_torch_dtype_complex128", 16},
     {"aoti_torch_dtype_float8_e5m2", 1},  {"aoti_torch_dtype_float8_e4m3fn", 1},
     {"aoti_torch_dtype_float8_e5m2fnuz", 1}, {"aoti_torch_dtype_float8_e4m3fnuz", 1},
+    {"aoti_torch_dtype_float8_e8m0fnu", 1},  {"aoti_torch_dtype_float4_e2m1fn_x2", 1},
 };
 
 static bool want(const char* only, const char* r) { return !only || strcmp(only, r) == 0; }
