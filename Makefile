@@ -101,23 +101,29 @@ $(VENVS)/torch-%/.patch: $(VENVS)/torch-%/.built pyproject.toml
 # changes a tracked file; `make bench-evidence` (the same run) refreshes the committed
 # evidence in bench/results/. BENCH_OUT=DIR picks another folder for bench and bench-report.
 BENCH_OUT ?= bench/results/scratch
+# Result files name the interpreter too when it is not the default one (as the
+# environments do): bench-torch-2.15.0.*, bench-cp313-torch-2.15.0.*, callgrind-... alike.
+RESULT_TAG := $(if $(filter $(DEFAULT_PYTHON),$(PYTHON)),,$(PYTAG)-)
 bench: $(VENVS)/torch-$(TORCH)/.bench  ## benchmarks on the default torch (TORCH=...) into bench/results/scratch/
-	$(call py,$(TORCH)) bench/run.py --out $(BENCH_OUT)
+	$(call py,$(TORCH)) bench/run.py --out $(BENCH_OUT) --stem bench-$(RESULT_TAG)torch-$(TORCH)
 
 bench-evidence: $(VENVS)/torch-$(TORCH)/.bench  ## the same run, refreshing the committed bench/results/ (quiet machine)
-	$(call py,$(TORCH)) bench/run.py --out bench/results
+	$(call py,$(TORCH)) bench/run.py --out bench/results --stem bench-$(RESULT_TAG)torch-$(TORCH)
 
 bench-quick: $(VENVS)/torch-$(TORCH)/.bench  ## every benchmark briefly (what CI runs)
-	$(call py,$(TORCH)) bench/run.py --quick --out bench/results/scratch
+	$(call py,$(TORCH)) bench/run.py --quick --out bench/results/scratch \
+	  --stem bench-$(RESULT_TAG)torch-$(TORCH)
 
 bench-report: $(VENVS)/torch-$(TORCH)/.bench  ## redo tables and chart from the saved JSON in BENCH_OUT (default scratch)
-	$(call py,$(TORCH)) bench/report.py $(BENCH_OUT)/bench-torch-$(TORCH).json \
-	  --md $(BENCH_OUT)/bench-torch-$(TORCH).md --chart $(BENCH_OUT)/bench-torch-$(TORCH).svg
+	$(call py,$(TORCH)) bench/report.py $(BENCH_OUT)/bench-$(RESULT_TAG)torch-$(TORCH).json \
+	  --md $(BENCH_OUT)/bench-$(RESULT_TAG)torch-$(TORCH).md \
+	  --chart $(BENCH_OUT)/bench-$(RESULT_TAG)torch-$(TORCH).svg
 
-# Instruction counts (valgrind's callgrind) of each path's native loop: deterministic,
-# whatever the machine's load, so they are committed as they come out.
-callgrind: $(VENVS)/torch-$(TORCH)/.built  ## instructions per call of every route (by part) and path -> bench/results/callgrind-torch-<v>.md
-	$(call py,$(TORCH)) bench/callgrind.py --out bench/results
+# Instruction counts (valgrind's callgrind): deterministic, whatever the machine's load,
+# so they are committed as they come out. The goals' instruction column of the
+# benchmark report comes from the JSON this writes beside the markdown.
+callgrind: $(VENVS)/torch-$(TORCH)/.built  ## instructions per call of every route (by part), path and goal -> bench/results/callgrind-torch-<v>.{md,json}
+	$(call py,$(TORCH)) bench/callgrind.py --out bench/results --stem callgrind-$(RESULT_TAG)torch-$(TORCH)
 
 test: $(addprefix test-,$(TEST_TORCH))  ## the suite on torch 2.15.0, 2.14.1 and 2.13.0 (or TORCH=..., PYTHON=...)
 
@@ -170,6 +176,30 @@ cpython-ft:  ## build free-threaded CPython 3.13 into ~/.cache if missing; print
 test-freethreaded:  ## the suite on free-threaded CPython 3.13 (built if missing) with torch 2.12.0
 	set -o pipefail; py="$$($(CPYTHON_FT) | tail -n 1)" && \
 	  $(MAKE) --no-print-directory test PYTHON="$$py"
+
+# --- other CPython versions with a GIL ------------------------------------------------------
+# The suite and the quick benchmarks on the default torch with every other CPython minor
+# version this machine has (pyenv's GIL builds, found, not named here: OTHER_PYTHONS=...
+# overrides). A version that is not found is said; none found is an error. Each gets its
+# own environments under .venv/<tag>/ (about 5 GB each, built once, then reused).
+PYENV_ROOT_DIR := $(or $(shell pyenv root 2>/dev/null),$(PYENV_ROOT),$(HOME)/.pyenv)
+OTHER_MINORS   ?= 3.12 3.13
+find_python     = $(lastword $(sort $(wildcard $(PYENV_ROOT_DIR)/versions/$(1).*[0-9]/bin/python$(1))))
+OTHER_PYTHONS  ?= $(strip $(foreach m,$(OTHER_MINORS),$(call find_python,$(m))))
+OTHER_TORCH    ?= 2.15.0
+
+.PHONY: test-pythons
+test-pythons:  ## the suite + bench-quick on torch 2.15.0 with CPython 3.12 and 3.13 (pyenv's; ~5 GB each)
+	@for m in $(OTHER_MINORS); do \
+	  case " $(OTHER_PYTHONS) " in *"/python$$m "*) ;; \
+	    *) echo ">>> CPython $$m: not found under $(or $(PYENV_ROOT_DIR),pyenv's root) (skipped, said)";; esac; \
+	done
+	@test -n "$(OTHER_PYTHONS)" || { echo "no other CPython found (OTHER_MINORS=$(OTHER_MINORS))" >&2; exit 1; }
+	set -e; for py in $(OTHER_PYTHONS); do \
+	  echo ">>> $$py ($$($$py -c 'import sys; print(sys.version.split()[0])'))"; \
+	  $(MAKE) --no-print-directory test PYTHON=$$py TORCH=$(OTHER_TORCH); \
+	  $(MAKE) --no-print-directory bench-quick PYTHON=$$py TORCH=$(OTHER_TORCH); \
+	done
 
 # The environment of PYTHON and TORCH, built if needed (env), and its interpreter (env-python):
 # the building blocks of the targets below, which use two interpreters at once.

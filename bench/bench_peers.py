@@ -8,6 +8,7 @@ paths:
 - ``owned`` / ``borrow`` / ``fallback``: ``view_<path>(t)``;
 - ``data_ptr``: ``t.data_ptr()`` alone;
 - ``python_attrs``: ``(t.data_ptr(), t.shape, t.stride(), t.dtype, t.device)``;
+- ``view_read``: ``bridge.view(t)`` and reading the same facts from the view (goal G1);
 - ``to_dlpack``: ``torch.utils.dlpack.to_dlpack(t)``;
 - ``dunder_dlpack``: ``t.__dlpack__()``;
 - ``cuda_core``: cuda.core's ``StridedMemoryView`` of ``t`` (``cuda_core_peer``), when
@@ -34,8 +35,8 @@ import peers_bindings
 import views
 
 GROUP = "3 peers: Python level, 32x32 float32"
-NAMES = ("empty", "owned", "borrow", "fallback", "data_ptr", "python_attrs", "to_dlpack",
-         "dunder_dlpack", "cuda_core", "cuda_array_interface",
+NAMES = ("empty", "owned", "borrow", "fallback", "data_ptr", "python_attrs", "view_read",
+         "to_dlpack", "dunder_dlpack", "cuda_core", "cuda_array_interface",
          *(n for pair in peers_bindings.NAMES.values() for n in pair))
 
 
@@ -48,6 +49,10 @@ def peers_run(torch, bridge, available, native_peers, protocol, notes, device):
     views.check_paths(bridge, [t], paths)
     ns = {"t": t, "empty": native_peers.empty_function(),
           "to_dlpack": torch.utils.dlpack.to_dlpack}
+    v = bridge.view(t)  # view_read's facts equal the five-tuple's (checked untimed)
+    assert (v.ptr, v.shape, v.strides, v.dtype, v.device_type, v.device_index) == (
+        t.data_ptr(), tuple(t.shape), t.stride(), t.dtype, t.device.type,
+        -1 if t.device.index is None else t.device.index), v
     contenders = [interleave.statement("empty", "empty(t)", ns)]
     contenders += [interleave.statement(p, "f(t)", {**ns, "f": views.viewer(bridge, p)})
                    for p in paths]
@@ -55,6 +60,9 @@ def peers_run(torch, bridge, available, native_peers, protocol, notes, device):
         interleave.statement("data_ptr", "t.data_ptr()", ns),
         interleave.statement("python_attrs",
                              "(t.data_ptr(), t.shape, t.stride(), t.dtype, t.device)", ns),
+        # what a user of the bridge writes instead: the same facts through one view
+        interleave.statement("view_read", "v = f(t); (v.ptr, v.shape, v.strides, v.dtype, "
+                             "v.device_type, v.device_index)", {**ns, "f": bridge.view}),
         interleave.statement("to_dlpack", "to_dlpack(t)", ns),
         interleave.statement("dunder_dlpack", "t.__dlpack__()", ns),
     ]

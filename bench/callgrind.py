@@ -32,7 +32,8 @@ incref/decref and its GIL acquisitions, entry points and vtable hops, the consum
 loop) by the rules in ``RULES``, so the parts of a route add up to its total.
 
 Writes ``<out>/callgrind-torch-<v>.md`` (``<v>``: torch's version without the local
-tag) and prints it. Run with ``python -P`` from the repository root (``make callgrind``).
+tag; ``--stem`` names it otherwise) and prints it, with ``<stem>.json`` beside it (the
+instructions per call of every configuration and the goals, for ``report.py``). Run with ``python -P`` from the repository root (``make callgrind``).
 """
 
 from __future__ import annotations
@@ -59,6 +60,29 @@ TOGGLES = ("*native_loop*", "peers_*_loop")
 SEPARATE_CALLERS = 12
 #: functions below this many self instructions per call are summed into "other"
 MIN_SHARE = 0.5
+#: Python-level statements on ``t`` (compiled by ``timeit``, as the benchmarks time them),
+#: counted with collection toggled on around each loop (client request, ``peers_native``):
+#: the goals' numerators and their fair anchors. ``view_read`` reads what ``five_tuple``
+#: gives (the device as its type and index: two reads where torch has one object).
+STATEMENTS = {
+    "empty": "empty(t)",
+    "data_ptr": "t.data_ptr()",
+    "five_tuple": "(t.data_ptr(), t.shape, t.stride(), t.dtype, t.device)",
+    "view_borrow": "view_borrow(t)",
+    "view_read": "v = view(t); (v.ptr, v.shape, v.strides, v.dtype, v.device_type, "
+                 "v.device_index)",
+}
+#: The goals, in instructions: (key, what, numerator, denominator, target for CPython
+#: 3.11, for 3.12+). Numerators and denominators name a statement (``py:``) or a bridge
+#: configuration (``path|reader``). The same goals' time ratios are in the benchmark
+#: report (``report.py``), which reads this file's JSON beside its own.
+GOALS = (
+    ("G1", "view(t) + reading ptr, shape, strides, dtype, device / the hand-written "
+           "five-tuple", "py:view_read", "py:five_tuple", 0.65, 0.65),
+    ("G2", "view_borrow(t) / t.data_ptr()", "py:view_borrow", "py:data_ptr", 0.90, 0.90),
+    ("G3", "native: borrow + batched read / pointer trick + getters (the bridge's "
+           "_native_loop)", "borrow|batched", "fallback|getters", 0.90, 0.85),
+)
 
 
 # --- the child: runs under valgrind ------------------------------------------------------
@@ -133,8 +157,24 @@ def child(args) -> int:
             label = f"route:{name}||{n}|{k}"
             peers.callgrind("dump", label)
             labels.append(label)
+    import timeit
+
+    ns = {"t": t, "view": bridge.view, "view_borrow": bridge.view_borrow,
+          "empty": peers.empty_function()}
+    timers = {name: timeit.Timer(stmt, globals=ns) for name, stmt in STATEMENTS.items()}
+    for timer in timers.values():
+        timer.timeit(10)
+    for name, timer in timers.items():
+        for k, n in enumerate((args.n1, args.n2, args.n1)):
+            peers.callgrind("toggle")
+            timer.timeit(n)
+            peers.callgrind("toggle")
+            label = f"py:{name}||{n}|{k}"
+            peers.callgrind("dump", label)
+            labels.append(label)
     plan = {"configs": configs, "labels": labels, "unavailable": unavailable,
             "routes": list(route_runs), "route_unavailable": route_why,
+            "statements": list(timers), "python_full": sys.version,
             "reader_unavailable": reader_why, "n1": args.n1, "n2": args.n2,
             "torch": torch.__version__, "python": sys.version.split()[0],
             "bridge_compiler": core.COMPILER, "native_compiler": peers.compiler,
@@ -330,6 +370,65 @@ def routes_section(plan: dict, dumps: dict) -> list[str]:
     return lines + [""]
 
 
+def totals(plan: dict, dumps: dict) -> dict:
+    """``{key: instructions per call}`` for every configuration of the run: ``path|reader``
+    (the bridge), ``route:<name>`` and ``py:<statement>``."""
+    n1, n2 = plan["n1"], plan["n2"]
+    out = {}
+    for p, r in plan["configs"]:
+        out[f"{p}|{r or ''}"] = counts(dumps, f"{p}|{r or ''}", n1, n2)[0]
+    for name in plan.get("routes", []):
+        out[f"route:{name}"] = counts(dumps, f"route:{name}|", n1, n2)[0]
+    for name in plan.get("statements", []):
+        out[f"py:{name}"] = counts(dumps, f"py:{name}|", n1, n2)[0]
+    return out
+
+
+def goals(plan: dict, per_call: dict) -> list[dict]:
+    """The goals in instructions: one dict per goal (key, what, ratio, target, status)."""
+    modern = tuple(int(x) for x in plan["python"].split(".")[:2]) >= (3, 12)
+    rows = []
+    for key, what, num, den, target_311, target_312 in GOALS:
+        target = target_312 if modern else target_311
+        if num in per_call and den in per_call and per_call[den]:
+            ratio = per_call[num] / per_call[den]
+            rows.append({"goal": key, "what": what, "ratio": round(ratio, 4),
+                         "numerator": per_call[num], "denominator": per_call[den],
+                         "target": target, "status": "met" if ratio <= target else "missed"})
+        else:
+            rows.append({"goal": key, "what": what, "ratio": None, "target": target,
+                         "status": "not counted (a configuration is unavailable here)"})
+    return rows
+
+
+def python_section(plan: dict, per_call: dict) -> list[str]:
+    """The Python-level statements and the goals, in instructions."""
+    if not plan.get("statements"):
+        return []
+    lines = ["## Python level", "",
+             "Each statement compiled by `timeit` on `t` (as the benchmarks time it), counted "
+             "with collection toggled on around its loop; the difference of two loop lengths "
+             "removes the toggles and the loop's setup.", "",
+             "| statement | instructions per call | ratio to the five-tuple |", "|---|---:|---:|"]
+    anchor = per_call.get("py:five_tuple")
+    for name in plan["statements"]:
+        c = per_call[f"py:{name}"]
+        lines.append(f"| `{STATEMENTS[name]}` | {c:.1f} | "
+                     f"{(f'{c / anchor:.3f}x' if anchor else '')} |")
+    lines += ["", f"## Goals (instructions, CPython {plan['python']})", "",
+              "| goal | what | instructions: numerator / denominator | ratio | target | status |",
+              "|---|---|---:|---:|---:|---|"]
+    for g in goals(plan, per_call):
+        if g["ratio"] is None:
+            lines.append(f"| {g['goal']} | {g['what']} | | | <= {g['target']:.2f}x | "
+                         f"{g['status']} |")
+        else:
+            lines.append(f"| {g['goal']} | {g['what']} | {g['numerator']:.0f} / "
+                         f"{g['denominator']:.0f} | {g['ratio']:.3f}x | <= {g['target']:.2f}x | "
+                         f"{g['status']} |")
+    return lines + [""]
+
+
 def report(plan: dict, dumps: dict, machine: dict) -> str:
     """The markdown file: the routes and their attribution, then the bridge's native loop
     per path (instructions per call, then each configuration's functions)."""
@@ -365,6 +464,7 @@ def report(plan: dict, dumps: dict, machine: dict) -> str:
              "on it, the code paths a library picks at run time might). No date: the same "
              "binaries give the same file.",
              ""]
+    lines += python_section(plan, totals(plan, dumps))
     lines += routes_section(plan, dumps)
     if plan["unavailable"]:
         lines += [f"- Unavailable here: " + "; ".join(f"{p}: {why}" for p, why in
@@ -409,6 +509,8 @@ def main(argv=None) -> int:
     parser.add_argument("--n2", type=int, default=11_000, help="calls of the long run (11000)")
     parser.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS),
                         help="paths to count (default: every available one)")
+    parser.add_argument("--stem", help="file name stem (default callgrind-torch-<v>; the "
+                        "Makefile adds the interpreter's tag for a PYTHON other than its default)")
     parser.add_argument("--keep", type=pathlib.Path,
                         help="keep callgrind's dump files (and the run's plan) in this folder")
     parser.add_argument("--from-dumps", type=pathlib.Path, metavar="DIR",
@@ -455,8 +557,14 @@ def main(argv=None) -> int:
     machine = {"valgrind": valgrind_version(), "cpu_model": machine_info.cpu_model()}
     text = report(plan, dumps, machine)
     args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / f"callgrind-torch-{plan['torch'].split('+')[0]}.md"
+    stem = args.stem or f"callgrind-torch-{plan['torch'].split('+')[0]}"
+    out = args.out / f"{stem}.md"
     out.write_text(text + "\n")
+    # The figures as data, for report.py's goals table (instructions beside time).
+    per_call = totals(plan, dumps)
+    (args.out / f"{stem}.json").write_text(json.dumps(
+        {"python": plan["python"], "torch": plan["torch"], "per_call": per_call,
+         "goals": goals(plan, per_call)}, indent=1, sort_keys=True) + "\n")
     print(text)
     print(f"\nsaved {out}" + (f"; dumps in {work}" if args.keep or args.from_dumps else ""))
     if not (args.keep or args.from_dumps):

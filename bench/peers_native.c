@@ -445,7 +445,8 @@ uintptr_t peers_empty_function(void) {
  * count each _native_loop call apart: op 0 starts instrumentation (the run starts with
  * --instr-atstart=no, so importing torch is not instrumented), op 1 dumps the counts
  * gathered since the last dump into a file of their own, described by `label`, op 2
- * zeroes them. Returns 1 when done, 0 when not running under valgrind, -1 when built
+ * zeroes them, op 3 toggles collection (around a Python-level statement). Returns
+ * 1 when done, 0 when not running under valgrind, -1 when built
  * without <valgrind/callgrind.h> (Debian's valgrind package has it), -2 for a bad op.
  * Outside valgrind each request is a few no-op instructions. */
 #if defined(__has_include)
@@ -462,6 +463,7 @@ int peers_callgrind(int op, const char* label) {
     case 0: CALLGRIND_START_INSTRUMENTATION; return 1;
     case 1: CALLGRIND_DUMP_STATS_AT(label); return 1;
     case 2: CALLGRIND_ZERO_STATS; return 1;
+    case 3: CALLGRIND_TOGGLE_COLLECT; return 1;
     default: return -2;
   }
 #else

@@ -206,9 +206,10 @@ class NativePeers:
     def callgrind(self, op: str, label: str = "") -> int:
         """A valgrind client request (``bench/callgrind.py``): ``op`` is ``"start"``
         (instrumentation), ``"dump"`` (the counts since the last dump, into a file
-        described by ``label``) or ``"zero"``. Returns 1 when done, 0 outside valgrind,
-        -1 when built without ``<valgrind/callgrind.h>``."""
-        code = {"start": 0, "dump": 1, "zero": 2}[op]
+        described by ``label``), ``"zero"`` or ``"toggle"`` (collection on / off, around
+        a Python-level statement). Returns 1 when done, 0 outside valgrind, -1 when built
+        without ``<valgrind/callgrind.h>``."""
+        code = {"start": 0, "dump": 1, "zero": 2, "toggle": 3}[op]
         return self._lib.peers_callgrind(code, label.encode())
 
     def empty_function(self):

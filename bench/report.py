@@ -61,6 +61,9 @@ class Results:
         self.evidence = data.get("evidence", {})
         self.device = self.evidence.get("device", {"type": "cpu"})
         self.cuda = self.device.get("type") == "cuda"
+        self.quick = bool((self.evidence.get("protocol") or {}).get("quick"))
+        #: callgrind's JSON for the same torch and interpreter, when the caller found one
+        self.instructions: dict = {}
 
     def device_label(self) -> str:
         """``"CPU"``, or ``"CUDA (NVIDIA H200)"``: where the timed tensors lived."""
@@ -138,6 +141,7 @@ LABELS = {
     "empty": "empty METH_O C call (floor)",
     "data_ptr": "t.data_ptr()",
     "python_attrs": "t.data_ptr(), t.shape, t.stride(), t.dtype, t.device",
+    "view_read": "v = bridge.view(t); v.ptr, v.shape, v.strides, v.dtype, v.device_type/index",
     "to_dlpack": "torch.utils.dlpack.to_dlpack(t)",
     "dunder_dlpack": "t.__dlpack__()",
     "cuda_core": "cuda.core StridedMemoryView",
@@ -252,35 +256,77 @@ def seed_comparison(r: Results, excerpt: pathlib.Path = SEED_EXCERPT) -> str:
     return "\n".join(lines)
 
 
+#: The goals timed here: (key, numerator, denominator, target), each a (group, name) of
+#: this run. Their instruction counts come from callgrind's JSON beside the report
+#: (``bench/callgrind.py``, the same keys G1-G3 and the targets it states per CPython).
+TIME_GOALS = (
+    ("G1", (PEERS, "view_read"), (PEERS, "python_attrs"), 0.50),
+    ("G2", (PEERS, "borrow"), (PEERS, "data_ptr"), None),  # an instruction goal; time beside
+    ("G3", (NATIVE, "borrow"), (NATIVE, "fallback_getters"), 0.75),
+)
+GOAL_WHAT = {
+    "G1": "view(t) + reading ptr, shape, strides, dtype, device / the hand-written five-tuple",
+    "G2": "view_borrow(t) / t.data_ptr()",
+    "G3": "native: borrow + batched read / pointer trick + getters",
+}
+
+
+def instruction_goals(r: Results) -> dict:
+    """``{goal key: callgrind's goal row}`` from the JSON beside the report, or {}."""
+    return {g["goal"]: g for g in r.instructions.get("goals", [])}
+
+
 def goals(r: Results):
-    """The goal rows: (goal, measured, target, status). Names stay stable across runs."""
+    """The goal rows: (goal, instructions, time, target, status). A quick run judges none."""
     out = []
 
-    def have(group, *names):
-        return all(r.get(group, n) is not None for n in names)
+    def have(*keys):
+        return all(r.get(g, n) is not None for g, n in keys)
 
-    reader = r.evidence.get("native_reader", "getters")
-    if have(NATIVE, "borrow", "fallback_getters"):
-        c = paired(r.samples(NATIVE, "borrow"), r.samples(NATIVE, "fallback_getters"), "ratio")
-        out.append((f"borrow + {reader} read / fallback + getters, native (what consumers "
-                     "do today)", fmt_ci(c, "x"), "<= 0.90x", verdict(c, 0.90)))
-    if have(PEERS, "borrow", "data_ptr"):
-        c = paired(r.samples(PEERS, "borrow"), r.samples(PEERS, "data_ptr"), "ratio")
-        out.append(("view_borrow(t) / t.data_ptr(), Python level", fmt_ci(c, "x"), "<= 0.90x",
-                    verdict(c, 0.90)))
-    if have(PARTS, "handle_borrow", "handle_fallback", "gil_check"):
+    counted = instruction_goals(r)
+    py = r.instructions.get("python")
+    for key, num, den, time_target in TIME_GOALS:
+        ig = counted.get(key)
+        if ig and ig.get("ratio") is not None:
+            instr = f"{ig['ratio']:.3f}x (CPython {py})"
+            instr_status = ig["status"]
+            instr_target = f"<= {ig['target']:.2f}x instructions"
+        else:
+            instr, instr_status, instr_target = "not counted (`make callgrind`)", None, ""
+        if have(num, den):
+            c = paired(r.samples(*num), r.samples(*den), "ratio")
+            time = fmt_ci(c, "x")
+            time_status = (verdict(c, time_target) if time_target is not None else "reported")
+        else:
+            time, time_status = "not measured here", None
+        targets = "; ".join(t for t in (instr_target, f"<= {time_target:.2f}x time"
+                                        if time_target is not None else "") if t)
+        if r.quick:
+            status = "not judged (quick run)"
+        else:
+            status = "; ".join(f"{unit} {st}" for unit, st in (("instructions", instr_status),
+                                                              ("time", time_status)) if st)
+        out.append((f"{key}: {GOAL_WHAT[key]}", instr, time, targets, status))
+    if have((PARTS, "handle_borrow"), (PARTS, "handle_fallback"), (PARTS, "gil_check")):
         c = paired(r.samples(PARTS, "handle_borrow"), r.samples(PARTS, "handle_fallback"))
         g = r.get(PARTS, "gil_check")
-        out.append(("borrow handle alone - fallback handle alone, native",
+        out.append(("borrow handle alone - fallback handle alone, native", "",
                     f"{fmt_ci(c, ' ns')}; the GIL check alone: {ns(g, 'median'):.1f} ns "
                     f"(median)", "reported beside the GIL check", "reported"))
     for group, label in ((NATIVE, "native"), (SEED, "Python level (seed protocol)")):
-        if have(group, "owned", "borrow"):
+        if have((group, "owned"), (group, "borrow")):
             c = paired(r.samples(group, "owned"), r.samples(group, "borrow"))
             q = paired(r.samples(group, "owned"), r.samples(group, "borrow"), "ratio")
-            out.append((f"owned - borrow, {label}", f"{fmt_ci(c, ' ns')}; {fmt_ci(q, 'x')}",
+            out.append((f"owned - borrow, {label}", "", f"{fmt_ci(c, ' ns')}; {fmt_ci(q, 'x')}",
                         "reported", "reported"))
     return out
+
+
+def goals_table(r):
+    rows = ["| goal | instructions (callgrind) | time: median of per-round ratios [95% "
+            "bootstrap CI] | target | status |", "|---|---|---|---|---|"]
+    rows += [f"| {g} | {i} | {m} | {t} | {s} |" for g, i, m, t, s in goals(r)]
+    return "\n".join(rows)
 
 
 def routes_table(r: Results) -> str:
@@ -307,13 +353,6 @@ def routes_table(r: Results) -> str:
                   if ref_s[k] is not None else " ") for k in refs]
         rows.append(f"| {label} | {route.status} | {ns(b, 'min'):.1f} | {ns(b, 'median'):.1f} | "
                     f"{ns(b, 'stddev'):.1f} |" + "|".join(cells) + "|")
-    return "\n".join(rows)
-
-
-def goals_table(r):
-    rows = ["| goal | measured: median of per-round values [95% bootstrap CI] | target | status |",
-            "|---|---|---|---|"]
-    rows += [f"| {g} | {m} | {t} | {s} |" for g, m, t, s in goals(r)]
     return "\n".join(rows)
 
 
@@ -538,7 +577,7 @@ def markdown(r: Results, chart_name: str | None) -> str:
               routes_table(r), "",
               "## 3. Peers (Python level)", "",
               group_table(r, PEERS, r.peer_names(
-                  ("empty", "owned", "borrow", "fallback", "data_ptr", "python_attrs",
+                  ("empty", "owned", "borrow", "fallback", "data_ptr", "python_attrs", "view_read",
                    "to_dlpack", "dunder_dlpack", "cuda_core", "nanobind_empty",
                    "nanobind_ndarray", "tvm_ffi_empty", "tvm_ffi_tensor")), "borrow"), "",
               "### The binding libraries: what receiving one tensor costs", "",
@@ -597,12 +636,19 @@ def main(argv=None) -> int:
     parser.add_argument("json", type=pathlib.Path, help="pytest-benchmark --benchmark-json file")
     parser.add_argument("--md", type=pathlib.Path, help="write the markdown report here")
     parser.add_argument("--chart", type=pathlib.Path, help="write the chart here (.svg/.png)")
+    parser.add_argument("--instructions", type=pathlib.Path,
+                        help="callgrind's JSON for the goals' instruction column (default: "
+                        "callgrind-<same stem>.json beside the benchmark JSON, if there)")
     parser.add_argument("--headline", action="store_true",
                         help="print the headline and goals tables")
     args = parser.parse_args(argv)
     if not args.json.is_file():
         parser.error(f"{args.json} does not exist: run `make bench` (or bench/run.py) first")
     r = Results(json.loads(args.json.read_text()))
+    counts = args.instructions or args.json.with_name(
+        args.json.name.replace("bench-", "callgrind-", 1))
+    if counts.is_file() and counts != args.json:
+        r.instructions = json.loads(counts.read_text())
     if args.chart:
         chart(r, args.chart)
     if args.md:
