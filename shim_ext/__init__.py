@@ -23,13 +23,23 @@ def load():
     """Import both modules and register ``_borrow``'s implementation with ``_entry``.
 
     Returns ``(_entry, _borrow)``; idempotent. Raises ImportError when a module is not
-    built or does not load (the message says which). Source: ``entry.cpp``
-    (``torch_borrow_set_impl``) and ``borrow.cpp`` (``torch_borrow_impl``).
+    built or does not load (the message says which), or when ``_borrow`` was built for
+    another torch than the one imported (its ``THPVariable`` layout is that torch's:
+    ``torch_borrow_built_for()``). Source: ``entry.cpp`` (``torch_borrow_set_impl``) and
+    ``borrow.cpp`` (``torch_borrow_impl``).
     """
     global _loaded
     if _loaded is None:
+        import sys
+
         from . import _borrow, _entry
 
+        built_for = _borrow.ffi.string(_borrow.lib.torch_borrow_built_for()).decode()
+        torch = sys.modules.get("torch")
+        if torch is None or built_for != torch.__version__:
+            running = f"torch {torch.__version__} is" if torch else "torch is not"
+            raise ImportError(f"shim_ext was built for torch {built_for} but {running} "
+                              "imported: import the torch it was built for, or rebuild it")
         _entry.lib.torch_borrow_set_impl(_borrow.lib.torch_borrow_impl())
         _loaded = (_entry, _borrow)
     return _loaded

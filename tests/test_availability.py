@@ -1,5 +1,9 @@
 """Each torch version offers exactly the paths it must, found by symbol presence."""
 
+import subprocess
+import sys
+
+import pytest
 import torch
 
 import bridge
@@ -125,3 +129,17 @@ def test_readers_match_this_torch():
 def test_auto_reader_prefers_the_batched_read():
     bridge.set_reader("auto")
     assert bridge.get_reader() == ("batched" if expected_readers()["batched"] else "getters")
+
+
+def test_shim_ext_load_refuses_a_build_for_another_torch():
+    """``shim_ext.load()`` itself refuses a ``_borrow`` built for another torch (its
+    THPVariable layout is that torch's), not only the bridge before it calls load()."""
+    if not expected_paths()["borrow"]:
+        pytest.skip("shim_ext is not built for this interpreter (asserted above)")
+    code = ("import torch; torch.__version__ = '0.0.0+other'; import shim_ext\n"
+            "try:\n    shim_ext.load()\nexcept ImportError as e:\n    print('refused:', e)\n"
+            "else:\n    print('loaded')")
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert "refused: shim_ext was built for torch" in out.stdout, out.stdout + out.stderr
+    assert "but torch 0.0.0+other is imported" in out.stdout
