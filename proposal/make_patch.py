@@ -13,12 +13,13 @@ code the patches add comes from the prototype, so the two cannot differ:
   ``shim_ext/include/torch_borrow/shim.h``, byte for byte, at the end of main's
   2.16 block;
 - ``torch/csrc/stable/pyobject.h``: the ``pyobject.h 0001`` block of
-  ``shim_ext/include/torch_borrow/pyobject.h`` (``BorrowedTensor``, a non-owning
-  view, and ``tensor_borrow_from_pyobject``);
+  ``shim_ext/include/torch_borrow/pyobject.h`` (``tensor_borrow_from_pyobject``,
+  returning the raw borrowed ``AtenTensorHandle``: no new wrapper type);
 - ``torch/csrc/PyObjectConversion{.h,.cpp}``: the vtable method, appended at the
   end of the interface, and its erroring no-op;
 - ``torch/csrc/PyObjectConversionPythonImpl.cpp``: the body of the prototype's
-  ``tensor_borrow_from_pyobject`` (``shim_ext/borrow.cpp``) as a method;
+  ``tensor_borrow_from_pyobject`` (``shim_ext/borrow.cpp``) as a method, with
+  2.15's real-type check and ``tensor_from_pyobject``'s messages, no helper;
 - ``torch/csrc/shim_common.cpp``: the ``shim_common.cpp 0001`` block of
   ``shim_ext/borrow.cpp``, calling through the vtable, at the end of the Python
   interop section;
@@ -116,12 +117,6 @@ def python_impl_body() -> str:
     first = next(i for i, l in enumerate(lines) if l.rstrip().endswith("{"))
     last = max(i for i, l in enumerate(lines) if l.rstrip() == "}")
     return "".join(lines[first + 1:last])
-
-
-def python_impl_helpers() -> str:
-    """The cold helpers the method uses, as the prototype defines them."""
-    return between(BORROW_CPP.read_text(), "// BEGIN PyObjectConversionPythonImpl.cpp helpers",
-                   "// END PyObjectConversionPythonImpl.cpp helpers")
 
 
 def shim_common_block(patch: str) -> str:
@@ -224,7 +219,7 @@ def run_usage_linter_writer(root: pathlib.Path) -> None:
 
 def apply_0001(tree: Tree) -> None:
     """torch_tensor_borrow_from_pyobject, its vtable method, helper, docs and tests."""
-    tree.edit("torch/csrc/stable/c/shim.h", BLOCK_END_2_16, "\n" + header_block("0001") + "\n",
+    tree.edit("torch/csrc/stable/c/shim.h", BLOCK_END_2_16, header_block("0001") + "\n",
               before=True)
     tree.edit("torch/csrc/stable/pyobject.h", "HIDDEN_NAMESPACE_END(torch, stable)",
               pyobject_block() + "\n", before=True)
@@ -238,9 +233,6 @@ def apply_0001(tree: Tree) -> None:
               + body + "  }\n")
     tree.edit("torch/csrc/PyObjectConversionPythonImpl.cpp",
               "};\n\n// Registered once when libtorch_python is loaded", method, before=True, fmt=True)
-    tree.edit("torch/csrc/PyObjectConversionPythonImpl.cpp",
-              "struct ConcretePyObjectConversion final", python_impl_helpers() + "\n", before=True,
-              fmt=True)
     tree.edit("torch/csrc/shim_common.cpp", "// Most other dtypes defined in",
               shim_common_block("0001") + "\n", before=True, fmt=True)
     tree.edit("docs/source/notes/libtorch_stable_abi.md",
@@ -261,7 +253,7 @@ def apply_0001(tree: Tree) -> None:
 
 def apply_0002(tree: Tree) -> None:
     """torch_is_conj / torch_is_neg, the Tensor methods, the op test and the docs."""
-    tree.edit("torch/csrc/stable/c/shim.h", BLOCK_END_2_16, "\n" + header_block("0002") + "\n",
+    tree.edit("torch/csrc/stable/c/shim.h", BLOCK_END_2_16, header_block("0002") + "\n",
               before=True)
     tree.edit("torch/csrc/shim_common.cpp", "\n// Python interop conversions.",
               "\n" + shim_common_block("0002"), before=True, fmt=True)
@@ -306,25 +298,16 @@ def git(tree: pathlib.Path, *args: str, stdin: str | None = None) -> str:
                           env={**os.environ, **GIT_ENV}, capture_output=True).stdout
 
 
-def commit_message(patch: str, touched: set[str]) -> str:
-    """The commit message of ``patch``, naming the base commit of each file it touches."""
+def commit_message(patch: str) -> str:
+    """The commit message of ``patch``: its text, then the base commit, named once.
+
+    Each file's own commit, source and SHA-256 stay in ``upstream/BASE.toml``:
+    that is provenance for this repository, not for the message PyTorch reads.
+    """
     with (HERE / "upstream" / "BASE.toml").open("rb") as f:
         manifest = tomllib.load(f)
     text = (SRC / f"{patch}-message.txt").read_text()
-    others = sorted({(row["commit"], row["source"]) for row in manifest["file"]
-                     if row["commit"] != manifest["main_commit"]})
-    lines = [f"Base: pytorch/pytorch main at {manifest['main_commit']}",
-             "(shim.h, shim_common.cpp, shim_function_versions.txt, libtorch_agn_2_16_extension);",
-             "files not stored at that commit come from the nearest commit that has them:"]
-    for commit, source in others:
-        paths = [row["path"] for row in manifest["file"]
-                 if row["commit"] == commit and row["path"] in touched]
-        if paths:
-            where = "the v2.15.0 wheel's headers" if source.startswith("wheel") else "main"
-            lines.append(f"  {commit} ({where}): " + ", ".join(paths))
-    lines.append("proposal/upstream/BASE.toml records each file's commit and SHA-256.")
-    return text + "\n" + "\n".join(lines) + "\n"
-
+    return text + f"\nBase: pytorch/pytorch main at {manifest['main_commit']}\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -348,8 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         for patch, apply in SERIES:
             apply(tree)
             git(root, "add", "-A")
-            touched = set(git(root, "diff", "--cached", "--name-only").split())
-            git(root, "commit", "-q", "-F", "-", stdin=commit_message(patch, touched))
+            git(root, "commit", "-q", "-F", "-", stdin=commit_message(patch))
         args.out.mkdir(parents=True, exist_ok=True)
         for old in args.out.glob("000*.patch"):
             old.unlink()

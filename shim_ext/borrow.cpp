@@ -3,9 +3,8 @@
 // adds it to torch/csrc/PyObjectConversionPythonImpl.cpp, registered with the
 // libtorch half (shim_ext._entry, entry.cpp) by shim_ext.load(), the way
 // libtorch_python registers ConcretePyObjectConversion with libtorch at load.
-// Between the BEGIN/END markers: what the patch adds (the method's body, and
-// the cold helper that formats the type error); tests/test_proposal.py checks
-// that they do not drift.
+// Between the BEGIN/END markers: what the patch adds (the method's body);
+// tests/test_proposal.py checks that they do not drift.
 
 #include <torch_borrow/conversion.h>
 #include <torch_borrow/shim.h>
@@ -16,24 +15,9 @@
 
 namespace torch_borrow {
 
-namespace {
-
-// BEGIN PyObjectConversionPythonImpl.cpp helpers
-// The message of a failed type check, formatted out of the hot path: the
-// caller's frame stays a straight line of tests.
-[[noreturn]] C10_NOINLINE void raise_not_a_tensor(PyObject* obj) {
-  TORCH_CHECK(
-      false,
-      "torch_tensor_borrow_from_pyobject: expected torch.Tensor, got ",
-      Py_TYPE(obj)->tp_name);
-}
-// END PyObjectConversionPythonImpl.cpp helpers
-
-} // namespace
-
 // BEGIN PyObjectConversionPythonImpl.cpp body
 // Borrow the at::Tensor stored inside a Python torch.Tensor. The reference is
-// valid while obj is alive.
+// valid while obj is alive and its tensor is not replaced.
 const at::Tensor& tensor_borrow_from_pyobject(PyObject* obj) {
   // PyGILState_Check: this thread has an attached thread state. With a GIL
   // that means it holds the GIL; on a free-threaded build it guards nothing
@@ -41,18 +25,22 @@ const at::Tensor& tensor_borrow_from_pyobject(PyObject* obj) {
   TORCH_CHECK(
       PyGILState_Check(),
       "torch_tensor_borrow_from_pyobject requires the GIL to be held");
-  TORCH_CHECK(obj != nullptr, "py_obj must not be null");
+  TORCH_CHECK(
+      obj != nullptr,
+      "torch_tensor_borrow_from_pyobject: py_obj must not be null");
   TORCH_CHECK(
       THPVariableClass != nullptr,
       "torch_tensor_borrow_from_pyobject: torch.Tensor is not initialized");
-  // A real-type check, not THPVariable_Check: that one falls back to
+  // The real-type check of 2.15's is_tensor_pyobject, with
+  // tensor_from_pyobject's message: THPVariable_Check falls back to
   // isinstance(), which an object passes by claiming a __class__ it does not
   // have. Only an object whose type really derives from torch.Tensor has a
-  // THPVariable's memory layout, and the reference below points into it.
-  if (C10_UNLIKELY(!PyObject_TypeCheck(
-          obj, reinterpret_cast<PyTypeObject*>(THPVariableClass)))) {
-    raise_not_a_tensor(obj);
-  }
+  // THPVariable's layout, and the reference below points into it.
+  TORCH_CHECK(
+      PyObject_TypeCheck(
+          obj, reinterpret_cast<PyTypeObject*>(THPVariableClass)),
+      "torch_tensor_borrow_from_pyobject: expected torch.Tensor, got ",
+      Py_TYPE(obj)->tp_name);
   const at::Tensor& tensor = THPVariable_Unpack(obj);
   TORCH_CHECK(
       tensor.defined(),

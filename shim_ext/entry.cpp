@@ -60,8 +60,12 @@ AOTITorchError torch_tensor_borrow_from_pyobject(
     void* py_obj,
     AtenTensorHandle* ret) {
   AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
-    TORCH_CHECK(py_obj != nullptr, "py_obj must not be null");
-    TORCH_CHECK(ret != nullptr, "ret must not be null");
+    TORCH_CHECK(
+        py_obj != nullptr,
+        "torch_tensor_borrow_from_pyobject: py_obj must not be null");
+    TORCH_CHECK(
+        ret != nullptr,
+        "torch_tensor_borrow_from_pyobject: ret must not be null");
     const at::Tensor& tensor =
         torch_borrow::detail::getBorrowConversionImpl()
             .tensor_borrow_from_pyobject(static_cast<PyObject*>(py_obj));
@@ -78,7 +82,8 @@ AOTITorchError torch_tensor_borrow_from_pyobject(
 // BEGIN shim_common.cpp 0002
 AOTITorchError torch_is_conj(AtenTensorHandle tensor, bool* ret_is_conj) {
   AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
-    TORCH_CHECK(ret_is_conj != nullptr, "ret_is_conj must not be null");
+    TORCH_CHECK(
+        ret_is_conj != nullptr, "torch_is_conj: ret_is_conj must not be null");
     *ret_is_conj =
         torch::aot_inductor::tensor_handle_to_tensor_pointer(tensor)->is_conj();
   });
@@ -86,7 +91,8 @@ AOTITorchError torch_is_conj(AtenTensorHandle tensor, bool* ret_is_conj) {
 
 AOTITorchError torch_is_neg(AtenTensorHandle tensor, bool* ret_is_neg) {
   AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
-    TORCH_CHECK(ret_is_neg != nullptr, "ret_is_neg must not be null");
+    TORCH_CHECK(
+        ret_is_neg != nullptr, "torch_is_neg: ret_is_neg must not be null");
     *ret_is_neg =
         torch::aot_inductor::tensor_handle_to_tensor_pointer(tensor)->is_neg();
   });

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tomllib
 import types
+import weakref
 
 import pytest
 import torch
@@ -138,16 +139,23 @@ def test_patches_are_a_three_commit_series(patches):
     assert "torch_is_conj" not in patches["0001"].split("\n---\n", 1)[1]
 
 
-def test_commit_messages_name_the_base(patches):
+def test_commit_messages_are_in_pytorchs_style(patches):
+    """A summary, the motivation, a Test Plan, the base commit once; no per-file
+    provenance (BASE.toml keeps it), no repeated lines, no path of this repository."""
     with (PROPOSAL / "upstream" / "BASE.toml").open("rb") as f:
         manifest = tomllib.load(f)
-    for text in patches.values():
-        message = text.split("\n---\n", 1)[0]
-        assert f"Base: pytorch/pytorch main at {manifest['main_commit']}" in message
-        assert message.count(manifest["main_commit"]) == 1
-    # 0003's one file is not stored at main_commit: its message names the commit it has.
-    row = next(r for r in manifest["file"] if r["path"] == PY_INTERPRETER)
-    assert f"  {row['commit']} (main): {PY_INTERPRETER}\n" in patches["0003"]
+    for name, text in patches.items():
+        message = text.split("\n---\n", 1)[0].split("\n\n", 1)[1]
+        assert "\nTest Plan:\n" in message, name
+        assert message.rstrip().endswith(f"Base: pytorch/pytorch main at {manifest['main_commit']}")
+        assert text.count(manifest["main_commit"]) == 1, name
+        for row in manifest["file"]:
+            if row["commit"] != manifest["main_commit"]:
+                assert row["commit"] not in text, (name, row["path"])
+        assert "unknown" not in message and "proposal/" not in message, name
+        assert "BASE.toml" not in message and "shim_ext" not in message, name
+        lines = [line for line in message.splitlines() if line.strip()]
+        assert len(lines) == len(set(lines)), name
 
 
 def test_upstream_lines_are_only_added_to(patches):
@@ -167,7 +175,9 @@ def test_declarations_join_mains_2_16_block(patches):
         added = added_lines(text, "torch/csrc/stable/c/shim.h")
         # No new block: the declarations go into main's existing 2.16 block.
         assert "#if TORCH_FEATURE_VERSION" not in added
-        assert added == "\n" + make_patch.header_block(name) + "\n"
+        # One blank line between declarations (clang-format's MaxEmptyLinesToKeep: 1).
+        assert added.strip("\n") == make_patch.header_block(name).strip("\n")
+        assert "\n\n\n" not in file_section(text, "torch/csrc/stable/c/shim.h").replace("\n+", "\n")
         hunk = file_section(text, "torch/csrc/stable/c/shim.h")
         assert "#endif // TORCH_FEATURE_VERSION >= TORCH_VERSION_2_16_0" in hunk.split("\n@@", 1)[1]
     assert "AtenTensorHandle* ret); // returns borrowed reference" in make_patch.header_block("0001")
@@ -180,6 +190,49 @@ def test_header_comment_names_every_api_that_takes_ownership():
         assert api in comment, api
     # As short as its neighbours: the details live in the docs note.
     assert comment.count("\n") <= 12
+
+
+def test_the_contract_is_minimal():
+    """Valid while py_obj is alive and its tensor is not replaced; Python code may
+    invalidate it; unspecified after a replacement. No identity or representation."""
+    comment = " ".join(make_patch.header_block("0001").replace("//", " ").split())
+    for phrase in ("valid while py_obj is alive and its tensor is not replaced",
+                   "anything that may run Python code may invalidate it",
+                   "swap_tensors, `.data =` or set_() it is unspecified",
+                   "torch::stable::Tensor::get()"):
+        assert phrase in comment, phrase
+    docs = " ".join((PROPOSAL / "patch_src" / "snippets" / "docs-section.md.txt").read_text().split())
+    for phrase in ("valid while the Python object is alive and its tensor is not replaced",
+                   "may invalidate it", "is unspecified", "`torch/csrc/inductor/aoti_torch/c/macros.h`",
+                   '"Returns a borrowed reference to the underlying AtenTensorHandle"',
+                   "`torch/csrc/stable/tensor_struct.h`", "`aoti_torch_assign_tensors`",
+                   "`StableIValue`", "`torch_call_dispatcher`", "`StableList`"):
+        assert phrase in docs, phrase
+    for frozen in ("always denotes", "show through it", "same handle:", "BorrowedTensor"):
+        assert frozen not in comment and frozen not in docs, frozen
+
+
+def test_patch_tests_do_not_freeze_the_representation(patch_text):
+    """No assertion on the handle's value: not equal across calls, not kept across
+    swap_tensors (the contract leaves both unspecified)."""
+    source = run_patch_test.new_file_from_patch(patch_text, run_patch_test.TEST_PATH)
+    assert "borrow_handle" in source
+    assert not re.search(r"assert\w*\([^\n]*borrow_handle", source)
+    assert "handle = self.interop.borrow_handle" not in source
+
+
+def test_every_error_message_names_the_function(patches):
+    """Each TORCH_CHECK message the series adds starts with the C function the caller called."""
+    cases = [("0001", "torch/csrc/shim_common.cpp", ("torch_tensor_borrow_from_pyobject",)),
+             ("0001", "torch/csrc/PyObjectConversionPythonImpl.cpp",
+              ("torch_tensor_borrow_from_pyobject",)),
+             ("0002", "torch/csrc/shim_common.cpp", ("torch_is_conj", "torch_is_neg"))]
+    for patch, path, names in cases:
+        added = added_lines(patches[patch], path)
+        messages = re.findall(r'TORCH_CHECK\(\s*[^;]*?,\s*"([^"]*)"', added)
+        assert messages, (patch, path)
+        for message in messages:
+            assert message.startswith(names), (patch, path, message)
 
 
 def test_registry_lists_the_new_functions_at_2_16(patches):
@@ -209,10 +262,13 @@ def test_batched_read_is_prototype_only(patches):
     assert not list((PROPOSAL / "patch_src" / "snippets").glob("*batched*"))
 
 
-def test_pyobject_helper_is_the_prototypes_non_owning_view(patch_text):
+def test_pyobject_helper_returns_the_raw_borrowed_handle(patch_text):
+    """No new lifetime model (REVIEW.md: match the unstable type's RAII behavior):
+    the helper returns the AtenTensorHandle itself, and no type wraps it."""
     added = added_lines(patch_text, "torch/csrc/stable/pyobject.h")
     assert added == make_patch.pyobject_block() + "\n"
-    assert "class BorrowedTensor" in added and "inline BorrowedTensor tensor_borrow_from_pyobject" in added
+    assert "inline AtenTensorHandle tensor_borrow_from_pyobject(void* py_obj) {" in added
+    assert "class " not in added and "BorrowedTensor" not in patch_text
 
 
 # --- 0003: the PyInterpreter companion change ------------------------------------------------
@@ -307,10 +363,12 @@ def python_impl_method(patch_text: str) -> str:
 def test_python_impl_method_is_the_prototype_function(patch_text):
     assert normalized(method_body(python_impl_method(patch_text))) == \
         normalized(make_patch.python_impl_body())
-    # The cold helper that formats the type error comes with it, token for token.
+    # No helper rides along: the method is all the patch adds to the file, and its
+    # type check is 2.15's real-type test with tensor_from_pyobject's message form.
     added = added_lines(patch_text, "torch/csrc/PyObjectConversionPythonImpl.cpp")
-    assert normalized(added[:added.index("  const at::Tensor& tensor_borrow")]) == \
-        normalized(make_patch.python_impl_helpers())
+    assert added.lstrip("\n").startswith("  const at::Tensor& tensor_borrow_from_pyobject(")
+    assert "PyObject_TypeCheck(" in added and "THPVariable_Check(" not in added
+    assert '"torch_tensor_borrow_from_pyobject: expected torch.Tensor, got ",' in added
 
 
 @pytest.mark.parametrize("name", STABLE_ABI)
@@ -319,7 +377,8 @@ def test_shim_common_entry_points_are_the_prototype_ones(patches, name):
 
 
 def test_the_drift_check_sees_a_one_token_change(patch_text):
-    changed = prototype_shim_common("0001").replace('"ret must not be null"', '"ret may be null"', 1)
+    changed = prototype_shim_common("0001").replace(
+        '"torch_tensor_borrow_from_pyobject: ret must not be null"', '"ret may be null"', 1)
     assert changed != prototype_shim_common("0001")
     assert normalized(patch_shim_common(patch_text)) != normalized(changed)
     body = make_patch.python_impl_body().replace("PyObject_TypeCheck", "THPVariable_Check", 1)
@@ -329,7 +388,7 @@ def test_the_drift_check_sees_a_one_token_change(patch_text):
 def test_vtable_method_is_appended_at_the_end_of_the_interface(patch_text):
     section = file_section(patch_text, "torch/csrc/PyObjectConversion.h")
     header = added_lines(patch_text, "torch/csrc/PyObjectConversion.h")
-    assert "virtual const at::Tensor& tensor_borrow_from_pyobject(PyObject* obj)\n      const = 0;" \
+    assert "virtual const at::Tensor& tensor_borrow_from_pyobject(\n      PyObject* obj) const = 0;" \
         in header
     # The hunk's context: the last method before, the end of the struct after.
     assert " virtual PyObject* device_to_pyobject(const at::Device& device) const = 0;\n+" in section
@@ -400,24 +459,32 @@ def _run_patch_test_against(interop: types.ModuleType, patch_text: str) -> "unit
 
 @needs_stand_in
 def test_patch_test_fails_against_a_shim_that_breaks_the_contract(patch_text):
-    """A shim that trusts isinstance(), hands out a new handle per call (as an owned
-    copy would) and ignores the GIL must fail the patch's test: the test is not one
-    that always passes."""
+    """A shim that trusts isinstance(), takes a reference per call (as an owned copy
+    that is never freed would), serves a stale snapshot after the tensor is replaced
+    and ignores the GIL must fail the patch's test: the test is not one that always
+    passes. (A new handle value per call breaks no contract: the test does not look.)"""
     sys.path.insert(0, str(PROPOSAL / "stand_in"))
     try:
         from libtorch_agn_2_16 import _interop as real
     finally:
         sys.path.remove(str(PROPOSAL / "stand_in"))
     broken = types.ModuleType("broken_interop")
-    fresh = itertools.count(1)
-    broken.borrow_handle = lambda obj: (next(fresh) if isinstance(obj, torch.Tensor)
-                                        else real.borrow_handle(obj))
+    fresh, kept = itertools.count(1), []
+    snapshots = weakref.WeakKeyDictionary()
+
+    def borrow_handle(obj):
+        if not isinstance(obj, torch.Tensor):
+            return real.borrow_handle(obj)
+        kept.append(obj)  # a reference taken and never given back
+        return next(fresh)
+
+    broken.borrow_handle = borrow_handle
     broken.borrow_without_gil = lambda obj: 1
-    broken.borrow_metadata = real.borrow_metadata
+    broken.borrow_metadata = lambda obj: snapshots.setdefault(obj, real.borrow_metadata(obj))
     result = _run_patch_test_against(broken, patch_text)
     failed = {test.id().rsplit(".", 1)[1] for test, _ in result.failures + result.errors}
     assert failed == {"test_non_tensors_are_refused_by_real_type", "test_refuses_without_the_gil",
-                      "test_borrow_takes_no_reference", "test_handle_follows_the_python_object"}
+                      "test_borrow_takes_no_reference", "test_a_new_borrow_reads_the_replaced_tensor"}
 
 
 # --- RFC.md: figures only in generated sections ---------------------------------------------

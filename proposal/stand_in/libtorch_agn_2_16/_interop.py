@@ -52,7 +52,7 @@ def _borrow(lib, obj) -> int:
 
 
 def borrow_handle(obj) -> int:
-    """The borrowed handle as an int (the same object gives the same handle)."""
+    """The borrowed handle as an int (nothing to free)."""
     return _borrow(_libs()[0], obj)
 
 

@@ -5,7 +5,7 @@
 // The blocks between the BEGIN/END markers are, byte for byte, what
 // proposal/patches/0001 and 0002 add to the 2.16 block of
 // torch/csrc/stable/c/shim.h (tests/test_proposal.py checks that they do not
-// drift). The longer contract (what "borrowed" means, with and without a GIL)
+// drift). The longer contract (what "borrowed" means, its precedents, the GIL)
 // is in the docs note the patch adds. Everything outside the markers exists
 // only so that the prototype compiles against an installed torch whose
 // headers predate the version block it lives in.
@@ -36,12 +36,13 @@ extern "C" {
 
 // BEGIN shim.h 0001
 // Borrow the at::Tensor a Python torch.Tensor holds: no allocation, no
-// refcount change. Valid while py_obj lives; it denotes whatever tensor
-// py_obj holds at the time of each call made with it. Never hand it to an API
-// that takes ownership: aoti_torch_delete_tensor_object, the dst of
-// aoti_torch_assign_tensors, torch::stable::Tensor, a StableIValue (boxed
-// stacks, torch_call_dispatcher, StableList). See the Python interop section
-// above for the libtorch_python / GIL contract.
+// refcount change. The handle is valid while py_obj is alive and its tensor is
+// not replaced; anything that may run Python code may invalidate it, and after
+// torch.utils.swap_tensors, `.data =` or set_() it is unspecified. It has the
+// C type of an owning handle but is borrowed, as torch::stable::Tensor::get()
+// is: never delete it (aoti_torch_delete_tensor_object), wrap it in
+// torch::stable::Tensor, box it in a StableIValue (torch_call_dispatcher,
+// StableList) or pass it as the dst of aoti_torch_assign_tensors.
 AOTI_TORCH_EXPORT AOTITorchError torch_tensor_borrow_from_pyobject(
     void* py_obj,
     AtenTensorHandle* ret); // returns borrowed reference

@@ -9,9 +9,9 @@
 // only libtorch; the conversion is serviced by the vtable that libtorch_python
 // registers.
 //
-// The handle is borrowed: it aliases the at::Tensor inside the Python object.
-// It is read while `obj` is alive and never deleted: torch::stable's
-// BorrowedTensor holds it, not torch::stable::Tensor, which would delete it.
+// The handle is borrowed: it is read while `obj` is alive and its tensor is
+// not replaced, and never deleted, so no torch::stable::Tensor holds it (a
+// Tensor deletes its handle).
 
 namespace {
 
@@ -38,11 +38,10 @@ PyObject* int64_tuple(const int64_t* values, int64_t n) {
   return tuple;
 }
 
-// The borrowed handle as an int. Borrowing twice gives the same handle: no
-// allocation, nothing to free.
+// The borrowed handle as an int, through the C++ helper: nothing to free.
 PyObject* borrow_handle(PyObject* /*self*/, PyObject* obj) {
   try {
-    return PyLong_FromVoidPtr(torch::stable::tensor_borrow_from_pyobject(obj).get());
+    return PyLong_FromVoidPtr(torch::stable::tensor_borrow_from_pyobject(obj));
   } catch (const std::exception& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
     return nullptr;
@@ -53,9 +52,9 @@ PyObject* borrow_handle(PyObject* /*self*/, PyObject* obj) {
 PyObject* borrow_without_gil(PyObject* /*self*/, PyObject* obj) {
   AtenTensorHandle handle = nullptr;
   AOTITorchError err = AOTI_TORCH_SUCCESS;
-  Py_BEGIN_ALLOW_THREADS
+  PyThreadState* state = PyEval_SaveThread(); // Py_BEGIN_ALLOW_THREADS
   err = torch_tensor_borrow_from_pyobject(obj, &handle);
-  Py_END_ALLOW_THREADS
+  PyEval_RestoreThread(state); // Py_END_ALLOW_THREADS
   if (err != AOTI_TORCH_SUCCESS) {
     return raise_shim_error();
   }
