@@ -141,7 +141,7 @@ info: $(VENVS)/torch-$(TORCH)/.built  ## what `python -m bridge info` says on TO
 clean:  ## remove the environments and build directories
 	rm -rf $(VENVS) build *.egg-info bridge/_bridge.c .pytest_cache .hypothesis
 
-# --- hardening (issue 5) -------------------------------------------------------------------
+# --- hardening ---------------------------------------------------------------------------
 test-devmode: $(VENVS)/torch-$(TORCH)/.built  ## the suite once under python -X dev with PYTHONMALLOC=debug (TORCH=...)
 	@echo ">>> tests on torch $(TORCH) in dev mode, debug allocator"
 	PYTHONMALLOC=debug $(call py,$(TORCH)) -X dev -m pytest $(PYTEST_ARGS)
@@ -153,19 +153,19 @@ survey: $(VENVS)/torch-2.14.1/.built $(VENVS)/torch-2.15.0/.built  ## torch's ow
 	$(call py,2.15.0) tests/hostile/torch_shim_survey.py --out proposal/findings-torch-shim.md \
 	  --python $(call env,2.14.1)/bin/python --python $(call env,2.15.0)/bin/python
 
-# --- CUDA tensors on a GPU machine (issue 7) ------------------------------------------------
+# --- CUDA tensors on a GPU machine -----------------------------------------------------------
 .PHONY: gpu-bench
 gpu-bench:  ## CUDA parity tests + benchmarks (bench/gpu/run.sh) where a GPU is; else how to run it
 	@if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
 	  bench/gpu/run.sh; \
 	else \
-	  echo "no GPU here. On the GPU machine, through the device tool's run, from the repository root:"; \
-	  echo "  command: OUT=\$$OUT timeout 560 bench/gpu/run.sh   (--quick: a check; --two-gpu: device index 1)"; \
-	  echo "  carry:   [\".whl\"]  (cp312 cffi + pycparser wheels: see bench/README.md, GPU section)"; \
-	  echo "then copy the files it returns into bench/results/ (bench/README.md says which)."; \
+	  echo "no GPU here. On a GPU machine (Python 3.12, torch, cuda-core; no network needed),"; \
+	  echo "from the repository root: OUT=/tmp/gpu-out bench/gpu/run.sh   (--quick: a check)"; \
+	  echo "With no cffi/pycparser there, download their cp312 wheels into .whl/ first;"; \
+	  echo "bench/README.md (CUDA tensors on a GPU machine) gives every step and what comes out."; \
 	fi
 
-# --- free-threaded CPython (issue 12) --------------------------------------------------------
+# --- free-threaded CPython ------------------------------------------------------------------
 # CPython 3.13 built with --disable-gil from Debian's source package into ~/.cache (outside
 # the checkout, reused; several minutes of compiling otherwise), then the same targets with it.
 CPYTHON_FT := .ci/build-cpython-ft

@@ -1,4 +1,4 @@
-"""The Python-level figures on a free-threaded CPython beside a GIL build's (issue 12).
+"""The Python-level figures on a free-threaded CPython beside a GIL build's.
 
 Measure (default): in the running interpreter, with the seed's protocol
 (``bench/interleave.py``: rounds x calls per contender after a warm-up, contenders

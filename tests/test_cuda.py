@@ -298,7 +298,7 @@ def test_view_follows_the_tensor_not_the_current_device():
     assert {v.device_index for v in views.values()} == {0}
 
 
-# --- CUDA tensors whose storage holds no memory (issue 13) ----------------------------------
+# --- CUDA tensors whose storage holds no memory ---------------------------------------------
 # A CUDA storage resized to 0 bytes (what FSDP does to parameters) or a placeholder with a
 # null base: torch's data pointer is storage offset x itemsize, an address no allocation
 # has; every path refuses it. helpers.no_memory builds them on the device; its fixture

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The whole GPU run of issue 7, prepared and run in one command on a bare GPU machine
-# (the device tool's nvidia-h200: Python 3.12, torch 2.11, cuda-core, no cffi, no
-# package registry). From the repository root, with the carried wheels in .whl/:
+# The whole GPU run, prepared and run in one command on a GPU machine that may have no
+# network (Python 3.12 with torch and cuda-core; cffi and pycparser from wheels in .whl/
+# if the machine lacks them: bench/README.md says how to get them). From the repository
+# root:
 #
 #   bench/gpu/run.sh [--quick] [--two-gpu]
 #
@@ -10,15 +11,14 @@
 #   --quick    the same, benchmarks in quick mode (checks that it all runs; no evidence)
 #   --two-gpu  build; only the tests that need a second GPU (device index 1)
 #
-# Writes into $OUT (the device tool's output folder; default build/gpu-out here):
+# Writes into $OUT (default build/gpu-out):
 #   run.log                               everything printed, in order
 #   gpu-<gpu>-torch-<v>.{json,md,svg}     benchmarks, CUDA tensors on cuda:0
 #   gpu-<gpu>-host-cpu-torch-<v>.{...}    the same benchmarks, CPU tensors, same host
-# (8 files at most come back from the device tool: keep it to these 7.)
 #
 # Why the steps look this way:
-# - cffi and pycparser are missing there and nothing can be fetched: the carried cp312
-#   wheels go into /tmp/site (PYTHONPATH), as the device README says;
+# - cffi and pycparser may be missing there and nothing may be fetchable: the cp312
+#   wheels in .whl/ go into /tmp/site (PYTHONPATH);
 # - the package is built against that machine's torch without build isolation (pip
 #   would otherwise look for a fresh torch) into /tmp/bridge-site, never into the image;
 # - python runs with -P, so the source tree's uncompiled bridge/ is never imported.
@@ -43,7 +43,7 @@ PKG=${PKG:-/tmp/bridge-site}
 mkdir -p "$OUT"
 exec > >(tee -a "$OUT/run.log") 2>&1
 export PYTHONUNBUFFERED=1
-# Multi-GPU machines of the device tool: NVLink multicast stays off (KINDS.md).
+# On shared multi-GPU hosts NVLink multicast stays off (NCCL, PyTorch, NVSHMEM).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
 step() { echo; echo ">>> [$(date -u +%H:%M:%S)] $*"; }

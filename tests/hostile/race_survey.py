@@ -7,7 +7,7 @@ child processes (``subproc.run_python``: a crash is a finding, not a dead survey
   ``sizeof(PyObject)`` as compiled into the bridge, ``torch.Tensor.__basicsize__`` and
   the fallback's offset proof; which paths exist and why not;
 - the counters: ``THREADS`` threads x 100,000 views, ``path_counts()`` against the
-  views made (plain increments lost counts without the GIL before issue 12);
+  views made (plain increments lost counts without the GIL before the counters became atomic);
 - ``PyGILState_Check()`` (through ``ctypes.pythonapi``, which keeps the thread state
   attached) in a thread A around a C call that never detaches it, and in a thread B
   looping meanwhile: what each gets, and how long B stalls (all of A's call with a GIL;
