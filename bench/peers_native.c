@@ -281,7 +281,7 @@ done:
   return result;
 }
 
-/* The conjugate bit of a borrowed handle, two ways (issue 10, patch 0002's justification).
+/* The conjugate bit of a borrowed handle, two ways (patch 0002's justification).
  * getter: torch_is_conj(h, &b), the proposed C getter.
  * dispatcher: aten::is_conj through torch_call_dispatcher, the stable route that exists
  * today. Its stack owns what it holds (docs: "give owning references to the calling
