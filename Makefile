@@ -52,7 +52,13 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 help:  ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 19
+	@echo "The two commands (each sets itself up on a fresh machine):"
+	@echo "  make bench   the benchmark evidence on the default torch (the main job)"
+	@echo "  make test    the test suite on every supported torch"
+	@echo "Targets marked * create a virtual environment of several GB per torch (.venv/,"
+	@echo "once; make clean removes them). All targets:"
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 19 | \
+	  sed -E 's/^((bench|bench-evidence|bench-quick|bench-report|callgrind|test|patch-check|info|test-devmode|memcheck|survey|test-freethreaded|test-pythons|race-survey|bench-freethreaded|bench-freethreaded-quick) )/* \1/; t; s/^/  /'
 
 # --- environments ------------------------------------------------------------------------
 # pyproject's optional-dependency group $(2), read by environment $(1)'s python.
