@@ -495,16 +495,17 @@ render = _load("render")
 def test_rfc_has_no_figure_outside_generated_sections():
     text = (PROPOSAL / "RFC.md").read_text()
     names = re.findall(r"<!-- BEGIN generated: ([\w-]+) -->", text)
-    assert {"seed-side-by-side", "bench-setup", "bench-headline", "bench-goals",
-            "bench-details", "findings"} <= set(names)
+    assert {"claim", "attribution", "routes", "seed-side-by-side", "bench-setup",
+            "bench-goals", "workload", "findings"} <= set(names)
     prose = render.MARKER.sub("", text)
     assert not re.findall(r"\d[\d.,]*\s*(?:ns|us|µs|%)|\d\.\d+x\b", prose)
 
 
 def test_render_fills_from_a_report_and_says_what_is_missing(tmp_path):
     empty = render.render_all(tmp_path, None)
-    assert "Not generated yet: no `" in empty["bench-headline"]
-    assert "make bench" in empty["bench-headline"]
+    assert "Not generated yet: no `" in empty["claim"]
+    assert "make callgrind" in empty["claim"]
+    assert "make bench" in empty["bench-goals"]
     report = tmp_path / "bench-torch-9.9.9.md"
     report.write_text("# r\n\n- Machine: test\n\n## Headline: x\n\n| a |\n\n"
                       "## 1. Seed protocol (Python level)\n\n"
@@ -514,8 +515,9 @@ def test_render_fills_from_a_report_and_says_what_is_missing(tmp_path):
                       "| view_fallback(t): f | 150.0 | 155.0 | 1 | 1 |\n")
     filled = render.render_all(tmp_path, None)
     seed = filled["seed-side-by-side"]
-    assert "| owned shim | 1581.8 | 1599.0 | +188.4 | 1.135x |" in seed  # the seed's, from its excerpt
-    assert "| borrowed shim (proposed) | 160.0 | 170.0 | +10.0 | 1.067x |" in seed
+    # each side's absolute difference to its own fallback, never a ratio across setups
+    assert "| owned shim | 1581.8 | 1599.0 | +188.4 | +198.1 |" in seed  # from the seed's excerpt
+    assert "| borrowed shim (proposed) | 160.0 | 170.0 | +10.0 | +15.0 |" in seed
     assert filled["bench-setup"].rstrip().endswith("- Machine: test")
     # A sentinel no generated text contains ("old" is in "hold", "threshold", ...).
     rfc = "<!-- BEGIN generated: findings -->\nSTALE-SECTION\n<!-- END generated: findings -->\n"
