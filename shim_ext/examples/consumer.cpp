@@ -25,7 +25,7 @@
 //   torch::stable::Tensor (its destructor deletes), never box it in a
 //   StableIValue (boxed stacks, torch_call_dispatcher, StableList take
 //   ownership). To keep the tensor beyond the object, make an owned one:
-//   aoti_torch_new_tensor_handle(borrowed, &owned) (BorrowedTensor::to_owned()).
+//   aoti_torch_new_tensor_handle(borrowed, &owned).
 // - torch_tensor_from_pyobject (torch 2.14+) returns an OWNED handle (a new
 //   heap at::Tensor): the caller deletes it on every exit path (OwnedHandle below).
 
