@@ -57,9 +57,72 @@ from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 cdef extern from "Python.h":
     PyTypeObject* Py_TYPE(object o)
+    PyObject* Py_True
     bint PyType_IsSubtype(PyTypeObject* a, PyTypeObject* b)
     object PyObject_Vectorcall(object callable, PyObject** args, size_t nargsf, PyObject* kwnames)
     int PyException_SetTraceback(object ex, object tb) except -1
+
+
+cdef extern from *:
+    """
+    /* torch._C.TensorBase._python_dispatch is a getset descriptor whose getter returns
+       TensorImpl::is_python_dispatch() (the Python dispatch key), in C++ only. Its C
+       function is called directly: no attribute lookup a subclass could answer. */
+    typedef PyObject* (*bridge_getter)(PyObject*, void*);
+    static int bridge_getset_getter(PyObject* descr, bridge_getter* fn, void** closure) {
+        if (descr == NULL || !PyObject_TypeCheck(descr, &PyGetSetDescr_Type)) return -1;
+        PyGetSetDef* d = ((PyGetSetDescrObject*)descr)->d_getset;
+        if (d == NULL || d->get == NULL) return -1;
+        *fn = d->get;
+        *closure = d->closure;
+        return 0;
+    }
+    /* Whether the elements a tensor describes reach outside its storage's nbytes:
+       storage offset plus, per dimension, (size - 1) * stride, in elements, times the
+       itemsize. torch never makes negative strides, but they are counted towards the
+       low end all the same (the slow path, in 128 bits, saturating, so no size or stride
+       overflows it). Returns 0 (inside, or no elements), 1 (reaches past the end), 2
+       (before the start); *last is one past the furthest byte (saturated). */
+    __attribute__((noinline)) static int bridge_outside_storage_slow(int64_t ndim,
+            const int64_t* sizes, const int64_t* strides, int64_t offset,
+            int64_t itemsize, int64_t nbytes, int64_t* last) {
+        const __int128 cap = (__int128)1 << 100;
+        __int128 hi = offset, lo = offset;
+        for (int64_t i = 0; i < ndim; ++i) {
+            __int128 d = (__int128)(sizes[i] - 1) * strides[i];
+            if (d >= 0) { hi += d; if (hi > cap) hi = cap; }
+            else { lo += d; if (lo < -cap) lo = -cap; }
+        }
+        __int128 end = (hi + 1) * itemsize;
+        *last = end > (__int128)INT64_MAX ? INT64_MAX : (int64_t)end;
+        if (lo < 0) return 2;
+        return end > nbytes ? 1 : 0;
+    }
+    static inline int bridge_outside_storage(int64_t ndim, const int64_t* sizes,
+            const int64_t* strides, int64_t offset, int64_t itemsize, int64_t nbytes,
+            int64_t* last) {
+        int64_t hi = offset, d, end;  /* hi: the furthest element, in elements */
+        int bad = offset < 0;         /* a negative term or an overflow: the slow path */
+        for (int64_t i = 0; i < ndim; ++i) {
+            if (sizes[i] == 0) { *last = 0; return 0; }  /* no elements */
+            bad |= (sizes[i] < 0) | (strides[i] < 0);
+            bad |= __builtin_mul_overflow(sizes[i] - 1, strides[i], &d);
+            bad |= __builtin_add_overflow(hi, d, &hi);
+        }
+        bad |= __builtin_add_overflow(hi, (int64_t)1, &end);
+        bad |= __builtin_mul_overflow(end, itemsize, &end);
+        if (bad)
+            return bridge_outside_storage_slow(ndim, sizes, strides, offset, itemsize,
+                                               nbytes, last);
+        *last = end;
+        return end > nbytes;
+    }
+    """
+    ctypedef PyObject* (*bridge_getter)(PyObject*, void*)
+    int bridge_getset_getter(PyObject* descr, bridge_getter* fn, void** closure)
+    int bridge_outside_storage(int64_t ndim, const int64_t* sizes, const int64_t* strides,
+                               int64_t offset, int64_t itemsize, int64_t nbytes,
+                               int64_t* last) noexcept nogil
 
 
 # --- the stable C ABI, as opaque types (no torch header is needed) -----------------------
@@ -99,6 +162,7 @@ cdef struct Getters:
     get_i32_fn layout
     get_ptr_fn data_ptr
     get_i64_fn storage_offset  # with data_ptr: proof that the storage holds memory
+    get_i64_fn storage_size    # the storage's nbytes: the elements must lie inside it
     get_i64_fn dim
     get_i64p_fn sizes
     get_i64p_fn strides
@@ -203,14 +267,20 @@ cdef struct Installed:
     Py_ssize_t fallback_offset
     PyTypeObject* tensor_tp
     PyTypeObject* parameter_tp        # torch.nn.Parameter: a subclass with Tensor's getters
+    # The Python dispatch key's C getter (torch._C.TensorBase._python_dispatch), or NULL:
+    # then torch._C._dispatch_keys(t).has(DispatchKey.Python), called at Python level.
+    bridge_getter python_key
+    void* python_key_closure
     # Python objects, borrowed: _kept holds a strong reference to each for good.
-    PyObject* default_dispatch        # torch.Tensor.__torch_dispatch__ (the disabled impl)
+    PyObject* dispatch_keys           # torch._C._dispatch_keys (used without python_key)
+    PyObject* python_dispatch_key     # torch._C.DispatchKey.Python
     PyObject* is_conj                 # method descriptors torch.Tensor.is_conj / .is_neg
     PyObject* is_neg
     PyObject* no_torch_function       # torch._C.DisableTorchFunction
     # Filled by _install_tables.
     int32_t layout_strided
     int32_t device_meta
+    int32_t device_privateuse1        # its name is torch's current one, read when asked
     int8_t itemsize[NCODES]           # per dtype code: bytes, 0 unknown, -1 refused
     bint device_known[NDEVICES]       # per device type code: the bridge knows its name
     PyObject* dtype_objs[NCODES]      # per dtype code: torch.dtype or NULL
@@ -223,6 +293,7 @@ cdef Installed _nothing                # before the first installation: no path 
 _nothing.fallback_offset = sizeof(PyObject)
 _nothing.layout_strided = -1
 _nothing.device_meta = -1
+_nothing.device_privateuse1 = -1
 cdef Installed* _state = &_nothing
 # Every snapshot's Python objects, kept alive for the life of the process.
 cdef list _kept = []
@@ -275,6 +346,7 @@ def _install_symbols(dict symbols, object tensor_type, bint fallback_ok,
     st.g.layout = <get_i32_fn>_addr(symbols, "aoti_torch_get_layout")
     st.g.data_ptr = <get_ptr_fn>_addr(symbols, "aoti_torch_get_data_ptr")
     st.g.storage_offset = <get_i64_fn>_addr(symbols, "aoti_torch_get_storage_offset")
+    st.g.storage_size = <get_i64_fn>_addr(symbols, "aoti_torch_get_storage_size")
     st.g.dim = <get_i64_fn>_addr(symbols, "aoti_torch_get_dim")
     st.g.sizes = <get_i64p_fn>_addr(symbols, "aoti_torch_get_sizes")
     st.g.strides = <get_i64p_fn>_addr(symbols, "aoti_torch_get_strides")
@@ -289,7 +361,7 @@ def _install_symbols(dict symbols, object tensor_type, bint fallback_ok,
     st.g.borrow_metadata = <metadata_from_pyobject_fn>_addr(
         symbols, "torch_tensor_borrow_metadata_from_pyobject")
     st.getters_present = (st.g.layout != NULL and st.g.data_ptr != NULL and st.g.dim != NULL
-                          and st.g.storage_offset != NULL
+                          and st.g.storage_offset != NULL and st.g.storage_size != NULL
                           and st.g.sizes != NULL and st.g.strides != NULL
                           and st.g.dtype != NULL and st.g.device_type != NULL
                           and st.g.device_index != NULL)
@@ -306,21 +378,45 @@ def _install_symbols(dict symbols, object tensor_type, bint fallback_ok,
         st.is_neg = _keep(tensor_type.is_neg)
     if parameter_type is not None:
         st.parameter_tp = <PyTypeObject*>_keep(parameter_type)
-    st.default_dispatch = _keep(getattr(tensor_type, "__torch_dispatch__", None))
+    if tensor_type is not None:
+        _install_python_key(st, tensor_type)
     st.no_torch_function = _keep(no_torch_function)
     bridge_store_int(&_active, -1)
     bridge_store_ptr(<void**>&_state, st)
 
 
+cdef int _install_python_key(Installed* st, object tensor_type) except -1:
+    """How the gate reads a tensor's Python dispatch key: the C getter behind
+    ``TensorBase._python_dispatch`` (found in the type's own ``__dict__`` along torch's
+    MRO, never through an attribute lookup on the tensor), else torch's
+    ``_dispatch_keys``. Immutable for the process: torch's types and functions."""
+    import sys
+    for klass in tensor_type.__mro__:
+        descr = klass.__dict__.get("_python_dispatch")
+        if descr is not None:
+            if bridge_getset_getter(<PyObject*>descr, &st.python_key,
+                                    &st.python_key_closure) == 0:
+                _keep(descr)
+            break
+    torch_c = getattr(sys.modules.get("torch"), "_C", None)
+    if torch_c is not None:
+        st.dispatch_keys = _keep(torch_c._dispatch_keys)
+        st.python_dispatch_key = _keep(torch_c.DispatchKey.Python)
+    return 0
+
+
 def _install_tables(dict dtypes, dict refused, dict device_names, dict layout_names,
-                    int32_t layout_strided, int32_t device_meta):
+                    int32_t layout_strided, int32_t device_meta,
+                    int32_t device_privateuse1=-1):
     """Install the code tables (``bridge._select`` only, under its lock, after
     ``_install_symbols``).
 
     ``dtypes`` maps a c10::ScalarType code to ``(torch.dtype, itemsize in bytes)``;
     ``refused`` maps a code to the reason its tensors get no view; ``device_names`` and
     ``layout_names`` map codes to names; the last two are the codes of the strided
-    layout and of the meta device. Publishes the installed symbols with these tables
+    layout and of the meta device; ``device_privateuse1`` is the privateuse1 code, whose
+    name is torch's current one whenever a view reports it (``_device_name``). Publishes
+    the installed symbols with these tables
     as one new snapshot; views may run from then on.
     """
     cdef Installed* st = _new_state(_state)
@@ -347,6 +443,7 @@ def _install_tables(dict dtypes, dict refused, dict device_names, dict layout_na
     st.layout_names = _keep(dict(layout_names))
     st.layout_strided = layout_strided
     st.device_meta = device_meta
+    st.device_privateuse1 = device_privateuse1
     st.getters_ok = st.getters_present
     bridge_store_ptr(<void**>&_state, st)
 
@@ -554,7 +651,7 @@ cdef class TensorView:
     def device_type(self):
         if self._st == NULL:
             return None
-        return <object>self._st.device_names[self._device_type]
+        return _device_name_in(self._st, self._device_type)
 
     @property
     def device_index(self):
@@ -570,6 +667,57 @@ cdef class TensorView:
                 f"path='{self.path}')")
 
 
+# --- device names ------------------------------------------------------------------------
+# What is read once and cached, and why each may be (the tables in ``Installed``):
+# - symbols, the fallback's offset proof, torch.Tensor / Parameter, the Python-key getter:
+#   immutable for the process (torch's libraries are never unloaded, THPVariable's layout
+#   and torch's C types are fixed once torch is imported);
+# - dtype codes and torch.dtype objects, layout codes: immutable (c10's enums, compiled
+#   in; torch registers no dtype or layout at run time);
+# - device type names: immutable (c10::DeviceType's names), except privateuse1's, which
+#   ``torch.utils.rename_privateuse1_backend`` changes after torch is imported (out-of-tree
+#   accelerator packages rename it on import). torch allows one rename, from c10's default
+#   ("privateuseone") to the backend's name, and refuses any other afterwards, so the name
+#   is read from torch (``torch._C._get_privateuse1_backend_name``) whenever a view
+#   reports it while it is still the one the table was built with, and kept for good
+#   once it differs: every view of such a tensor reports torch's current name, and after
+#   the rename no read is needed (the cache is keyed on that one possible change).
+cdef PyObject* _privateuse1_final = NULL   # the renamed name, kept for good; NULL before
+
+
+cdef object _privateuse1_name(const Installed* st):
+    cdef PyObject* kept = <PyObject*>bridge_load_ptr(<void**>&_privateuse1_final)
+    if kept != NULL:
+        return <object>kept
+    import sys
+    name = sys.modules["torch"]._C._get_privateuse1_backend_name()
+    built = st.device_names[st.device_privateuse1]
+    if built == NULL or name != <object>built:  # renamed: final (no second rename)
+        bridge_store_ptr(<void**>&_privateuse1_final, _keep(name))
+    return name
+
+
+cdef object _device_name_in(const Installed* st, int32_t code):
+    if code == st.device_privateuse1 and 0 <= code < NDEVICES:
+        return _privateuse1_name(st)
+    if 0 <= code < NDEVICES and st.device_names[code] != NULL:
+        return <object>st.device_names[code]
+    return None
+
+
+def _device_name(int code):
+    """The name a view reports for device type ``code`` (torch's own name; privateuse1's
+    as torch names it now), or None for a code the bridge does not know."""
+    return _device_name_in(_installed_state(), code)
+
+
+def _device_names():
+    """``{code: name}`` for every device type code the installed table knows."""
+    cdef const Installed* st = _installed_state()
+    return {code: _device_name_in(st, code) for code in range(NDEVICES)
+            if st.device_known[code]}
+
+
 # --- reading: type gate, then handle + getters straight into the view -------------------
 cdef inline bint _is_tensor(object obj, const Installed* st) noexcept:
     cdef PyTypeObject* tp = Py_TYPE(obj)
@@ -581,21 +729,39 @@ cdef inline int _check_type(object obj, const Installed* st) except -1:
     """The gate in front of every handle: obj's real type derives from torch.Tensor, and
     no getter of its can run Python code.
 
-    A subclass that overrides ``__torch_dispatch__`` may route ``sizes()``, ``strides()``,
-    ``device()`` or ``layout()`` through Python (``_make_subclass(...,
-    dispatch_sizes_strides_policy=...)``), and that code may resize or swap the tensor
-    between two getters: such tensors are refused before any handle is taken. After this
-    gate, nothing but C++ runs until the view is filled.
+    A tensor whose TensorImpl carries torch's Python dispatch key (made by a subclass that
+    overrides ``__torch_dispatch__``: wrapper subclasses, FakeTensor, ...) may route
+    ``sizes()``, ``strides()``, ``dim()``, ``device()`` or ``layout()`` through Python
+    (``dispatch_sizes_strides_policy=...``), and that code may disagree with itself or
+    resize the tensor between two getters: such tensors are refused before any handle is
+    taken. The key is read the way torch's dispatcher reads it, from the TensorImpl
+    (``is_python_dispatch()``), never from an attribute a metaclass, descriptor,
+    ``__getattr__`` or instance attribute could answer; a Python sizes policy without
+    the key makes torch itself throw in C++ (a BufferError here). Every tensor goes
+    through it, exact ``torch.Tensor`` included (``torch.Tensor.__torch_dispatch__``
+    can be monkeypatched). After this gate, nothing but C++ runs until the view is filled.
     """
     cdef PyTypeObject* tp = Py_TYPE(obj)
-    if tp == st.tensor_tp or tp == st.parameter_tp:
-        return 0
-    if st.tensor_tp == NULL or not PyType_IsSubtype(tp, st.tensor_tp):
-        _raise_not_tensor(obj)
-    if getattr(<object>tp, "__torch_dispatch__", None) is not <object>st.default_dispatch:
-        raise BufferError(f"{(<object>tp).__qualname__} overrides __torch_dispatch__: its "
-                          f"metadata is computed in Python and cannot be read safely through "
-                          f"a handle; view a plain tensor instead")
+    cdef PyObject* r
+    cdef bint python_key
+    if tp != st.tensor_tp and tp != st.parameter_tp:
+        if st.tensor_tp == NULL or not PyType_IsSubtype(tp, st.tensor_tp):
+            _raise_not_tensor(obj)
+    if st.python_key != NULL:
+        r = st.python_key(<PyObject*>obj, st.python_key_closure)  # C++: no Python runs
+        if r == NULL:  # torch set the exception (HANDLE_TH_ERRORS): propagate it
+            return -1
+        python_key = r == Py_True
+        Py_XDECREF(r)
+    elif st.dispatch_keys != NULL:
+        python_key = (<object>st.dispatch_keys)(obj).has(<object>st.python_dispatch_key)
+    else:
+        python_key = tp != st.tensor_tp and tp != st.parameter_tp
+    if python_key:
+        raise BufferError(f"{(<object>tp).__qualname__} overrides __torch_dispatch__ (the "
+                          f"tensor carries torch's Python dispatch key): its metadata is "
+                          f"computed in Python and cannot be read safely through a handle; "
+                          f"view a plain tensor instead")
     return 0
 
 
@@ -620,15 +786,53 @@ cdef inline int _dims(TensorView v) except -1:
     return 0
 
 
-cdef inline int _check_view(TensorView v, int64_t storage_offset, const Installed* st) except -1:
-    """The checks every reader makes once the view holds the tensor's fields."""
+cdef inline int _check_view(TensorView v, int64_t storage_offset, int64_t nbytes,
+                            const Installed* st) except -1:
+    """The checks every reader makes once the view holds the tensor's fields;
+    ``nbytes`` is the storage's size (``aoti_torch_get_storage_size``)."""
+    cdef int64_t last
+    cdef int64_t itemsize
     if v._dtype < 0 or v._dtype >= NCODES or st.itemsize[v._dtype] <= 0:
         _raise_bad_dtype(v._dtype, st)
     if v._device_type == st.device_meta:
         raise BufferError("a meta tensor has no data; only tensors with storage can be viewed")
     if v._device_type < 0 or v._device_type >= NDEVICES or not st.device_known[v._device_type]:
-        raise BufferError(f"device type code {v._device_type} is unknown to the bridge")
-    return _check_data(v._ptr, storage_offset, st.itemsize[v._dtype], v._ndim, v._sizes)
+        _raise_unknown_device(v._device_type)
+    itemsize = st.itemsize[v._dtype]
+    _check_data(v._ptr, storage_offset, itemsize, v._ndim, v._sizes)
+    if bridge_outside_storage(v._ndim, v._sizes, v._strides, storage_offset, itemsize,
+                              nbytes, &last):
+        _raise_outside_storage(v, storage_offset, itemsize, nbytes, last)
+    return 0
+
+
+cdef int _raise_unknown_device(int32_t code) except -1:
+    raise BufferError(f"device type code {code} is unknown to the bridge: torch names no "
+                      f"such c10::DeviceType (torch._C._autograd.DeviceType), so no view "
+                      f"can say which device the pointer belongs to")
+
+
+cdef int _raise_outside_storage(TensorView v, int64_t storage_offset, int64_t itemsize,
+                                int64_t nbytes, int64_t last) except -1:
+    if any(s < 0 for s in v.strides) or storage_offset < 0:  # torch makes neither
+        raise BufferError(f"the tensor's elements reach before the start of its storage "
+                          f"(storage offset {storage_offset}, strides {v.strides}): no "
+                          f"pointer + strides view can describe them safely")
+    raise BufferError(f"the tensor's elements reach past the end of its storage: storage "
+                      f"offset {storage_offset} and its sizes {v.shape} and strides "
+                      f"{v.strides} (x {itemsize} bytes) reach byte {last}, but the storage "
+                      f"holds {nbytes} bytes; it was shrunk under the tensor "
+                      f"(untyped_storage().resize_()), so its pointer would describe memory "
+                      f"past the allocation; grow the storage back to at least {last} bytes "
+                      f"or view a tensor that fits in it")
+
+
+cdef inline int64_t _storage_nbytes(AtenTensorHandle h, object obj,
+                                    const Installed* st) except? -1:
+    cdef int64_t nbytes
+    if st.g.storage_size(h, &nbytes):
+        _raise_getter_error(obj)
+    return nbytes
 
 
 cdef inline int _read(AtenTensorHandle h, TensorView v, object obj,
@@ -668,13 +872,16 @@ cdef inline int _read(AtenTensorHandle h, TensorView v, object obj,
             _raise_getter_error(obj)
         if flag:
             _raise_math_bit(False)
-    return _check_view(v, offset, st)
+    return _check_view(v, offset, _storage_nbytes(h, obj, st), st)
 
 
-cdef inline int _fill(const TorchTensorMetadata* m, TensorView v, const Installed* st) except -1:
+cdef inline int _fill(const TorchTensorMetadata* m, TensorView v, AtenTensorHandle h,
+                      object obj, const Installed* st) except -1:
     """``v`` from one batched read (``torch_tensor_get_metadata``), with the checks of
-    ``_read``. The sizes and strides are copied in a loop: for the few dimensions of a
-    typical tensor it is cheaper than two memcpy calls, and nothing runs in between."""
+    ``_read``; ``h`` is a handle to the same tensor, for its storage's size (the struct
+    has no field for it). The sizes and strides are copied in a loop: for the few
+    dimensions of a typical tensor it is cheaper than two memcpy calls, and nothing runs
+    in between."""
     cdef int64_t i
     if m.struct_size < sizeof(TorchTensorMetadata):
         raise BufferError(f"torch_tensor_get_metadata filled {m.struct_size} bytes of the "
@@ -693,7 +900,7 @@ cdef inline int _fill(const TorchTensorMetadata* m, TensorView v, const Installe
         _raise_math_bit(True)
     if m.is_neg:
         _raise_math_bit(False)
-    return _check_view(v, m.storage_offset, st)
+    return _check_view(v, m.storage_offset, _storage_nbytes(h, obj, st), st)
 
 
 cdef inline int _read_batched(AtenTensorHandle h, TensorView v, object obj,
@@ -703,7 +910,7 @@ cdef inline int _read_batched(AtenTensorHandle h, TensorView v, object obj,
     m.struct_size = sizeof(TorchTensorMetadata)
     if st.g.get_metadata(h, &m):
         _raise_getter_error(obj)
-    return _fill(&m, v, st)
+    return _fill(&m, v, h, obj, st)
 
 
 cdef inline int _check_data(uintptr_t ptr, int64_t storage_offset, int64_t itemsize,
@@ -799,7 +1006,13 @@ cdef inline int _acquire_read(object obj, int path, TensorView v, const Installe
             m.struct_size = sizeof(TorchTensorMetadata)
             if st.g.borrow_metadata(<void*>obj, &m):  # borrow + read, nothing to release
                 _raise_getter_error(obj)
-            return _fill(&m, v, st)
+            # The storage size needs a handle: the proven THPVariable offset gives the
+            # very at::Tensor the borrow aliases, for free; else borrow it.
+            if st.fallback_ok:
+                h = <AtenTensorHandle>((<char*><PyObject*>obj) + st.fallback_offset)
+            elif st.borrow_fn(<void*>obj, &h):
+                _raise_handle_error(path)
+            return _fill(&m, v, h, obj, st)
         if st.borrow_fn(<void*>obj, &h):  # borrowed: aliases THPVariable::cdata
             _raise_handle_error(path)
         _read_with(h, v, obj, reader, st)
@@ -857,9 +1070,24 @@ cdef TensorView _make(object obj, int path):
     return v
 
 
+def _untraced(fn, *args):
+    """``fn(*args)`` with TorchDynamo's frame evaluation off: the Python-level resolution
+    (symbol lookups, probe tensors made under ``_DisableTorchDispatch``) must run as plain
+    Python even when the first view happens inside ``torch.compile``, where dynamo would
+    otherwise trace into it (and fail on the probes: "you set no_dispatch() before calling
+    into this function"). A C function, so dynamo never traces this call itself; without
+    ``torch._dynamo`` imported nothing can be compiling and ``fn`` is called as is."""
+    import sys
+    dynamo = sys.modules.get("torch._dynamo")
+    disable = getattr(dynamo, "disable", None)
+    if disable is None:
+        return fn(*args)
+    return disable(fn, recursive=True)(*args)
+
+
 cdef int _choose_default() except -1:
     from bridge import _select
-    _select.ensure_active()
+    _untraced(_select.ensure_active)
     return 0
 
 
@@ -906,7 +1134,7 @@ def view(obj):
 cdef int _require(int path) except -1:
     if not _installed()[PATHS[path]]:
         from bridge import _select
-        _select.require(PATHS[path])
+        _untraced(_select.require, PATHS[path])
     return 0
 
 

@@ -27,11 +27,13 @@ from typing import NamedTuple
 #: ``aoti_torch_get_*`` functions every path reads through (torch/csrc/inductor/
 #: aoti_torch/c/shim.h); the layout comes first so that sparse tensors are refused
 #: before their data pointer is asked for. The storage offset proves that the data
-#: pointer's base exists (``_bridge._check_data``).
+#: pointer's base exists (``_bridge._check_data``); the storage's size, that the elements
+#: lie inside it (``_bridge._check_view``).
 GETTERS = (
     "aoti_torch_get_layout",
     "aoti_torch_get_data_ptr",
     "aoti_torch_get_storage_offset",
+    "aoti_torch_get_storage_size",
     "aoti_torch_get_dim",
     "aoti_torch_get_sizes",
     "aoti_torch_get_strides",
@@ -62,6 +64,9 @@ LAYOUTS = ("strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr",
 HIDE_TORCH = "<torch>"
 HIDE_SHIM_EXT = "<shim_ext>"
 HIDE_FALLBACK_CHECK = "<fallback-offset>"
+#: Hides torch's c10::DeviceType enum: the device table falls back to the
+#: ``aoti_torch_device_type_*`` codes alone.
+HIDE_DEVICE_ENUM = "<device-type-enum>"
 
 
 class PathInfo(NamedTuple):
@@ -375,17 +380,55 @@ def code_tables(torch, res, dtype_code_of, hide=frozenset()):
                              f"no path can describe it as pointer + strides")
         else:
             dtypes[code] = (dtype, dtype.itemsize)
-    devices, layouts = {}, {}
-    for name in DEVICE_TYPES:
-        sym = _lookup(f"aoti_torch_device_type_{name}", libs, hide)
-        if sym is not None:
-            if name == "privateuse1":
-                name = torch._C._get_privateuse1_backend_name()
-            devices[_code(sym)] = name
+    devices, privateuse1 = device_types(torch, libs, hide)
+    layouts = {}
     for name in LAYOUTS:
         sym = _lookup(f"aoti_torch_layout_{name}", libs, hide)
         if sym is not None:
             layouts[_code(sym)] = name
     strided = {v: k for k, v in layouts.items()}.get("strided", -1)
     meta = {v: k for k, v in devices.items()}.get("meta", -1)
-    return dtypes, refused, devices, layouts, strided, meta
+    return dtypes, refused, devices, layouts, strided, meta, privateuse1
+
+
+def device_types(torch, libs=None, hide=frozenset()):
+    """``({code: name}, privateuse1's code or -1)`` for every device type torch can
+    describe: each member of
+    c10::DeviceType as torch binds it (``torch._C._autograd.DeviceType``, 2.13-2.15 and
+    earlier), named the way ``tensor.device.type`` names it (``torch.device(name).type``,
+    c10's lower-case name where torch.device does not parse it, e.g. "metal"), and the
+    ``aoti_torch_device_type_*`` codes of the stable ABI, which must agree with it.
+    privateuse1 is listed with the name torch gives it now (c10's default "privateuseone"
+    until renamed); a view reports torch's current name (``_bridge._device_name``), since
+    ``torch.utils.rename_privateuse1_backend`` may rename it after the table is built."""
+    libs = _loaded_libraries(torch) if libs is None else libs
+    devices, privateuse1 = {}, -1
+    enum = (None if HIDE_DEVICE_ENUM in hide else
+            getattr(getattr(torch._C, "_autograd", None), "DeviceType", None))
+    for member, value in (getattr(enum, "__members__", None) or {}).items():
+        lower = member.lower()
+        if lower == "privateuse1":
+            name, privateuse1 = torch._C._get_privateuse1_backend_name(), int(value)
+        else:
+            try:
+                with warnings.catch_warnings():  # "'mkldnn' is no longer used as device type"
+                    warnings.simplefilter("ignore")
+                    name = torch.device(lower).type
+            except (RuntimeError, ValueError):
+                name = lower  # c10::DeviceTypeName(type, lower_case=true)
+        devices[int(value)] = name
+    for name in DEVICE_TYPES:
+        sym = _lookup(f"aoti_torch_device_type_{name}", libs, hide)
+        if sym is None:
+            continue
+        code = _code(sym)
+        if name == "privateuse1":
+            name = torch._C._get_privateuse1_backend_name()
+            if privateuse1 not in (-1, code):
+                raise RuntimeError(f"aoti_torch_device_type_privateuse1() is {code}, "
+                                   f"torch._C._autograd.DeviceType.PrivateUse1 {privateuse1}")
+            privateuse1 = code
+        if devices.setdefault(code, name) != name:
+            raise RuntimeError(f"aoti_torch_device_type_{name}() is {code}, which "
+                               f"torch._C._autograd.DeviceType names {devices[code]!r}")
+    return devices, privateuse1

@@ -41,6 +41,12 @@ def resolution() -> _resolve.Resolution:
     res = _resolution
     if res is not None and res.final:
         return res
+    # Outside TorchDynamo's tracing: a first use inside torch.compile resolves eagerly.
+    return _bridge._untraced(_resolve_and_install)
+
+
+def _resolve_and_install():
+    global _resolution
     with _lock:
         if _resolution is not None and _resolution.final:
             return _resolution
