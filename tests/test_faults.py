@@ -149,10 +149,13 @@ def test_no_strided_layout_code_disables_every_path(hidden):
         bridge.view(torch.ones(1))
 
 
-def test_unknown_meta_code_still_refuses_meta_tensors(hidden):
+def test_no_meta_code_symbol_still_refuses_meta_tensors(hidden):
+    """The device table comes from torch's c10::DeviceType enum: without the stable ABI's
+    meta code the meta device is still known, and refused (test_faults_round3.py hides
+    the enum too: then meta's code is unknown, and refused as such)."""
     hidden("aoti_torch_device_type_meta")
     for path in AVAILABLE:
-        with pytest.raises(BufferError, match=r"device type code \d+ is unknown"):
+        with pytest.raises(BufferError, match=r"^a meta tensor has no data"):
             getattr(bridge, f"view_{path}")(torch.empty(2, device="meta"))
         _views_correctly(path)
 

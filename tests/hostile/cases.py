@@ -80,8 +80,10 @@ CASES: list[Case] = []
 NOT_A_TENSOR = r"^expected a torch\.Tensor \(or an instance of a subclass\), got "
 #: A subclass overriding __torch_dispatch__ computes its metadata in Python, which could
 #: change the tensor between two getters: refused at the type gate, before any handle.
-PY_DISPATCH = (r"^{} overrides __torch_dispatch__: its metadata is computed in Python and "
-               r"cannot be read safely through a handle")
+#: Judged by the TensorImpl's Python dispatch key, as torch's dispatcher judges it.
+PY_DISPATCH = (r"^{} overrides __torch_dispatch__ \(the tensor carries torch's Python "
+               r"dispatch key\): its metadata is computed in Python and cannot be read "
+               r"safely through a handle")
 
 
 def _register(group, expect, message, run, source):
@@ -652,6 +654,92 @@ def wrapper_subclass_python_strides(torch):
     return Strider((3, 4))
 
 
+def _lying_sizes(torch):
+    """A ``__torch_dispatch__`` whose ``dim()`` (9) disagrees with its ``size()`` (one
+    size): a reader copying dim() sizes out of size()'s buffer reads out of bounds."""
+    def dispatch(cls, func, types, args=(), kwargs=None):
+        if func is torch.ops.aten.dim.default:
+            return 9
+        if func is torch.ops.aten.sym_size.default:
+            return (2,)
+        if func is torch.ops.aten.sym_stride.default:
+            return (1,)
+        if func is torch.ops.aten.sym_numel.default:
+            return 2
+        return NotImplemented
+    return classmethod(dispatch)
+
+
+@obj_case("no-description", "BufferError", PY_DISPATCH.format(".*MetaHidden"))
+def dispatch_hidden_by_metaclass(torch):
+    """A wrapper subclass with Python sizes whose ``dim()`` and ``size()`` disagree, its
+    metaclass answering ``__torch_dispatch__`` with torch's disabled default once made
+    (the TensorImpl keeps torch's Python dispatch key)."""
+    disabled = torch._C._disabled_torch_dispatch_impl
+    made = []
+
+    class Hiding(torch._C._TensorMeta):
+        def __getattribute__(cls, name):
+            if name == "__torch_dispatch__" and made:
+                return disabled
+            return super().__getattribute__(name)
+
+    class MetaHidden(torch.Tensor, metaclass=Hiding):
+        __torch_dispatch__ = _lying_sizes(torch)
+
+    t = torch.Tensor._make_wrapper_subclass(MetaHidden, (3, 4), dtype=torch.float32,
+                                            dispatch_sizes_strides_policy="sizes")
+    made.append(True)
+    return t
+
+
+@obj_case("no-description", "BufferError", PY_DISPATCH.format("Tensor"))
+def exact_tensor_with_python_key(torch):
+    """An exact ``torch.Tensor`` carrying the Python dispatch key, with Python sizes: made
+    while ``torch.Tensor.__torch_dispatch__`` was monkeypatched, restored afterwards."""
+    orig = torch.Tensor.__dict__["__torch_dispatch__"]
+    torch.Tensor.__torch_dispatch__ = _lying_sizes(torch)
+    try:
+        return torch.Tensor._make_wrapper_subclass(torch.Tensor, (3, 4), dtype=torch.float32,
+                                                   dispatch_sizes_strides_policy="sizes")
+    finally:
+        torch.Tensor.__torch_dispatch__ = orig
+
+
+@obj_case("no-description", "BufferError", r"^cannot read the metadata of this Policy: ")
+def python_sizes_policy_without_key(torch):
+    """``_make_subclass(..., dispatch_sizes_strides_policy="sizes")`` of a class without
+    ``__torch_dispatch__``: Python sizes without the Python dispatch key (torch's getters
+    throw an internal assert instead of running Python)."""
+    class Policy(torch.Tensor):
+        pass
+    return torch.Tensor._make_subclass(Policy, torch.ones(3), False,
+                                       dispatch_sizes_strides_policy="sizes")
+
+
+#: A view whose elements reach past its storage's nbytes.
+PAST_STORAGE = r"^the tensor's elements reach past the end of its storage: storage offset "
+
+
+@obj_case("no-description", "BufferError", PAST_STORAGE)
+def storage_shrunk_under_view(torch):
+    """A float32 view at storage offset 16 of a 64-float storage shrunk to 32 bytes
+    (``untyped_storage().resize_(32)``): torch's pointer and sizes describe 96 bytes past
+    the allocation."""
+    flat = torch.zeros(64)
+    p = flat[16:32].view(4, 4)
+    flat.untyped_storage().resize_(32)
+    return p
+
+
+@obj_case("no-description", "BufferError", PAST_STORAGE)
+def storage_shrunk_by_one_byte(torch):
+    """A uint8 tensor whose storage lost its last byte (``resize_(nbytes - 1)``)."""
+    t = torch.zeros(64, dtype=torch.uint8)
+    t.untyped_storage().resize_(63)
+    return t
+
+
 CONJ = (r"^the tensor has its conjugate bit set: its memory holds the unconjugated "
         r"values; call \.resolve_conj\(\) first")
 NEG = (r"^the tensor has its negative bit set: its memory holds the negated values; "
@@ -798,6 +886,26 @@ def from_numpy(torch):
     """``torch.from_numpy`` of a numpy array (memory owned by numpy)."""
     import numpy
     return torch.from_numpy(numpy.arange(6, dtype=numpy.int32).reshape(2, 3))
+
+
+@obj_case("control", "view")
+def dispatch_faked_by_instance_attribute(torch):
+    """A plain subclass instance given a ``__torch_dispatch__`` instance attribute: torch's
+    dispatcher never calls it (no Python dispatch key), so it is a dense tensor."""
+    class Plain(torch.Tensor):
+        pass
+    t = torch.arange(12.0).reshape(3, 4)[:, 1:].as_subclass(Plain)
+    t.__torch_dispatch__ = _lying_sizes(torch)
+    return t
+
+
+@obj_case("control", "view")
+def expanded_inside_shrunk_storage(torch):
+    """An expanded (stride 0) 7x9 view of one float whose storage was shrunk to that
+    float's 4 bytes: every element lies inside the storage."""
+    t = torch.arange(64.0)[:1].expand(7, 9)
+    t.untyped_storage().resize_(4)
+    return t
 
 
 def by_name() -> dict[str, Case]:
