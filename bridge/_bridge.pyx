@@ -44,12 +44,13 @@ module leaves the GIL off on a ``--disable-gil`` build):
 """
 
 cimport cython
-from cpython.long cimport PyLong_FromVoidPtr
+from cpython.long cimport PyLong_FromLongLong, PyLong_FromVoidPtr
 from cpython.mem cimport PyMem_RawMalloc
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.exc cimport PyErr_Fetch, PyErr_NormalizeException, PyErr_Occurred
 from cpython.object cimport PyObject, PyTypeObject
-from cpython.ref cimport Py_XDECREF
+from cpython.ref cimport Py_INCREF, Py_XDECREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint64_t, uintptr_t
 from libc.string cimport memcpy
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
@@ -544,6 +545,19 @@ cdef int _raise_not_tensor(object obj) except -1:
                     f"got {type(obj).__module__}.{type(obj).__qualname__}")
 
 
+cdef object _int_tuple(const int64_t* values, int64_t n):
+    """``tuple(values[:n])`` built in place: no intermediate list (a view's shape and
+    strides are made on first use, so this is on the path of every read of them)."""
+    cdef object out = PyTuple_New(n)
+    cdef object item
+    cdef int64_t i
+    for i in range(n):
+        item = PyLong_FromLongLong(values[i])
+        Py_INCREF(item)  # PyTuple_SET_ITEM steals the reference Cython will drop
+        PyTuple_SET_ITEM(out, i, item)
+    return out
+
+
 # --- the view ---------------------------------------------------------------------------------
 @cython.freelist(32)
 cdef class TensorView:
@@ -623,14 +637,14 @@ cdef class TensorView:
     def shape(self):
         with cython.critical_section(self):
             if self._shape_t is None:
-                self._shape_t = tuple([self._sizes[i] for i in range(self._ndim)])
+                self._shape_t = _int_tuple(self._sizes, self._ndim)
             return self._shape_t
 
     @property
     def strides(self):
         with cython.critical_section(self):
             if self._strides_t is None:
-                self._strides_t = tuple([self._strides[i] for i in range(self._ndim)])
+                self._strides_t = _int_tuple(self._strides, self._ndim)
             return self._strides_t
 
     @property
