@@ -316,6 +316,46 @@ int fixes_copy_on_foreign_thread(std::uintptr_t handle, std::int64_t n) {
   return rc;
 }
 
+// --- attached-thread-state tests, for tests/test_thread_checks.py -------------
+// Bit 0: the borrow's test (shim_ext/borrow.cpp, the same #if); bit 1:
+// PyGILState_Check(); bit 2: the unchecked thread-state read is non-null (on
+// CPython < 3.12 that read is the GIL holder's, whichever thread it is); bit 3:
+// PyGILState_GetThisThreadState() is non-null (this thread HAS a thread state,
+// attached or not). Evaluated on the calling thread; attach != 0 first takes the
+// GIL (PyGILState_Ensure), else the test runs as called (cffi releases the GIL).
+static int thread_checks_here() {
+#if PY_VERSION_HEX >= 0x030D0000
+  PyThreadState* unchecked = PyThreadState_GetUnchecked();
+#else
+  PyThreadState* unchecked = _PyThreadState_UncheckedGet();
+#endif
+#if PY_VERSION_HEX >= 0x030C0000
+  const bool ours = unchecked != nullptr;
+#else
+  const bool ours = PyGILState_Check();
+#endif
+  return (ours ? 1 : 0) | (PyGILState_Check() ? 2 : 0) | (unchecked ? 4 : 0) |
+      (PyGILState_GetThisThreadState() ? 8 : 0);
+}
+
+int fixes_thread_checks(int attach) {
+  if (!attach) {
+    return thread_checks_here();
+  }
+  PyGILState_STATE g = PyGILState_Ensure();
+  int bits = thread_checks_here();
+  PyGILState_Release(g);
+  return bits;
+}
+
+// The same on a new native thread that never attached a thread state.
+int fixes_thread_checks_on_foreign_thread(void) {
+  int bits = -1;
+  std::thread worker([&] { bits = thread_checks_here(); });
+  worker.join();
+  return bits;
+}
+
 // A copy of torch's DLPackExchangeAPI (at `torch_api`) whose
 // dltensor_from_py_object_no_sync is the borrowed prototype, with
 // (check_attached != 0) or without the attached-thread check. The copy is

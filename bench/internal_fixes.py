@@ -156,6 +156,24 @@ class InternalFixes:
         if self._lib.fixes_copy_on_foreign_thread(id(t) + core.PYOBJECT_SIZE, n) != 0:
             raise FixError(self._error())
 
+    # --- attached-thread-state tests ---------------------------------------------------
+    #: the tests ``thread_checks`` evaluates, by bit
+    THREAD_CHECKS = ("borrow", "PyGILState_Check", "unchecked thread state non-null",
+                     "has a thread state")
+
+    def thread_checks(self, where: str) -> dict[str, bool]:
+        """``{test: answer}`` for each of ``THREAD_CHECKS`` on a thread that is:
+        ``"attached"`` (this thread, GIL taken first), ``"detached"`` (this thread with
+        the GIL released, as cffi calls run) or ``"foreign"`` (a new native thread that
+        never had a thread state). The right answer is True only for ``"attached"``."""
+        if where == "foreign":
+            bits = self._lib.fixes_thread_checks_on_foreign_thread()
+        elif where in ("attached", "detached"):
+            bits = self._lib.fixes_thread_checks(int(where == "attached"))
+        else:
+            raise ValueError(f"where must be attached, detached or foreign, not {where!r}")
+        return {name: bool(bits >> i & 1) for i, name in enumerate(self.THREAD_CHECKS)}
+
     # --- DLPack without the copy ----------------------------------------------------
     def dlpack_api(self, check_attached: bool) -> int:
         """Address of a copy of torch's ``DLPackExchangeAPI`` whose

@@ -19,11 +19,21 @@ namespace torch_borrow {
 // Borrow the at::Tensor stored inside a Python torch.Tensor. The reference is
 // valid while obj is alive and its tensor is not replaced.
 const at::Tensor& tensor_borrow_from_pyobject(PyObject* obj) {
-  // PyGILState_Check: this thread has an attached thread state. With a GIL
-  // that means it holds the GIL; on a free-threaded build it guards nothing
-  // else, and the caller keeps obj alive and unmutated while it reads.
+  // This thread must have an attached thread state (with a GIL: hold it; on
+  // a free-threaded build that guards nothing else, and the caller keeps obj
+  // alive and unmutated while it reads), tested as cheaply as each CPython
+  // can: from 3.12 the thread's own state pointer is thread-local and NULL
+  // while detached; before, that pointer is the GIL holder's, whoever it is,
+  // so PyGILState_Check (a thread-specific lookup) stays.
+#if PY_VERSION_HEX >= 0x030D0000
+  const bool attached = PyThreadState_GetUnchecked() != nullptr;
+#elif PY_VERSION_HEX >= 0x030C0000
+  const bool attached = _PyThreadState_UncheckedGet() != nullptr;
+#else
+  const bool attached = PyGILState_Check();
+#endif
   TORCH_CHECK(
-      PyGILState_Check(),
+      attached,
       "torch_tensor_borrow_from_pyobject requires the GIL to be held");
   TORCH_CHECK(
       obj != nullptr,

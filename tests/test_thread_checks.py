@@ -1,0 +1,104 @@
+"""The borrow's attached-thread-state test is correct where the cheaper-looking ones are not.
+
+The borrow (``shim_ext/borrow.cpp``, patch 0001) asks whether the calling thread has an
+attached thread state: on CPython 3.12+ by reading the thread's own state pointer
+(``PyThreadState_GetUnchecked()``; ``_PyThreadState_UncheckedGet()`` on 3.12), which is
+thread-local and NULL while detached; before 3.12 with ``PyGILState_Check()``, because
+that same read names the GIL holder, whichever thread it is. Checked here on: this thread
+attached; this thread detached (a cffi call releases the GIL); detached while another
+Python thread holds the GIL; a native thread that never had a thread state. Two wrong
+tests are shown failing: "the unchecked read is non-null" on CPython < 3.12 (true on a
+detached thread while another holds the GIL) and "this thread has a thread state" (true
+on any detached Python thread). The evaluation lives in ``bench/internal_fixes.cpp``
+(``thread_checks_here``, the borrow's ``#if`` copied); the real borrow is checked too.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import sys
+import threading
+
+import pytest
+import torch
+
+from helpers.expect import expected_paths
+
+if importlib.util.find_spec("cffi") is None:
+    pytest.skip("no cffi in this environment (free-threaded CPython 3.13): the test "
+                "helpers are built with cffi", allow_module_level=True)
+
+sys.path.append(str(pathlib.Path(__file__).resolve().parent.parent / "bench"))
+
+import internal_fixes  # noqa: E402
+
+MODERN = sys.version_info >= (3, 12)
+
+
+@pytest.fixture(scope="module")
+def fixes():
+    return internal_fixes.InternalFixes(torch)
+
+
+def test_attached(fixes):
+    got = fixes.thread_checks("attached")
+    assert got["borrow"] and got["PyGILState_Check"] and got["has a thread state"]
+    assert got["unchecked thread state non-null"]
+
+
+def test_detached(fixes):
+    got = fixes.thread_checks("detached")
+    assert not got["borrow"] and not got["PyGILState_Check"]
+    assert got["has a thread state"]  # wrong: this thread has one, detached
+    assert not got["unchecked thread state non-null"]  # nobody holds the GIL now
+
+
+def test_foreign_thread(fixes):
+    got = fixes.thread_checks("foreign")
+    assert got == dict.fromkeys(got, False)
+
+
+def test_detached_while_another_thread_holds_the_gil(fixes):
+    """Another Python thread runs Python code (so holds the GIL most of the time) while
+    this thread, detached, asks: the borrow's test never says attached; on CPython < 3.12
+    the unchecked read does, at times (it is the other thread's state)."""
+    stop = threading.Event()
+
+    def spin():
+        x = 0
+        while not stop.is_set():
+            x += 1
+
+    other = threading.Thread(target=spin)
+    other.start()
+    seen = {name: False for name in fixes.THREAD_CHECKS}
+    try:
+        for _ in range(20_000):
+            got = fixes.thread_checks("detached")
+            for name, answer in got.items():
+                seen[name] |= answer
+            if not MODERN and seen["unchecked thread state non-null"]:
+                break
+    finally:
+        stop.set()
+        other.join()
+    assert not seen["borrow"] and not seen["PyGILState_Check"]
+    if MODERN:
+        assert not seen["unchecked thread state non-null"]  # thread-local: the borrow's test
+    else:
+        assert seen["unchecked thread state non-null"], (
+            "on CPython < 3.12 the unchecked read should have named the other thread")
+
+
+def test_the_borrow_refuses_a_detached_caller():
+    """The real entry point, called through cffi (which releases the GIL): refused."""
+    if not expected_paths()["borrow"]:
+        pytest.skip("no borrow on this torch or interpreter (asserted in test_availability)")
+    import shim_ext
+
+    entry, _ = shim_ext.load()
+    t = torch.randn(3)
+    out = entry.ffi.new("AtenTensorHandle*")
+    assert entry.lib.torch_tensor_borrow_from_pyobject(entry.ffi.cast("void*", id(t)), out) != 0
+    assert out[0] == entry.ffi.NULL
