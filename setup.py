@@ -1,14 +1,16 @@
-"""Build glue only: the cffi shim and the Cython bridge. Metadata lives in pyproject.toml.
+"""Build glue only: shim_ext and the Cython bridge. Metadata lives in pyproject.toml.
 
 Build without isolation (``pip install --no-build-isolation .``): the shim compiles
 against the installed torch's headers. Each torch gets its own build directory, so
 environments with different torch versions never share object files.
 
-shim_ext needs cffi: where cffi is missing the build fails and says so (setuptools would
-otherwise ignore ``cffi_modules`` with a warning and install a package without the
-borrow path). The one exception is an interpreter cffi cannot build for at all
-(free-threaded 3.13, ``bridge/_support.py``): the package is then built without
-shim_ext, loudly, and the bridge reports that reason for the borrow path.
+shim_ext (the same C++ sources into the same two libraries, ``_entry`` and ``_borrow``)
+is built by cffi wherever cffi can build: there, cffi missing is a build error that says
+so (setuptools would otherwise ignore ``cffi_modules`` with a warning and install a
+package without the borrow path). Only where cffi cannot build at all (free-threaded
+3.13, ``bridge/_support.py``) it is built by setuptools' own ``Extension`` instead
+(``shim_ext/build_config.py``, ``shim_ext/pymodule.c``). Which route, and why, is printed
+at build time (and ``python -m bridge info`` says it).
 """
 
 import importlib.util
@@ -18,6 +20,7 @@ import sys
 import torch
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext as _build_ext
 
 HERE = pathlib.Path(__file__).resolve().parent
 _spec = importlib.util.spec_from_file_location("_bridge_support", HERE / "bridge" / "_support.py")
@@ -31,14 +34,45 @@ BUILD_BASE = (f"build/torch-{torch.__version__}-py{sys.version_info[0]}{sys.vers
 DEPENDENCIES = ["torch>=2.10"]
 
 
+def _build_config():
+    spec = importlib.util.spec_from_file_location("_shim_ext_build_config",
+                                                  HERE / "shim_ext" / "build_config.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class build_ext(_build_ext):
+    """setuptools' build_ext, with the C++ standard flag kept off C sources (the setuptools
+    route compiles shim_ext/pymodule.c, C, beside the C++ of one library, and an Extension
+    has one list of compile flags for all its sources), and one temporary directory per
+    extension (both libraries compile pymodule.c, with different macros, into an object
+    file of the same name)."""
+
+    def build_extension(self, ext):
+        compile_, build_temp = self.compiler._compile, self.build_temp
+        self.build_temp = str(pathlib.Path(build_temp) / ext.name)
+
+        def _compile(obj, src, ext_, cc_args, extra_postargs, pp_opts):
+            if src.endswith(".c"):
+                extra_postargs = [a for a in extra_postargs if not a.startswith("-std=c++")]
+            return compile_(obj, src, ext_, cc_args, extra_postargs, pp_opts)
+
+        self.compiler._compile = _compile
+        try:
+            super().build_extension(ext)
+        finally:
+            self.compiler._compile, self.build_temp = compile_, build_temp
+
+
 def shim_ext():
-    """setup()'s cffi arguments for this interpreter: shim_ext, or none where cffi cannot
-    exist (then the keyword is left out too: without cffi, setuptools does not know it)."""
-    reason = support.shim_ext_unsupported()
-    if reason is not None:
-        print(f"NOTE: building without shim_ext: {reason}; the bridge offers the "
-              f"paths this torch has without it", file=sys.stderr)
-        return {}
+    """setup()'s shim_ext arguments for this interpreter: cffi's modules wherever cffi can
+    build (then cffi missing is an error), else the same sources as setuptools
+    Extensions (``shim_ext_extensions``: the ext_modules to add)."""
+    route, why = support.shim_ext_route()
+    print(f"NOTE: building shim_ext with {route}: {why}", file=sys.stderr)
+    if route == support.ROUTE_SETUPTOOLS:
+        return {}, _build_config().extensions()
     try:
         import cffi  # noqa: F401  (its setuptools hook builds cffi_modules)
     except ImportError as exc:
@@ -50,11 +84,13 @@ def shim_ext():
     # The prototype's two libraries: the entry points (libtorch's half) and the
     # implementation they reach through a registered interface (libtorch_python's).
     return {"cffi_modules": ["shim_ext/borrow_build.py:entry_ffibuilder",
-                             "shim_ext/borrow_build.py:ffibuilder"]}
+                             "shim_ext/borrow_build.py:ffibuilder"]}, []
 
+
+SHIM_EXT_ARGS, SHIM_EXT_EXTENSIONS = shim_ext()
 
 setup(
-    **shim_ext(),
+    **SHIM_EXT_ARGS,
     install_requires=DEPENDENCIES,
     # The bridge needs no torch header: the handle is an opaque pointer, so one
     # build serves every torch version.
@@ -62,6 +98,7 @@ setup(
         [Extension("bridge._bridge", ["bridge/_bridge.pyx"])],
         build_dir=BUILD_BASE,
         compiler_directives={"language_level": "3"},
-    ),
+    ) + SHIM_EXT_EXTENSIONS,
+    cmdclass={"build_ext": build_ext},
     options={"build": {"build_base": BUILD_BASE}},
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import platform
 import sys
 
-from bridge import _bridge, _resolve, _select
+from bridge import _bridge, _resolve, _select, _support
 
 
 def report() -> dict:
@@ -39,8 +39,24 @@ def report() -> dict:
                      if _resolve.IS_CONJ in res.symbols and _resolve.IS_NEG in res.symbols
                      else "torch.Tensor.is_conj() / .is_neg() at Python level (no "
                           "torch_is_conj / torch_is_neg in libtorch or shim_ext)"),
+        "shim_ext_build": shim_ext_build(),
         "executable": sys.executable,
     }
+
+
+def shim_ext_build() -> str:
+    """How shim_ext was built here and why (``bridge/_support.py``'s rule, as ``setup.py``
+    printed it at build time), checked against the module that loads."""
+    route, why = _support.shim_ext_route()
+    try:
+        import shim_ext
+        from shim_ext import _borrow
+    except ImportError as exc:
+        return f"not loadable ({exc}); setup.py's route here: {route} ({why})"
+    actual = shim_ext.built_by(_borrow)
+    if actual != route:
+        return f"{actual} (but setup.py's route here is {route}: {why}; rebuild)"
+    return f"{actual} ({why})"
 
 
 def format_report(info: dict) -> str:
@@ -63,6 +79,7 @@ def format_report(info: dict) -> str:
         lines.append(f"  {name:<9} {state}")
     lines.append(f"view() reads     {info['active_reader']} (requested: {info['requested_reader']})")
     lines.append(f"conj/neg bits    {info['conj_neg']}")
+    lines.append(f"shim_ext built by {info['shim_ext_build']}")
     lines.append("symbols:")
     lines += [f"  {name:<44} {origin}" for name, origin in info["symbols"].items()]
     return "\n".join(lines)

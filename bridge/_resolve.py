@@ -191,7 +191,9 @@ def _lookup_prototype(name, libraries, hide):
         # Not built on purpose (setup.py said so at build time): give that reason.
         return None, (_support.shim_ext_unsupported()
                       or f"shim_ext._borrow is not built or does not load ({exc})")
-    built_for = _borrow.ffi.string(_borrow.lib.torch_borrow_built_for()).decode()
+    import shim_ext
+
+    built_for = shim_ext.built_for(_borrow)  # either build of it (cffi or setuptools)
     torch = sys.modules["torch"]
     if built_for != torch.__version__:
         # Its THPVariable layout is that of the torch it was compiled against.
@@ -200,8 +202,6 @@ def _lookup_prototype(name, libraries, hide):
     try:
         # The entry points live in _entry and reach _borrow through the interface that
         # load() registers, the shape the patches give libtorch and libtorch_python.
-        import shim_ext
-
         modules = shim_ext.load()
     except ImportError as exc:
         return None, f"shim_ext._entry is not built or does not load ({exc})"

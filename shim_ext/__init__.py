@@ -1,6 +1,8 @@
 """The prototype of ``torch_tensor_borrow_from_pyobject``, in the patches' shape.
 
-Two cffi modules, built from ``borrow_build.py``:
+Two libraries, built from the same C++ sources one of two ways (``build_config.py``):
+cffi modules (``borrow_build.py``) wherever cffi can build, else setuptools Extensions
+with a minimal ``PyInit_`` module each (``pymodule.c``; free-threaded CPython 3.13):
 
 - ``shim_ext._entry``: the stable C entry points (``torch_tensor_borrow_from_pyobject``,
   ``torch_is_conj``, ``torch_is_neg``) under their own names, so the bridge finds them
@@ -18,15 +20,32 @@ from __future__ import annotations
 
 _loaded = None
 
+#: ``built_by()``'s answers.
+CFFI = "cffi"
+SETUPTOOLS = "setuptools Extension"
+
+
+def built_by(module) -> str:
+    """How ``module`` (``_entry`` or ``_borrow``) was built: ``CFFI`` or ``SETUPTOOLS``
+    (``pymodule.c`` sets ``BUILT_BY``; a cffi module has none)."""
+    return getattr(module, "BUILT_BY", CFFI)
+
+
+def built_for(borrow) -> str:
+    """The torch version ``_borrow`` was compiled against, whichever way it was built."""
+    if built_by(borrow) == CFFI:
+        return borrow.ffi.string(borrow.lib.torch_borrow_built_for()).decode()
+    return borrow.torch_borrow_built_for().decode()
+
 
 def load():
     """Import both modules and register ``_borrow``'s implementation with ``_entry``.
 
     Returns ``(_entry, _borrow)``; idempotent. Raises ImportError when a module is not
-    built or does not load (the message says which), or when ``_borrow`` was built for
-    another torch than the one imported (its ``THPVariable`` layout is that torch's:
-    ``torch_borrow_built_for()``). Source: ``entry.cpp`` (``torch_borrow_set_impl``) and
-    ``borrow.cpp`` (``torch_borrow_impl``).
+    built or does not load (the message says which), when the two were built different
+    ways, or when ``_borrow`` was built for another torch than the one imported (its
+    ``THPVariable`` layout is that torch's: ``torch_borrow_built_for()``). Source:
+    ``entry.cpp`` (``torch_borrow_set_impl``) and ``borrow.cpp`` (``torch_borrow_impl``).
     """
     global _loaded
     if _loaded is None:
@@ -34,12 +53,19 @@ def load():
 
         from . import _borrow, _entry
 
-        built_for = _borrow.ffi.string(_borrow.lib.torch_borrow_built_for()).decode()
+        route = built_by(_borrow)
+        if built_by(_entry) != route:
+            raise ImportError(f"shim_ext._entry was built by {built_by(_entry)} but "
+                              f"shim_ext._borrow by {route}: rebuild the package")
+        built = built_for(_borrow)
         torch = sys.modules.get("torch")
-        if torch is None or built_for != torch.__version__:
+        if torch is None or built != torch.__version__:
             running = f"torch {torch.__version__} is" if torch else "torch is not"
-            raise ImportError(f"shim_ext was built for torch {built_for} but {running} "
+            raise ImportError(f"shim_ext was built for torch {built} but {running} "
                               "imported: import the torch it was built for, or rebuild it")
-        _entry.lib.torch_borrow_set_impl(_borrow.lib.torch_borrow_impl())
+        if route == CFFI:
+            _entry.lib.torch_borrow_set_impl(_borrow.lib.torch_borrow_impl())
+        else:  # module-level functions, the implementation's address as an int
+            _entry.torch_borrow_set_impl(_borrow.torch_borrow_impl())
         _loaded = (_entry, _borrow)
     return _loaded

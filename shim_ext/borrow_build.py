@@ -13,27 +13,28 @@ Out-of-line API mode: ``setup.py`` names both builders in ``cffi_modules``;
 lives in ``entry.cpp`` / ``borrow.cpp`` and the declarations in
 ``include/torch_borrow/``, so C is edited as C.
 
-The build needs the installed torch's headers and libraries, so it imports
+Where cffi cannot build (free-threaded 3.13), setup.py builds the same sources into the
+same two libraries with setuptools' own Extension instead (``build_config.py``,
+``pymodule.c``). The build needs the installed torch's headers and libraries, so it imports
 torch and must run without pip's build isolation (``--no-build-isolation``),
 or pip would fetch a second multi-GB torch into a throw-away environment.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import os
 import pathlib
 
 import cffi
-import torch
-import torch.utils.cpp_extension as cpp_extension
-from packaging.version import Version
 
 HERE = pathlib.Path(__file__).resolve().parent
-
-# torch 2.14+ headers use C++20 features; older ones build with C++17.
-_CXX_STD = "c++20" if Version(torch.__version__).release >= (2, 14) else "c++17"
-_TORCH_LIB = cpp_extension.library_paths()
+# What both routes share (sources, torch's headers and libraries, flags): build_config.py,
+# loaded by path (cffi execs this file, so the package itself is not importable here).
+_spec = importlib.util.spec_from_file_location("_shim_ext_build_config",
+                                               HERE / "build_config.py")
+config = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(config)
 
 # Matches torch's own typedef (aoti_torch/c/shim.h), so the handle is an opaque
 # pointer on both sides.
@@ -43,28 +44,13 @@ _TYPES = """
 """
 
 
-def _options(sources: list[str], libraries: list[str]) -> dict:
-    """set_source keyword arguments shared by both modules."""
-    return dict(
-        # setuptools wants source paths relative to the working directory.
-        sources=[os.path.relpath(HERE / s) for s in sources],
-        source_extension=".cpp",
-        include_dirs=[str(HERE / "include"), *cpp_extension.include_paths()],
-        library_dirs=_TORCH_LIB,
-        # Already loaded by `import torch` when the module is imported; the
-        # rpath only helps a process that imports shim_ext first.
-        runtime_library_dirs=_TORCH_LIB,
-        libraries=libraries,
-        define_macros=[
-            # torch's headers need the full C API, not the limited one cffi
-            # selects by default.
-            ("_CFFI_NO_LIMITED_API", None),
-            ("_GLIBCXX_USE_CXX11_ABI", str(int(torch._C._GLIBCXX_USE_CXX11_ABI))),
-        ],
-        extra_compile_args=[f"-std={_CXX_STD}", "-O2", "-fvisibility=hidden"],
-        # The full C API is used (above), so the modules must not be tagged abi3.
-        py_limited_api=False,
-    )
+def _options(module: str) -> dict:
+    """set_source keyword arguments: build_config's, plus cffi's own."""
+    opts = config.options(module)
+    opts["source_extension"] = ".cpp"
+    # torch's headers need the full C API, not the limited one cffi selects by default.
+    opts["define_macros"] = [("_CFFI_NO_LIMITED_API", None), *opts["define_macros"]]
+    return opts
 
 
 entry_ffibuilder = cffi.FFI()
@@ -93,7 +79,7 @@ entry_ffibuilder.cdef(_TYPES + """
 """)
 entry_ffibuilder.set_source("shim_ext._entry", "#include <torch_borrow/shim.h>\n"
                             "extern \"C\" void torch_borrow_set_impl(const void* impl);\n",
-                            **_options(["entry.cpp"], ["torch_cpu", "torch", "c10"]))
+                            **_options("_entry"))
 
 ffibuilder = cffi.FFI()
 ffibuilder.cdef(_TYPES + """
@@ -109,9 +95,9 @@ ffibuilder.set_source(
     "extern \"C\" const void* torch_borrow_impl(void);\n"
     "extern \"C\" AOTITorchError torch_borrow_direct_from_pyobject(void*, AtenTensorHandle*);\n"
     "static const char* torch_borrow_built_for(void) {\n"
-    f"  return {json.dumps(torch.__version__)};\n"
+    f"  return {json.dumps(config.BUILT_FOR)};\n"
     "}\n",
-    **_options(["borrow.cpp"], ["torch_python", "torch_cpu", "torch", "c10"]))
+    **_options("_borrow"))
 
 if __name__ == "__main__":
     entry_ffibuilder.compile(verbose=True)
