@@ -38,27 +38,57 @@ def test_borrow_comes_from_libtorch_first_else_shim_ext():
 
     torch_export = _resolve._lookup(_resolve.BORROW, _resolve._loaded_libraries(torch),
                                     frozenset())
-    if torch_export is None and not expected_paths()["borrow"]:
-        # shim_ext is not built for this interpreter, on purpose: the reason says why.
-        assert info.reason == (f"no {_resolve.BORROW} in libtorch, and "
-                               f"{_support.shim_ext_unsupported()}"), info
-        assert "cffi" in info.reason and "free-threaded" in info.reason, info
-        return
     expected = torch_export.origin if torch_export else "shim_ext/"
     assert info.origin.startswith(expected), info
 
 
-def test_shim_ext_is_built_wherever_cffi_can_build():
-    """A missing cffi is a build error, never a silent skip: where shim_ext can be built,
-    it was (and it loads)."""
-    if _support.shim_ext_unsupported() is not None:
-        import importlib.util
+def test_shim_ext_is_built_on_every_interpreter():
+    """A missing cffi is a build error, never a silent skip: where cffi can build, shim_ext
+    is cffi's build (and it loads); where it cannot (free-threaded 3.13), setuptools'
+    Extension builds the same sources into the same two libraries."""
+    import shim_ext
+    from shim_ext import _borrow, _entry
 
-        assert importlib.util.find_spec("shim_ext._borrow") is None
-        return
-    from shim_ext import _borrow
-
+    route, why = _support.shim_ext_route()
+    assert shim_ext.built_by(_borrow) == shim_ext.built_by(_entry) == route, why
+    if _support.free_threaded() and sys.version_info < (3, 14):
+        assert route == _support.ROUTE_SETUPTOOLS
+        assert "cffi does not support free-threaded CPython 3.13" in why
+    else:
+        assert route == _support.ROUTE_CFFI and _support.cffi_unsupported() is None
+        assert type(_borrow.ffi).__module__ != "builtins"  # a cffi FFI, not pymodule.c's
+    assert shim_ext.built_for(_borrow) == torch.__version__
+    # The cffi-shaped spelling works on both builds (shim_ext/examples use it).
     assert _borrow.ffi.string(_borrow.lib.torch_borrow_built_for()).decode() == torch.__version__
+    assert shim_ext.load() == (_entry, _borrow)
+
+
+def test_shim_ext_exports_the_entry_points_by_name():
+    """Either build: the C entry points are found with dlsym in _entry's library, and only
+    the AOTI_TORCH_EXPORT ones are exported (the rest is hidden)."""
+    import ctypes
+    import os
+
+    from shim_ext import _borrow, _entry
+
+    entry = ctypes.CDLL(_entry.__file__, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    for name in ("torch_tensor_borrow_from_pyobject", "torch_is_conj", "torch_is_neg",
+                 "torch_tensor_get_metadata", "torch_tensor_borrow_metadata_from_pyobject",
+                 "torch_borrow_set_impl"):
+        assert getattr(entry, name), name
+    borrow = ctypes.CDLL(_borrow.__file__, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    assert borrow.torch_borrow_impl and borrow.torch_borrow_direct_from_pyobject
+    with pytest.raises(AttributeError):
+        entry.getBorrowConversionImpl  # C++, hidden
+
+
+def test_info_says_how_shim_ext_was_built():
+    from bridge import _info
+
+    report = _info.report()
+    route, why = _support.shim_ext_route()
+    assert report["shim_ext_build"] == f"{route} ({why})"
+    assert f"shim_ext built by {route} ({why})" in _info.format_report(report)
 
 
 def test_fallback_offset_is_the_compiled_sizeof_pyobject():
@@ -97,25 +127,24 @@ def test_auto_prefers_borrow():
 
 
 def test_setup_refuses_to_build_without_cffi():
-    """setup.py with cffi missing: a build error that says why, where shim_ext can be built
+    """setup.py with cffi missing: a build error that says why, where cffi can build
     (setuptools alone would ignore cffi_modules and install a package without it); on an
-    interpreter cffi cannot build for, the reason instead, and the build goes on."""
+    interpreter cffi cannot build for, the setuptools route instead, said, and the build
+    goes on."""
     import pathlib
-    import subprocess
-    import sys
 
     root = pathlib.Path(__file__).resolve().parent.parent
     code = ("import runpy, sys; sys.modules['cffi'] = None; sys.argv = ['setup.py', '--name']; "
             "runpy.run_path('setup.py', run_name='__main__')")
     done = subprocess.run([sys.executable, "-P", "-c", code], cwd=root, capture_output=True,
                           text=True, timeout=300)
-    reason = _support.shim_ext_unsupported()
-    if reason is None:
+    route, why = _support.shim_ext_route()
+    assert f"NOTE: building shim_ext with {route}: {why}" in done.stderr, done.stderr
+    if route == _support.ROUTE_CFFI:
         assert done.returncode == 1, done
         assert "error: shim_ext needs cffi>=1.17, which is not installed" in done.stderr
     else:
         assert done.returncode == 0, done.stderr
-        assert f"NOTE: building without shim_ext: {reason}" in done.stderr
         assert done.stdout.strip() == "torch-borrow-bridge"
 
 
@@ -134,8 +163,6 @@ def test_auto_reader_prefers_the_batched_read():
 def test_shim_ext_load_refuses_a_build_for_another_torch():
     """``shim_ext.load()`` itself refuses a ``_borrow`` built for another torch (its
     THPVariable layout is that torch's), not only the bridge before it calls load()."""
-    if not expected_paths()["borrow"]:
-        pytest.skip("shim_ext is not built for this interpreter (asserted above)")
     code = ("import torch; torch.__version__ = '0.0.0+other'; import shim_ext\n"
             "try:\n    shim_ext.load()\nexcept ImportError as e:\n    print('refused:', e)\n"
             "else:\n    print('loaded')")

@@ -184,6 +184,44 @@ def test_import_bridge_leaves_the_gil_off_where_it_was_off():
         assert (before, after) == ("False", "False"), done.stdout
 
 
+def test_shim_ext_and_the_borrow_leave_the_gil_off():
+    """shim_ext's two libraries (setuptools' build on free-threaded 3.13: pymodule.c declares
+    Py_MOD_GIL_NOT_USED; cffi's elsewhere), shim_ext.load(), and borrows through both
+    readers from several threads at once leave sys._is_gil_enabled() as torch left it:
+    False on a free-threaded build. Warnings are errors (CPython warns when an extension
+    turns the GIL back on)."""
+    code = (
+        "import sys, threading, warnings\n"
+        "warnings.simplefilter('error')\n"
+        "import torch\n"
+        "gil = getattr(sys, '_is_gil_enabled', lambda: True)\n"
+        "before = gil()\n"
+        "import shim_ext, shim_ext._entry, shim_ext._borrow\n"
+        "after_import = gil()\n"
+        "shim_ext.load()\n"
+        "import bridge\n"
+        "assert bridge.available_paths()['borrow'].available, bridge.available_paths()\n"
+        "ts = [torch.randn(4, 5) for _ in range(4)]\n"
+        "def work(t):\n"
+        "    for _ in range(2000):\n"
+        "        v = bridge.view_borrow(t)\n"
+        "        assert (v.ptr, v.shape) == (t.data_ptr(), (4, 5))\n"
+        "for reader in ('getters', 'batched'):\n"
+        "    bridge.set_reader(reader)\n"
+        "    assert bridge.get_reader() == reader\n"
+        "    ths = [threading.Thread(target=work, args=(t,)) for t in ts]\n"
+        "    [th.start() for th in ths]; [th.join() for th in ths]\n"
+        "print(before, after_import, gil())\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHON_GIL"}
+    done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    before, after_import, after = done.stdout.split()
+    assert before == after_import == after, done.stdout
+    if FREE_THREADED:
+        assert after == "False", done.stdout
+
+
 @pytest.mark.skipif(not FREE_THREADED, reason="a build with a GIL has it on")
 def test_this_suite_runs_without_the_gil():
     """Nothing this test process imported (pytest, hypothesis, numpy, torch, bridge)

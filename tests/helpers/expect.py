@@ -14,12 +14,13 @@ def expected_paths() -> dict[str, bool]:
     """Which paths must be available on the running torch and interpreter.
 
     owned: ``torch_tensor_from_pyobject`` ships in 2.14+; borrow: shim_ext builds on every
-    supported torch, except on an interpreter cffi cannot build for (free-threaded 3.13,
-    ``bridge._support``); fallback: the ``THPVariable`` offset holds on 2.10+.
+    supported torch and interpreter (by cffi, or by setuptools' Extension where cffi cannot
+    build: free-threaded 3.13 with torch 2.12, ``bridge._support.shim_ext_route``);
+    fallback: the ``THPVariable`` offset holds on 2.10+.
     """
     return {
         "owned": TORCH.release >= (2, 14),
-        "borrow": _support.shim_ext_unsupported() is None,
+        "borrow": True,
         "fallback": TORCH.release >= (2, 10),
     }
 
