@@ -1,0 +1,215 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
+# distutils: language = c++
+"""The seed's consumer on every path: a real cuda.core ``StridedMemoryView``, filled the
+way cuda.core's own tensor bridge fills it (``cuda_core/cuda/core/_tensor_bridge.pyx``,
+``view_as_torch_tensor``), from a handle of each of our routes.
+
+Compiled against the ``.pxd`` files the installed cuda-core wheel ships
+(``cuda/core/cu<major>/_memoryview.pxd`` and ``_layout.pxd``; ``cuda_core_consumer.py``
+builds it at first use), so the view's C fields are set directly, as cuda.core sets them:
+``ptr``, ``readonly = False``, ``exporting_obj = obj`` (the view keeps the tensor alive),
+``dl_tensor = NULL``, ``_buffer = None``, ``device_id`` / ``is_device_accessible`` from the
+device type (-1 / False on CPU; the index / True on CUDA), ``metadata = dtype code`` (the
+dtype is resolved lazily by cuda.core's own ``dtype`` property, as for its AOTI views) and
+``_layout`` a ``_StridedLayout`` built by ``init_from_ptr`` (which copies the shape and
+strides). The stream argument is not taken: every view here is ``stream_ptr=-1`` (no
+stream ordering), as in the seed's benchmark.
+
+Routes to the ``AtenTensorHandle`` (each then makes the same seven
+``aoti_torch_get_*`` calls cuda.core makes: data_ptr, dim, sizes, strides, dtype,
+device_type, device_index):
+
+- ``view_owned``: ``torch_tensor_from_pyobject`` (a new handle) + getters +
+  ``aoti_torch_delete_tensor_object`` in ``finally``, as the seed's shim path does;
+- ``view_owned_prototype``: the same through ``owned_prototype.cpp`` (2.14's
+  implementation, built for the running torch), for a torch that lacks it;
+- ``view_borrow``: ``torch_tensor_borrow_from_pyobject`` (a borrowed handle: no copy, no
+  delete);
+- ``view_pointer``: ``(char*)obj + sizeof(PyObject)`` after a type check, cuda.core's
+  ``pyobj_to_aten_handle`` (the offset proven by ``bridge._resolve``).
+
+No symbol is linked: every function is called through an address that ``install``
+receives from ``bridge._resolve`` (the same addresses the bridge installs), so the module
+never loads a torch library and never needs ``RTLD_GLOBAL``.
+"""
+
+from libc.stdint cimport int32_t, int64_t, intptr_t, uintptr_t
+from cpython.object cimport PyObject, PyTypeObject, PyObject_TypeCheck
+
+from cuda.core._memoryview cimport StridedMemoryView
+from cuda.core._layout cimport _StridedLayout
+
+ctypedef void* AtenTensorHandle
+ctypedef int32_t (*from_pyobject_fn)(void*, AtenTensorHandle*) noexcept
+ctypedef int32_t (*delete_fn)(AtenTensorHandle) noexcept
+ctypedef int32_t (*get_ptr_fn)(AtenTensorHandle, void**) noexcept
+ctypedef int32_t (*get_i64_fn)(AtenTensorHandle, int64_t*) noexcept
+ctypedef int32_t (*get_i64p_fn)(AtenTensorHandle, int64_t**) noexcept
+ctypedef int32_t (*get_i32_fn)(AtenTensorHandle, int32_t*) noexcept
+
+cdef from_pyobject_fn _owned = NULL
+cdef from_pyobject_fn _owned_prototype = NULL
+cdef delete_fn _delete = NULL
+cdef from_pyobject_fn _borrow = NULL
+cdef get_ptr_fn _get_data_ptr = NULL
+cdef get_i64_fn _get_dim = NULL
+cdef get_i64p_fn _get_sizes = NULL
+cdef get_i64p_fn _get_strides = NULL
+cdef get_i32_fn _get_dtype = NULL
+cdef get_i32_fn _get_device_type = NULL
+cdef get_i32_fn _get_device_index = NULL
+cdef Py_ssize_t _offset = -1
+cdef PyTypeObject* _tensor_type = NULL
+cdef object _tensor_type_ref = None
+cdef int32_t _DEVICE_TYPE_CPU = -1
+cdef int32_t _DEVICE_TYPE_CUDA = -1
+#: AOTI dtype code -> itemsize, as cuda.core's ``_build_itemsize_map`` (a dict lookup).
+cdef dict _itemsize_map = None
+
+PYOBJECT_SIZE = sizeof(PyObject)
+
+
+cdef inline uintptr_t _address(dict addresses, str name) except? 0:
+    return <uintptr_t>addresses.get(name, 0)
+
+
+def install(dict addresses, object tensor_type, Py_ssize_t offset, dict itemsizes,
+            int32_t device_type_cpu, int32_t device_type_cuda):
+    """Install the function addresses (``{symbol name: int}``; 0 or missing: that route
+    is unavailable), torch.Tensor, the proven handle offset (-1: none), the dtype code ->
+    itemsize table and the two device type codes."""
+    global _owned, _owned_prototype, _delete, _borrow, _get_data_ptr, _get_dim, _get_sizes
+    global _get_strides, _get_dtype, _get_device_type, _get_device_index, _offset
+    global _tensor_type, _tensor_type_ref, _itemsize_map, _DEVICE_TYPE_CPU, _DEVICE_TYPE_CUDA
+    _owned = <from_pyobject_fn><void*>_address(addresses, "torch_tensor_from_pyobject")
+    _owned_prototype = <from_pyobject_fn><void*>_address(addresses, "owned_prototype_tensor_from_pyobject")
+    _delete = <delete_fn><void*>_address(addresses, "aoti_torch_delete_tensor_object")
+    _borrow = <from_pyobject_fn><void*>_address(addresses, "torch_tensor_borrow_from_pyobject")
+    _get_data_ptr = <get_ptr_fn><void*>_address(addresses, "aoti_torch_get_data_ptr")
+    _get_dim = <get_i64_fn><void*>_address(addresses, "aoti_torch_get_dim")
+    _get_sizes = <get_i64p_fn><void*>_address(addresses, "aoti_torch_get_sizes")
+    _get_strides = <get_i64p_fn><void*>_address(addresses, "aoti_torch_get_strides")
+    _get_dtype = <get_i32_fn><void*>_address(addresses, "aoti_torch_get_dtype")
+    _get_device_type = <get_i32_fn><void*>_address(addresses, "aoti_torch_get_device_type")
+    _get_device_index = <get_i32_fn><void*>_address(addresses, "aoti_torch_get_device_index")
+    _offset = offset
+    _tensor_type_ref = tensor_type
+    _tensor_type = <PyTypeObject*>tensor_type
+    _itemsize_map = dict(itemsizes)
+    _DEVICE_TYPE_CPU = device_type_cpu
+    _DEVICE_TYPE_CUDA = device_type_cuda
+
+
+cdef inline int check_aoti(int32_t err, const char* name) except? -1:
+    if err != 0:
+        raise RuntimeError(f"{name.decode()} failed")
+    return 0
+
+
+cdef int _get_itemsize(int32_t dtype_code) except -1:
+    result = _itemsize_map.get(dtype_code)
+    if result is None:
+        raise TypeError(f"Unsupported AOTI dtype code: {dtype_code}")
+    return <int>result
+
+
+cdef StridedMemoryView _fill(object obj, AtenTensorHandle handle):
+    """cuda.core's ``view_as_torch_tensor`` body (stream_ptr=-1, new view), through the
+    installed getters."""
+    cdef void* data_ptr
+    cdef int64_t ndim
+    cdef int64_t* sizes_ptr
+    cdef int64_t* strides_ptr
+    cdef int32_t dtype_code
+    cdef int32_t device_type, device_index
+    cdef StridedMemoryView buf
+    cdef int itemsize
+    cdef _StridedLayout layout
+
+    check_aoti(_get_data_ptr(handle, &data_ptr), b"aoti_torch_get_data_ptr")
+    check_aoti(_get_dim(handle, &ndim), b"aoti_torch_get_dim")
+    check_aoti(_get_sizes(handle, &sizes_ptr), b"aoti_torch_get_sizes")
+    check_aoti(_get_strides(handle, &strides_ptr), b"aoti_torch_get_strides")
+    check_aoti(_get_dtype(handle, &dtype_code), b"aoti_torch_get_dtype")
+    check_aoti(_get_device_type(handle, &device_type), b"aoti_torch_get_device_type")
+    check_aoti(_get_device_index(handle, &device_index), b"aoti_torch_get_device_index")
+
+    buf = StridedMemoryView.__new__(StridedMemoryView)
+    buf.ptr = <intptr_t>data_ptr
+    buf.readonly = False
+    buf.exporting_obj = obj
+    buf.dl_tensor = NULL
+    buf.metadata = None
+    buf._buffer = None
+
+    if device_type == _DEVICE_TYPE_CPU:
+        buf.device_id = -1
+        buf.is_device_accessible = False
+    elif device_type == _DEVICE_TYPE_CUDA:
+        buf.device_id = <int>device_index
+        buf.is_device_accessible = True
+    else:
+        raise BufferError(f"Unsupported device type from torch tensor "
+                          f"(AOTI device type id: {device_type})")
+
+    buf.metadata = <int>dtype_code
+    itemsize = _get_itemsize(dtype_code)
+    layout = _StridedLayout.__new__(_StridedLayout)
+    layout.init_from_ptr(<int>ndim, sizes_ptr, strides_ptr, itemsize)
+    buf._layout = layout
+    return buf
+
+
+cdef inline int _not_installed(const char* what) except -1:
+    raise RuntimeError(f"{what.decode()} is not installed (unavailable here)")
+
+
+def view_owned(object obj):
+    """``torch_tensor_from_pyobject`` + getters + delete (torch's own, 2.14+)."""
+    cdef AtenTensorHandle handle = NULL
+    if _owned == NULL or _delete == NULL:
+        _not_installed(b"torch_tensor_from_pyobject")
+    check_aoti(_owned(<void*>obj, &handle), b"torch_tensor_from_pyobject")
+    try:
+        return _fill(obj, handle)
+    finally:
+        _delete(handle)
+
+
+def view_owned_prototype(object obj):
+    """The same through ``owned_prototype.cpp`` (2.14's implementation, built for this torch)."""
+    cdef AtenTensorHandle handle = NULL
+    if _owned_prototype == NULL or _delete == NULL:
+        _not_installed(b"owned_prototype_tensor_from_pyobject")
+    check_aoti(_owned_prototype(<void*>obj, &handle), b"owned_prototype_tensor_from_pyobject")
+    try:
+        return _fill(obj, handle)
+    finally:
+        _delete(handle)
+
+
+def view_borrow(object obj):
+    """``torch_tensor_borrow_from_pyobject`` (borrowed handle) + getters."""
+    cdef AtenTensorHandle handle = NULL
+    if _borrow == NULL:
+        _not_installed(b"torch_tensor_borrow_from_pyobject")
+    check_aoti(_borrow(<void*>obj, &handle), b"torch_tensor_borrow_from_pyobject")
+    return _fill(obj, handle)
+
+
+def view_pointer(object obj):
+    """``(char*)obj + sizeof(PyObject)`` (cuda.core's ``pyobj_to_aten_handle``) + getters,
+    after the type check cuda.core's router makes before it (here ``PyObject_TypeCheck``)."""
+    if _offset < 0 or _tensor_type == NULL:
+        _not_installed(b"the pointer trick")
+    if not PyObject_TypeCheck(obj, _tensor_type):
+        raise TypeError(f"expected torch.Tensor, got {type(obj).__qualname__}")
+    return _fill(obj, <AtenTensorHandle>(<char*><PyObject*>obj + _offset))
+
+
+def routes():
+    """``{route: installed?}``."""
+    return {"owned": _owned != NULL and _delete != NULL,
+            "owned_prototype": _owned_prototype != NULL and _delete != NULL,
+            "borrow": _borrow != NULL,
+            "pointer": _offset >= 0 and _tensor_type != NULL}
