@@ -24,7 +24,8 @@ TORCH          ?= $(firstword $(TORCH_VERSIONS))
 # `make test` runs every version unless TORCH was given on the command line.
 TEST_TORCH     := $(if $(filter command line,$(origin TORCH)),$(TORCH),$(TORCH_VERSIONS))
 # Per-interpreter pins, added to each environment's constraints: free-threaded 3.13 gets no
-# cffi (it cannot build there; setup.py leaves shim_ext out and says why), and a hypothesis
+# cffi (it cannot build there; setup.py builds the same shim_ext sources with setuptools'
+# own Extension instead, and says why), and a hypothesis
 # with a pure-Python wheel (newer ones ship abi3 wheels that 3.13t cannot use, and an sdist
 # that needs crates.io).
 NO_CFFI_cp313t := 1
@@ -37,7 +38,7 @@ env       = $(VENVS)/torch-$(1)
 # the package under test is the one built into the environment.
 py        = $(call env,$(1))/bin/python -P
 SOURCES  := pyproject.toml setup.py $(wildcard bridge/*.py bridge/*.pyx shim_ext/*.py \
-            shim_ext/*.cpp shim_ext/include/torch_borrow/*.h)
+            shim_ext/*.c shim_ext/*.cpp shim_ext/include/torch_borrow/*.h)
 BUILD_DEPS := "cython>=3.1" $(if $(NO_CFFI_$(PYTAG)),,"cffi>=1.17") "setuptools>=77" wheel packaging
 # Quiet pip, but keep its errors; the local-index warnings of this machine are noise.
 PIP_QUIET := 2>&1 | { grep -v '^WARNING: Location' || true; }
@@ -69,6 +70,7 @@ extras = $$($(call env,$(1))/bin/python -c "import tomllib; print(' '.join(\
 # version and replaces any machine-wide pip constraint (which may cap torch lower). The
 # test extra comes here, with pip's build isolation: what has no wheel for PYTHON (numpy on
 # cp313t) builds from source with its own build requirements (the .built step cannot).
+# Free-threaded 3.13 gets no cffi: setup.py builds shim_ext there with setuptools' Extension.
 $(VENVS)/torch-%/.ready:
 	@echo ">>> creating $(call env,$*) (torch $*, $(PYTAG); several GB on first use, then pip's cache)"
 	@mkdir -p $(VENVS)
@@ -225,9 +227,11 @@ with_both = set -e; ft="$$($(CPYTHON_FT) | tail -n 1)"; \
 	GIL="$$($(MAKE) -s --no-print-directory env-python PYTHON="$(GIL_PYTHON)" TORCH=$(GIL_TORCH))"; \
 	$(1)
 
-race-survey:  ## readers vs t.data= / set_ / swap_tensors, free-threaded and GIL -> proposal/findings-free-threaded.md
+# RACE_ARGS=... passes options to the survey (e.g. --trials 2 --seconds 0.5).
+RACE_ARGS  ?=
+race-survey:  ## readers (borrow, pointer trick, owned, torch's) vs t.data= / set_ / swap_tensors (+ del), free-threaded and GIL -> proposal/findings-free-threaded.md
 	$(call with_both,$$FT -P tests/hostile/race_survey.py --python $$FT --python $$GIL \
-	  --out proposal/findings-free-threaded.md)
+	  --out proposal/findings-free-threaded.md $(RACE_ARGS))
 
 # GIL_PYTHON=python3.13 GIL_TORCH=2.12.0 compares like with like (same CPython, same torch).
 bench-freethreaded:  ## Python-level cost, free-threaded 3.13 vs GIL_PYTHON -> bench/results/freethreaded/

@@ -12,13 +12,14 @@ interleaved round by round, garbage collector off), the per-call cost of
   3.13t), handle + read alone, and handle + read inside a per-object critical section
   (``Py_BEGIN_CRITICAL_SECTION`` on the tensor: what taking a per-tensor lock would
   cost; a no-op with the GIL);
-- threads: ``view_fallback`` throughput with 1 and 2 threads, each viewing its own
-  tensor, then one shared tensor (views per second per thread, and all threads
-  together), to show whether views scale without a GIL;
+- threads: ``view_fallback`` (the pointer trick) and ``view_borrow`` throughput with 1
+  and 2 threads, each viewing its own tensor, then one shared tensor (ns per view per
+  thread), to show whether views scale without a GIL;
 
 and write ``<out>/<stem>.json``. ``--hide-shim-ext`` resolves the bridge as if shim_ext
 were not built (no borrow path, Python-level conj/neg check), so a GIL build can be
-measured with exactly what free-threaded 3.13 has.
+measured with what free-threaded 3.13 had before shim_ext was built there by setuptools
+(the pointer trick alone).
 
 Report (``--report A.json B.json ... --md OUT``): one markdown table, one column per
 file, and each column's ratio to the first (medians of the per-round samples). Quote
@@ -98,41 +99,46 @@ def measure(args) -> dict:
         "protocol": {"rounds": rounds, "calls": calls, "warmup": warmup},
         "machine": machine_info.collect(),
         "results": results,
-        "threads": threads(bridge, torch, quick=args.quick),
+        "threads": threads(bridge, torch, [p for p in ("fallback", "borrow") if p in paths],
+                           quick=args.quick),
     }
 
 
-def threads(bridge, torch, quick) -> dict:
-    """``view_fallback`` throughput: {"own tensors" | "one shared tensor": {n: ns per
-    view per thread}} for 1 and 2 threads (median of 3 runs)."""
+def threads(bridge, torch, paths, quick) -> dict:
+    """``view_<path>`` throughput for each of ``paths``: {"view_<path>, own tensors" |
+    "view_<path>, one shared tensor": {n: ns per view per thread}} for 1 and 2 threads
+    (median of 3 runs)."""
     views = 2_000 if quick else 200_000
     out = {}
-    for sharing in ("own tensors", "one shared tensor"):
-        out[sharing] = {}
-        for n in (1, 2):
-            tensors = [torch.randn(32, 32)] * n if sharing != "own tensors" else \
-                [torch.randn(32, 32) for _ in range(n)]
-            runs = []
-            for _ in range(3):
-                barrier = threading.Barrier(n + 1)
-                elapsed = [0.0] * n
+    for path in paths:
+        view = getattr(bridge, f"view_{path}")
+        for sharing in ("own tensors", "one shared tensor"):
+            key = f"view_{path}, {sharing}"
+            out[key] = {}
+            for n in (1, 2):
+                tensors = [torch.randn(32, 32)] * n if sharing != "own tensors" else \
+                    [torch.randn(32, 32) for _ in range(n)]
+                runs = []
+                for _ in range(3):
+                    barrier = threading.Barrier(n + 1)
+                    elapsed = [0.0] * n
 
-                def work(i):
-                    view, t = bridge.view_fallback, tensors[i]
+                    def work(i):
+                        t = tensors[i]
+                        barrier.wait()
+                        t0 = time.perf_counter_ns()
+                        for _ in range(views):
+                            view(t)
+                        elapsed[i] = time.perf_counter_ns() - t0
+
+                    ths = [threading.Thread(target=work, args=(i,)) for i in range(n)]
+                    for th in ths:
+                        th.start()
                     barrier.wait()
-                    t0 = time.perf_counter_ns()
-                    for _ in range(views):
-                        view(t)
-                    elapsed[i] = time.perf_counter_ns() - t0
-
-                ths = [threading.Thread(target=work, args=(i,)) for i in range(n)]
-                for th in ths:
-                    th.start()
-                barrier.wait()
-                for th in ths:
-                    th.join()
-                runs.append(max(elapsed) / views)  # ns per view, per thread
-            out[sharing][n] = statistics.median(runs)
+                    for th in ths:
+                        th.join()
+                    runs.append(max(elapsed) / views)  # ns per view, per thread
+                out[key][n] = statistics.median(runs)
     return out
 
 
@@ -171,17 +177,34 @@ def report(files, md_path) -> str:
             r = d["results"].get(name)
             ratios.append(f"{r['median_ns'] / b['median_ns']:.2f}x" if r and b else "-")
         lines.append(f"| `{name}` | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
-    lines += ["", "Threads: `view_fallback` ns per view per thread (median of 3 runs), "
-              "with 1 and 2 threads; the 2/1 ratio is 1.0 when two threads view as fast "
-              "as one (they scale), 2.0 when they take turns.", "",
+    lines += ["", "Threads: ns per view per thread (median of 3 runs) of `view_fallback` "
+              "(the pointer trick) and `view_borrow`, with 1 and 2 threads; the 2/1 ratio is "
+              "1.0 when two threads view as fast as one (they scale), 2.0 when they take "
+              "turns; -: that path does not exist there.", "",
               "| | " + " | ".join(head(d) for d in data) + " |", "|---" * (1 + len(data)) + "|"]
-    for sharing in base["threads"]:
+    keys = []
+    for d in data:
+        keys += [k for k in d["threads"] if k not in keys]
+
+    def per_thread(d, key, n):
+        return d["threads"].get(key, {}).get(n)
+
+    for key in keys:
         for n in ("1", "2"):
-            cells = [f"{d['threads'][sharing][n]:.1f}" for d in data]
-            lines.append(f"| {sharing}, {n} thread{'s' if n == '2' else ''} | "
+            cells = [f"{v:.1f}" if (v := per_thread(d, key, n)) else "-" for d in data]
+            lines.append(f"| {key}, {n} thread{'s' if n == '2' else ''} | "
                          + " | ".join(cells) + " |")
-        cells = [f"{d['threads'][sharing]['2'] / d['threads'][sharing]['1']:.2f}" for d in data]
-        lines.append(f"| {sharing}, ratio 2/1 | " + " | ".join(cells) + " |")
+        cells = [f"{per_thread(d, key, '2') / per_thread(d, key, '1'):.2f}"
+                 if per_thread(d, key, "1") else "-" for d in data]
+        lines.append(f"| {key}, ratio 2/1 | " + " | ".join(cells) + " |")
+    borrow, trick = "view_borrow(t)", "view_fallback(t)"
+    lines += ["", "Borrow beside the pointer trick (`view_borrow(t)` / `view_fallback(t)`, "
+              "medians):", ""]
+    for d in data:
+        b, f = d["results"].get(borrow), d["results"].get(trick)
+        lines.append(f"- {head(d)}: " + (f"{b['median_ns']:.1f} ns / {f['median_ns']:.1f} ns "
+                                         f"= {b['median_ns'] / f['median_ns']:.2f}x"
+                                         if b and f else "no borrow path here"))
     lines += ["", "Context:", ""]
     for d in data:
         m = d["machine"]

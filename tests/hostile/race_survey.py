@@ -22,10 +22,16 @@ child processes (``subproc.run_python``: a crash is a finding, not a dead survey
   makes one after another (``t.data_ptr()``, ``t.shape``, ``t.stride()``), and
   ``bridge.view_<path>(t)`` for each available path; mutations: ``t.data = x``,
   ``t.set_(x)``, ``torch.utils.swap_tensors(t, u)``, each cycling through tensors of
-  different shapes (one with more dimensions than fit inline in a TensorImpl); plus the
-  controls: readers with no mutator, the mutator alone, and both under one lock.
+  different shapes (one with more dimensions than fit inline in a TensorImpl), and
+  ``swap_tensors(t, u); del u`` with a fresh clone ``u`` each time: the mutator thread
+  frees the TensorImpl (and storage) ``t`` held, so a borrowed handle's (or the pointer
+  trick's) tensor is freed under a reader; plus the controls: readers with no mutator,
+  the mutator alone, and both under one lock (the documented rule).
   Each read is judged against torch's answers for the candidates: exact (one
-  candidate's pointer, shape and strides), or mixed (fields of two), or it raised.
+  candidate's pointer, shape and strides; shape and strides alone for the freeing
+  mutation, whose tensors are fresh each time), or mixed (fields of two), or it raised.
+  Readers whose path this torch lacks (``view_owned`` before 2.14) are listed as not run,
+  with the reason.
 
 Writes the markdown report (``--out``, default ``proposal/findings-free-threaded.md``),
 with the interpreters, torch versions and date, and the raw results beside it (the same
@@ -49,7 +55,14 @@ from hostile import subproc  # noqa: E402
 THREADS = 8
 READERS = ("t.shape", "t.stride()", "data_ptr, shape, stride", "view_fallback",
            "view_borrow", "view_owned")
-MUTATIONS = ("t.data = x", "t.set_(x)", "swap_tensors(t, u)")
+#: The last one frees what a reader may be reading: the mutator swaps a fresh tensor into
+#: ``t`` and drops the other one, the only owner of ``t``'s previous TensorImpl (and, from
+#: the second swap on, of its storage), so a borrowed handle's tensor (the at::Tensor in
+#: ``t``, whose TensorImpl a reader may have loaded) is freed under the reader.
+MUTATIONS = ("t.data = x", "t.set_(x)", "swap_tensors(t, u)", "swap_tensors(t, u); del u")
+#: The readers whose handle or pointer outlives nothing but the call: the question of the
+#: last mutation, asked of each path (owned only where torch exports it: 2.14+).
+FREED_READERS = ("view_borrow", "view_fallback", "view_owned")
 
 FACTS = r'''
 import ctypes, json, os, subprocess, sys, threading, time
@@ -189,7 +202,13 @@ reader, mutation, seconds, locked = @READER@, @MUTATION@, @SECONDS@, @LOCKED@
 # (5), so t.data = x reallocates the sizes/strides array under the readers.
 cands = [torch.randn(3, 4), torch.randn(2, 6).t(), torch.zeros(*([1] * 7), 3),
          torch.arange(12.0)[::2]]
-answers = [(c.data_ptr(), tuple(c.shape), tuple(c.stride())) for c in cands]
+freeing = mutation == "swap_tensors(t, u); del u"
+# The freeing mutation swaps in fresh clones (new pointers; a clone of the strided
+# candidate is contiguous): judge shape and strides only, the clones'.
+answers = [(None, tuple(k.shape), tuple(k.stride())) for k in (c.clone() for c in cands)]
+if not freeing:
+    answers += [(c.data_ptr(), tuple(c.shape), tuple(c.stride())) for c in cands]
+    answers = answers[len(cands):]
 t = cands[0].clone(); t.data = cands[0]
 u = cands[1].clone(); u.data = cands[1]
 lock = threading.Lock()
@@ -210,7 +229,7 @@ else:
 
 def judge(r):
     for a in answers:
-        if all(x is None or x == y for x, y in zip(r, a)):
+        if all(x is None or y is None or x == y for x, y in zip(r, a)):
             return "exact"
     return "mixed"
 
@@ -244,6 +263,10 @@ def mutator():
                 t.data = cands[k]
             elif mutation == "t.set_(x)":
                 t.set_(cands[k])
+            elif freeing:
+                fresh = cands[k].clone()
+                torch.utils.swap_tensors(t, fresh)
+                del fresh  # the last reference to t's previous TensorImpl: freed here
             else:
                 torch.utils.swap_tensors(t, u)
         finally:
@@ -401,6 +424,27 @@ def render(results, trials, seconds, now):
                                     and x["mutation"] == m), trials) for m in MUTATIONS]
                 lines.append(f"| `{r}` | " + " | ".join(cells) + " |")
             lines.append("")
+        missing = [(r, facts["paths"][r.removeprefix("view_")][2]) for r in READERS
+                   if r.startswith("view_") and not facts["paths"][r.removeprefix("view_")][0]]
+        if missing:
+            lines += ["Readers not run here (their path does not exist on this torch):", ""]
+            lines += [f"- `{r}`: {why}" for r, why in missing]
+            lines.append("")
+        freed = "swap_tensors(t, u); del u"
+        lines += [f"A handle whose tensor is freed under the reader (`{freed}`: the mutator "
+                  "swaps a fresh tensor into `t` and drops the other, freeing the TensorImpl "
+                  "the reader may have loaded), per path, without and with the lock:", ""]
+        for r in FREED_READERS:
+            if any(why for x, why in missing if x == r):
+                lines.append(f"- `{r}`: not on torch {facts['torch']} (no owned shim)")
+                continue
+            plain = next(x for x in rows if x["reader"] == r and x["mutation"] == freed
+                         and not x["locked"])
+            held = next(x for x in rows if x["reader"] == r and x["mutation"] == freed
+                        and x["locked"])
+            lines.append(f"- `{r}`: without the lock {_cell(plain, trials)}; with it "
+                         f"{_cell(held, trials)}")
+        lines.append("")
         examples = [(x["reader"], x["mutation"], x["example"]) for x in rows if x["example"]]
         if examples:
             lines += ["Mixed reads, one example each (pointer, shape, strides; None: not "
