@@ -45,6 +45,7 @@ if str(HERE) not in sys.path:  # run as a script with python -P: routes.py besid
 
 # Groups by the number that starts their name (bench_*.py set the names).
 SEED, NATIVE, PARTS, ROUTES, PEERS, NDIM, NTENS, WORK = "1", "2", "2b", "2c", "3", "4a", "4b", "5"
+CONSUMER = "6"  # the seed's consumer: cuda.core StridedMemoryView via each route (bench_consumer.py)
 
 
 # --- reading -----------------------------------------------------------------------------
@@ -253,6 +254,84 @@ def seed_comparison(r: Results, excerpt: pathlib.Path = SEED_EXCERPT) -> str:
                          ("fallback", "THPVariable offset (fallback)")):
             if ours[p] is not None:
                 lines.append(row(run, label, ns(ours[p], "min"), ns(ours[p], "median"), fb))
+    return "\n".join(lines)
+
+
+CONSUMER_ROUTES = ("owned", "owned_prototype", "borrow", "pointer", "cuda_core")
+
+
+def consumer_section(r: Results, excerpt: pathlib.Path = SEED_EXCERPT) -> str:
+    """Section 6: cuda.core's ``StridedMemoryView`` filled via each route (the seed's own
+    consumer), each route's absolute difference to the pointer trick and its ratio (best,
+    median, and the paired per-round median with its interval), beside the seed's own
+    figures (read from ``excerpt``) with each side's setup."""
+    pointer = r.get(CONSUMER, "pointer")
+    facts = r.evidence.get("consumer") or {}
+    labels = facts.get("labels") or {}
+    if pointer is None:
+        why = (r.evidence.get("unavailable", {}).get("consumer")
+               or (facts.get("unavailable") or {}).get("pointer") or "not measured")
+        return f"(Not measured in this run: {why}.)"
+    where = r.device_label()
+    p_best, p_med = ns(pointer, "min"), ns(pointer, "median")
+    p_s = r.samples(CONSUMER, "pointer")
+    lines = [
+        "cuda.core's `StridedMemoryView`, filled field by field as cuda.core's own tensor "
+        "bridge fills it (`bench/cuda_core_consumer.pyx`, built against the installed "
+        f"cuda-core {facts.get('cuda_core_version', '?')}'s `.pxd`), from each route's "
+        "handle; each view checked equal to cuda.core's own before timing. "
+        f"32x32 float32 {where} tensor, `f(t)` per call, interleaved rounds.", "",
+        "| route | best (ns) | median (ns) | minus pointer trick, best / median (ns) | "
+        "ratio to pointer trick, best / median | paired per-round difference [95% CI] | "
+        "paired ratio [95% CI] |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for name in CONSUMER_ROUTES:
+        b = r.get(CONSUMER, name)
+        label = (b["extra_info"].get("label") if b else None) or labels.get(name, name)
+        if b is None:
+            why = (facts.get("unavailable") or {}).get(name, "not measured")
+            lines.append(f"| {label} | unavailable: {why} | | | | | |")
+            continue
+        best, med, s = ns(b, "min"), ns(b, "median"), r.samples(CONSUMER, name)
+        diff = "0" if name == "pointer" else fmt_ci(paired(s, p_s, "diff"), " ns")
+        ratio = "1" if name == "pointer" else fmt_ci(paired(s, p_s, "ratio"))
+        lines.append(f"| {label} | {best:.1f} | {med:.1f} | {best - p_best:+.1f} / "
+                     f"{med - p_med:+.1f} | {best / p_best:.3f}x / {med / p_med:.3f}x | "
+                     f"{diff} | {ratio} |")
+    if excerpt.is_file():
+        text = excerpt.read_text()
+        theirs = {m.group(1): (float(m.group(2)), float(m.group(3)))
+                  for m in SEED_LINE.finditer(text)}
+        env = [l.split(";")[0].strip().rstrip(":") for l in text.splitlines()
+               if l.startswith(("Env:", "Same env"))]
+        if "shim" in theirs and "fallback" in theirs:
+            (sb, sm), (fb, fm) = theirs["shim"], theirs["fallback"]
+            lines += ["", "The seed's figures, same protocol (its words, "
+                      f"`{excerpt.relative_to(excerpt.parents[2])}`: "
+                      + "; ".join(f"\"{l}\"" for l in env) + "):", "",
+                      "| side | setup | owned shim minus pointer trick, best / median (ns) | "
+                      "ratio, best / median |", "|---|---|---:|---:|",
+                      f"| seed | CUDA tensor, cuda.core's own bridge toggled shim / fallback "
+                      f"(`_set_use_shim`), RTX 6000 Ada host | {sb - fb:+.1f} / {sm - fm:+.1f} | "
+                      f"{sb / fb:.3f}x / {sm / fm:.3f}x |"]
+            for name in ("owned", "owned_prototype", "borrow"):
+                b = r.get(CONSUMER, name)
+                if b is None:
+                    continue
+                label = b["extra_info"].get("label") or name
+                best, med = ns(b, "min"), ns(b, "median")
+                lines.append(f"| this run: {label} | {where} tensor, cuda.core "
+                             f"{facts.get('cuda_core_version', '?')}'s view filled by "
+                             f"`cuda_core_consumer.pyx`, this machine | {best - p_best:+.1f} / "
+                             f"{med - p_med:+.1f} | {best / p_best:.3f}x / {med / p_med:.3f}x |")
+            lines += ["", "The seed's fallback is cuda.core's `pyobj_to_aten_handle`, the "
+                      "same offset as our pointer trick; its absolute times include "
+                      "cuda.core's `from_dlpack` routing, ours a direct call of the filling "
+                      "function, so only the differences and ratios compare, and only "
+                      "between runs of the same device type."]
+    cc = facts.get("cuda_core") or {}
+    if cc.get("path"):
+        lines += ["", f"cuda.core's own `{cc.get('call')}` took its {cc['path']} path "
+                  "here (observed)."]
     return "\n".join(lines)
 
 
@@ -583,7 +662,8 @@ def markdown(r: Results, chart_name: str | None) -> str:
               "### The binding libraries: what receiving one tensor costs", "",
               bindings_table(r), "",
               "## 4. Scaling (Python level, medians)", "", scaling_tables(r), "",
-              "## 5. Workload: a transformer decode step", "", workload_table(r), ""]
+              "## 5. Workload: a transformer decode step", "", workload_table(r), "",
+              "## 6. The seed's consumer", "", consumer_section(r), ""]
     return "\n".join(parts)
 
 
