@@ -12,8 +12,7 @@
 //    even when the calling thread already has an attached thread state.
 //    fixes_interpreter_install() points the interpreter's `vtable_` at a copy
 //    of torch's own vtable in which those two slots skip the acquisition when
-//    PyGILState_Check() says the thread is attached and Python is not
-//    finalizing (patch 0003's few-line change to PyInterpreter.cpp) and call
+//    the thread has an attached thread state and Python is not finalizing (patch 0003's few-line change to PyInterpreter.cpp) and call
 //    torch's own method otherwise.
 //    Every other slot is torch's own function pointer, copied, so every other
 //    method behaves exactly as torch's. fixes_interpreter_uninstall() puts
@@ -45,6 +44,7 @@
 //    torch's.
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -134,6 +134,18 @@ inline bool finalizing() {
 }
 #endif
 
+// Patch 0003's attached_thread_state() (and the borrow's test): a non-null
+// thread-local state pointer on CPython 3.12+, PyGILState_Check() before.
+inline bool attached_thread_state() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return PyThreadState_GetUnchecked() != nullptr;
+#elif PY_VERSION_HEX >= 0x030C0000
+  return _PyThreadState_UncheckedGet() != nullptr;
+#else
+  return PyGILState_Check();
+#endif
+}
+
 // The fixed methods, called as members (`this` first). `self` is the fixed
 // object; torch's own method is called on torch's own object. The test is
 // patch 0003's (proposal/patches/): attached and not finalizing, where the
@@ -142,7 +154,7 @@ void fixed_incref(const PyInterpreterVTable* /*self*/, PyObject* pyobj) {
   if (!Py_IsInitialized()) {
     return; // as torch's: leak rather than touch a finalized interpreter
   }
-  if (PyGILState_Check() && !finalizing()) {
+  if (attached_thread_state() && !finalizing()) {
     ++fast_calls;
     Py_INCREF(pyobj);
     return;
@@ -155,7 +167,7 @@ void fixed_decref(const PyInterpreterVTable* /*self*/, PyObject* pyobj) {
   if (!Py_IsInitialized()) {
     return;
   }
-  if (PyGILState_Check() && !finalizing()) {
+  if (attached_thread_state() && !finalizing()) {
     ++fast_calls;
     Py_DECREF(pyobj);
     return;
@@ -176,7 +188,7 @@ void raise_not_a_tensor(PyObject* obj) {
 
 template <bool kCheckAttached>
 int dltensor_borrowed(void* py_obj, DLTensor* out) {
-  if (kCheckAttached && !PyGILState_Check()) {
+  if (kCheckAttached && !attached_thread_state()) {
     return -1; // no thread state: no Python exception can be set
   }
   PyObject* obj = static_cast<PyObject*>(py_obj);
@@ -317,7 +329,8 @@ int fixes_copy_on_foreign_thread(std::uintptr_t handle, std::int64_t n) {
 }
 
 // --- attached-thread-state tests, for tests/test_thread_checks.py -------------
-// Bit 0: the borrow's test (shim_ext/borrow.cpp, the same #if); bit 1:
+// Bit 0: the borrow's test (shim_ext/borrow.cpp's #if, attached_thread_state()
+// here); bit 1:
 // PyGILState_Check(); bit 2: the unchecked thread-state read is non-null (on
 // CPython < 3.12 that read is the GIL holder's, whichever thread it is); bit 3:
 // PyGILState_GetThisThreadState() is non-null (this thread HAS a thread state,
@@ -329,17 +342,18 @@ static int thread_checks_here() {
 #else
   PyThreadState* unchecked = _PyThreadState_UncheckedGet();
 #endif
-#if PY_VERSION_HEX >= 0x030C0000
-  const bool ours = unchecked != nullptr;
-#else
-  const bool ours = PyGILState_Check();
-#endif
+  const bool ours = attached_thread_state();
   return (ours ? 1 : 0) | (PyGILState_Check() ? 2 : 0) | (unchecked ? 4 : 0) |
       (PyGILState_GetThisThreadState() ? 8 : 0);
 }
 
-int fixes_thread_checks(int attach) {
+int fixes_thread_checks(int attach, int wait_us) {
   if (!attach) {
+    // Detached (cffi released the GIL): give a thread waiting for the GIL the
+    // time to take it before asking.
+    if (wait_us > 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(wait_us));
+    }
     return thread_checks_here();
   }
   PyGILState_STATE g = PyGILState_Ensure();

@@ -161,15 +161,17 @@ class InternalFixes:
     THREAD_CHECKS = ("borrow", "PyGILState_Check", "unchecked thread state non-null",
                      "has a thread state")
 
-    def thread_checks(self, where: str) -> dict[str, bool]:
+    def thread_checks(self, where: str, wait_us: int = 0) -> dict[str, bool]:
         """``{test: answer}`` for each of ``THREAD_CHECKS`` on a thread that is:
         ``"attached"`` (this thread, GIL taken first), ``"detached"`` (this thread with
-        the GIL released, as cffi calls run) or ``"foreign"`` (a new native thread that
-        never had a thread state). The right answer is True only for ``"attached"``."""
+        the GIL released, as cffi calls run; ``wait_us`` microseconds pass first, so a
+        thread waiting for the GIL can take it) or ``"foreign"`` (a new native thread
+        that never had a thread state). The right answer is True only for
+        ``"attached"``."""
         if where == "foreign":
             bits = self._lib.fixes_thread_checks_on_foreign_thread()
         elif where in ("attached", "detached"):
-            bits = self._lib.fixes_thread_checks(int(where == "attached"))
+            bits = self._lib.fixes_thread_checks(int(where == "attached"), wait_us)
         else:
             raise ValueError(f"where must be attached, detached or foreign, not {where!r}")
         return {name: bool(bits >> i & 1) for i, name in enumerate(self.THREAD_CHECKS)}

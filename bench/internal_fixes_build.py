@@ -34,7 +34,7 @@ _DECLS = """
     int fixes_copy_on_foreign_thread(uintptr_t handle, int64_t n);
     uintptr_t fixes_dlpack_api(uintptr_t torch_api, int check_attached);
     int fixes_dltensor_once(uintptr_t api, uintptr_t obj, DLTensor* out);
-    int fixes_thread_checks(int attach);
+    int fixes_thread_checks(int attach, int wait_us);
     int fixes_thread_checks_on_foreign_thread(void);
 """
 ffibuilder = cffi.FFI()

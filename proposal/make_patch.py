@@ -270,6 +270,8 @@ def apply_0002(tree: Tree) -> None:
 def apply_0003(tree: Tree) -> None:
     """The PyInterpreter incref/decref fast path for a thread with an attached thread state."""
     rel = "torch/csrc/PyInterpreter.cpp"
+    tree.edit(rel, "struct ConcretePyInterpreterVTable final\n",
+              (SNIPPETS / "PyInterpreter-attached.cpp.txt").read_text(), before=True, fmt=True)
     tree.edit(rel, "  // PyObjects stored in them.\n  if (!Py_IsInitialized())\n    return;\n",
               (SNIPPETS / "PyInterpreter-decref.cpp.txt").read_text(), fmt=True)
     tree.edit(rel, "void ConcretePyInterpreterVTable::incref(PyObject* pyobj) const {\n"

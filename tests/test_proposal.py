@@ -292,7 +292,7 @@ def method(cpp: str, name: str) -> str:
 def test_0003_touches_only_py_interpreter_and_adds_the_snippets(patches):
     assert re.findall(r"^diff --git a/(\S+) b/", patches["0003"], flags=re.M) == [PY_INTERPRETER]
     snippets = [(PROPOSAL / "patch_src" / "snippets" / f"PyInterpreter-{m}.cpp.txt").read_text()
-                for m in ("decref", "incref")]
+                for m in ("attached", "decref", "incref")]
     assert normalized(added_lines(patches["0003"], PY_INTERPRETER)) == normalized("".join(snippets))
 
 
@@ -301,7 +301,8 @@ def test_0003_fast_path_comes_before_the_acquisition_in_incref_and_decref(patche
     for name, op in (("incref", "Py_INCREF(pyobj);"), ("decref", "Py_DECREF(pyobj);")):
         body = method(patched, name)
         initialized = body.index("if (!Py_IsInitialized())")
-        fast = body.index("if (PyGILState_Check() && !Py_IsFinalizing()) {\n    " + op + "\n    return;\n  }")
+        fast = body.index("if (attached_thread_state() && !Py_IsFinalizing()) {\n    " + op +
+                          "\n    return;\n  }")
         assert initialized < fast < body.index("torch::detail::SafeGilScopedAcquire gil;"), name
         assert body.count(op) == 2, name  # the fast path's and the slow path's
     # try_incref and refcnt, which no at::Tensor copy reaches, are untouched.
