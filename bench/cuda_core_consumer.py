@@ -80,6 +80,9 @@ class Consumer:
             self.module = mod = _built_module(cb, out / f"cuda_core-{version}")
         except cb.BuildUnavailable as exc:
             raise Unavailable(f"cuda-core {version}: {exc}") from exc
+        except Exception as exc:  # Cython or the compiler refused this cuda-core's .pxd
+            raise Unavailable(f"cuda-core {version}: building the consumer against its .pxd "
+                              f"failed: {type(exc).__name__}: {exc}") from exc
 
         from bridge import _bridge as core
         from bridge import _resolve

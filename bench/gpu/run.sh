@@ -102,6 +102,8 @@ else
   "${PYTEST[@]}" tests/test_parity.py tests/test_api.py tests/test_availability.py \
     tests/test_internal_fixes.py \
     || FAILED+=(cpu-tests)
+  step "tests: the seed's consumer (cuda.core StridedMemoryView via each route; CPU and CUDA)"
+  "${PYTEST[@]}" tests/test_cuda_core_consumer.py || FAILED+=(consumer-tests)
 
   QUICK=(); [[ $MODE == quick ]] && QUICK=(--quick)
   if "$PYTHON" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())'; then
