@@ -247,7 +247,7 @@ def by_function(split: dict) -> dict:
 PARTS = {
     "fill": "the metadata fill / getters (aoti_torch_get_*, toDLPackNonOwning, the batched fill)",
     "type": "the type check",
-    "thread": "the attached-thread check (PyGILState_Check in the entry point)",
+    "thread": "the attached-thread check (PyGILState_Check, or from CPython 3.12 the unchecked thread-state read)",
     "alloc": "allocation and free (malloc, free, new, delete)",
     "atomics": "refcount atomics out of line (intrusive_ptr release)",
     "pyobject": "PyObject incref/decref (TensorImpl -> interpreter), without the GIL acquisitions",
