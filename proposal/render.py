@@ -287,11 +287,18 @@ def render_attribution(callgrind) -> str:
 
 
 # --- routes, instructions then time ----------------------------------------------------------
-def render_routes(callgrind, report, gpu_host) -> str:
-    """One table: instructions (callgrind), then time here and on the GPU host's CPU."""
+def render_routes(callgrind, report, gpu_host, others=()) -> str:
+    """One table: instructions (callgrind), then on other interpreters (``others``: their
+    callgrind files, e.g. CPython 3.13's), then time here and on the GPU host's CPU."""
     table = callgrind_routes(callgrind)
     ins = instructions(table)
     icol = column(table, "ratio to pointer trick")
+    other_ins = {}
+    for path in others:
+        try:
+            other_ins[versions(path)[0]] = instructions(callgrind_routes(path))
+        except Missing:
+            continue
     timed = {}
     for label, path in (("here", report), ("gpu", gpu_host)):
         if path is None:
@@ -302,8 +309,11 @@ def render_routes(callgrind, report, gpu_host) -> str:
             continue
         timed[label] = (by_name(t), column(t, "median (ns)"), column(t, "paired ratio to pointer"))
     gpu_name = host_label(gpu_host) if gpu_host else "GPU host"
-    out = [f"_Instructions: {link(callgrind)} (deterministic). Time, one interleaved run each, "
-           "median and median paired ratio [95% CI]:_", ""]
+    more = "".join(f", CPython {py}: {link(path)}" for path in others
+                   for py in [versions(path)[0]] if py in other_ins)
+    out = [f"_Instructions (CPython {versions(callgrind)[0]}): {link(callgrind)}{more} "
+           "(deterministic). Time, one interleaved run each, median and median paired ratio "
+           "[95% CI]:_", ""]
     if "here" in timed:
         out.append(f"- {setup_line(report, 'here')}")
     else:
@@ -317,6 +327,7 @@ def render_routes(callgrind, report, gpu_host) -> str:
             "make gpu-bench").strip())
     out.append("")
     head = ["route", "status", "instructions", "/ pointer trick"]
+    head += [f"instructions, CPython {py}" for py in other_ins]
     labels = {"here": "here", "gpu": gpu_name}
     for label in timed:
         head += [f"{labels[label]}: median (ns)", f"{labels[label]}: / pointer trick [95% CI]"]
@@ -325,6 +336,7 @@ def render_routes(callgrind, report, gpu_host) -> str:
     unavailable = {}
     for row in table[1:]:
         cells = [row[0], row[1], count(ins[row[0]]), row[icol]]
+        cells += [count(o[row[0]]) if row[0] in o else "not run" for o in other_ins.values()]
         for label, (rows, mcol, rcol) in timed.items():
             r = rows.get(row[0])
             if r is None:
@@ -616,7 +628,9 @@ def render_all(results: pathlib.Path, torch_version: str | None) -> dict[str, st
     builders = {
         "claim": lambda: render_claim(callgrind, report),
         "attribution": lambda: render_attribution(callgrind),
-        "routes": lambda: render_routes(callgrind, report, gpu_host),
+        "routes": lambda: render_routes(callgrind, report, gpu_host, sorted(
+            p for p in results.glob(f"callgrind-cp*-torch-{versions(callgrind)[1].split('+')[0]}.md")
+            if p.is_file()) if callgrind else ()),
         "conj-route": lambda: render_conj(report, gpu_host),
         "bench-goals": lambda: render_report_section(report, "Goals"),
         "workload": lambda: render_workload(report, gpu_host, gpu_cuda),
