@@ -69,7 +69,7 @@ PY
 # The machine gets a copy of the working tree, not a commit: fingerprint the sources that
 # are built and measured, so a result can be matched to the commit that holds them.
 echo "sources sha256: $(cat pyproject.toml setup.py bridge/*.py bridge/*.pyx shim_ext/*.py \
-  shim_ext/*.cpp shim_ext/include/torch_borrow/*.h bench/*.py bench/*.c bench/*.cpp tests/test_cuda.py \
+  shim_ext/*.cpp shim_ext/include/torch_borrow/*.h bench/*.py bench/*.pyx bench/*.c bench/*.cpp tests/test_cuda.py \
   tests/helpers/*.py | sha256sum | cut -c1-16)"
 
 step "carried wheels -> $SITE"
