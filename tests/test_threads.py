@@ -225,7 +225,10 @@ def test_shim_ext_and_the_borrow_leave_the_gil_off():
 @pytest.mark.skipif(not FREE_THREADED, reason="a build with a GIL has it on")
 def test_this_suite_runs_without_the_gil():
     """Nothing this test process imported (pytest, hypothesis, numpy, torch, bridge)
-    turned the GIL back on, so the threads below really run at once."""
+    turned the GIL back on, so the threads below really run at once. (``make
+    test-freethreaded`` sets PYTHON_GIL=0 because torch's first meta-device op imports
+    triton, which would turn it on; the two tests above check torch, shim_ext and the
+    bridge in children without PYTHON_GIL.)"""
     assert sys._is_gil_enabled() is False
 
 
