@@ -407,8 +407,39 @@ def seed_setup(seed: pathlib.Path) -> str:
             f" tensor; {env.group(1) if env else '?'}")
 
 
-def render_seed(report: pathlib.Path | None, seed: pathlib.Path) -> str:
-    """The seed's figures beside ours, same protocol: each side minus its own fallback."""
+def consumer_rows(report: pathlib.Path | None) -> list[str]:
+    """Rows for the seed's table from a report's section "6. The seed's consumer" (cuda.core's
+    StridedMemoryView filled through each route): the routes that ran, minus the pointer
+    trick. Empty when the report has no such section."""
+    if report is None:
+        return []
+    _, parts = sections(report.read_text())
+    body = next((b for h, b in parts.items() if h.startswith("6. The seed's consumer")), None)
+    if not body or not tables(body):
+        return []
+    table = tables(body)[0]
+    col = column(table, "minus pointer trick")
+    py, torch = versions(report)
+    tensor = "CUDA" if "CUDA tensors" in report.read_text().split("\n", 1)[0] else "CPU"
+    setup = (f"the seed's consumer (cuda.core `StridedMemoryView`, filled by "
+             f"`bench/cuda_core_consumer.pyx`), 32x32 float32 {tensor} tensor; CPython {py}, "
+             f"torch {torch}, {machine(report)}")
+    out = []
+    for row in table[1:]:
+        if row[1].startswith("unavailable") or row[0].startswith("cuda.core"):
+            continue
+        deltas = [x.strip() for x in row[col].split("/")]
+        label = row[0].split(" (")[0] if not row[0].startswith("owned (2.14") else \
+            "owned shim (" + row[0].split("(", 1)[1]
+        out.append(f"| ours | {setup} | {label} | {row[1]} | {row[2]} | {deltas[0]} | "
+                   f"{deltas[-1]} |")
+    return out
+
+
+def render_seed(report: pathlib.Path | None, seed: pathlib.Path,
+                consumer: pathlib.Path | None = None) -> str:
+    """The seed's figures beside ours, same protocol: each side minus its own fallback. With
+    ``consumer`` (a report with section 6), the seed's own consumer's rows come first."""
     if not seed.exists():
         return placeholder(f"`{rel(seed)}` is missing", "see proposal/README.md")
     theirs = seed_figures(seed)
@@ -425,6 +456,7 @@ def render_seed(report: pathlib.Path | None, seed: pathlib.Path) -> str:
                  f"{shim[0] - fb[0]:+.1f} | {shim[1] - fb[1]:+.1f} |")
     lines.append(f"| seed | {setup} | THPVariable offset (fallback) | {fb[0]:.1f} | {fb[1]:.1f} | "
                  "0 | 0 |")
+    lines += consumer_rows(consumer)
     if report is None:
         lines.append("")
         lines.append(placeholder("no `bench/results/bench-torch-*.md`", "make bench-evidence"))
@@ -451,7 +483,8 @@ def render_seed(report: pathlib.Path | None, seed: pathlib.Path) -> str:
                      f"{best[path] - best['fallback']:+.1f} | "
                      f"{median[path] - median['fallback']:+.1f} |")
     lines.append("")
-    lines.append(source_line(report).rstrip())
+    lines.append(source_line(report).rstrip() + (f" The seed's consumer: {link(consumer)}, "
+                 "section \"6. The seed's consumer\"." if consumer_rows(consumer) else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -637,7 +670,7 @@ def render_all(results: pathlib.Path, torch_version: str | None) -> dict[str, st
         "findings": lambda: render_findings(FINDINGS),
         "free-threaded": lambda: render_free_threaded(FREE_THREADED, results),
     }
-    out: dict[str, str] = {"seed-side-by-side": render_seed(report, SEED)}
+    out: dict[str, str] = {"seed-side-by-side": render_seed(report, SEED, gpu_cuda)}
     for name, build in builders.items():
         try:
             out[name] = build()
