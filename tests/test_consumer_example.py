@@ -27,6 +27,7 @@ import torch
 import bridge
 from bridge import _support
 from helpers.expect import TORCH, expected_paths
+from hostile import cases as hostile_cases
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("consumer_build",
@@ -257,6 +258,12 @@ REFUSED = {
     "storage resized to 0": lambda: _resized(0),
     "meta": lambda: torch.empty(3, device="meta"),
     "__torch_dispatch__ subclass": lambda: torch.randn(3).as_subclass(Dispatching),
+    # The hostile catalogue's cases that fool an attribute lookup or reach past memory:
+    # the Python dispatch key is read from the TensorImpl, the extent against the storage.
+    "dispatch hidden by a metaclass": lambda: hostile_cases.dispatch_hidden_by_metaclass(torch),
+    "Python sizes without the key": lambda: hostile_cases.python_sizes_policy_without_key(torch),
+    "storage shrunk under a view": lambda: hostile_cases.storage_shrunk_under_view(torch),
+    "storage shrunk by one byte": lambda: hostile_cases.storage_shrunk_by_one_byte(torch),
     "quantized": _quantized,
     "nested": _nested,
 }

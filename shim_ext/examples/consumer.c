@@ -44,10 +44,32 @@ typedef struct Api {
   what_fn what;
   int32_t strided, meta;
   int8_t itemsize[NCODES];
-  PyObject *tensor_type, *default_dispatch; /* kept for good */
+  i64_fn storage_size;
+  PyObject* tensor_type; /* kept for good */
+  /* The C getter behind torch._C.TensorBase._python_dispatch: the TensorImpl's
+     Python dispatch key, read in C++ (no attribute lookup a subclass can answer). */
+  PyObject* (*python_key)(PyObject*, void*);
+  void* python_key_closure;
 } Api;
 
 static const Api* g_api; /* published with __atomic_* (release / acquire) */
+
+/* Whether any element lies outside [0, nbytes) of the storage: storage offset plus, per
+   dimension, (size - 1) * stride elements, times the itemsize; no elements: never. In 128
+   bits, saturated; a negative stride or offset (torch makes none) counts as outside. */
+static bool outside_storage(int64_t ndim, const int64_t* sizes, const int64_t* strides,
+                            int64_t offset, int64_t itemsize, int64_t nbytes) {
+  for (int64_t i = 0; i < ndim; ++i)
+    if (sizes[i] == 0) return false;
+  const __int128 cap = (__int128)1 << 100;
+  __int128 last = offset; /* the furthest element, in elements */
+  for (int64_t i = 0; i < ndim; ++i) {
+    __int128 step = ((__int128)sizes[i] - 1) * strides[i];
+    if (step < 0 || last < 0) return true;
+    last = last + step > cap ? cap : last + step;
+  }
+  return (last + 1) * itemsize > nbytes;
+}
 
 static void* sym(void* lib, const char* name) { return lib ? dlsym(lib, name) : NULL; }
 
@@ -143,8 +165,17 @@ static const Api* resolve(const char* only, bool flags) {
     return NULL;
   }
   a->tensor_type = tensor;
-  a->default_dispatch = PyObject_GetAttrString(tensor, "__torch_dispatch__");
+  /* On the class, a getset attribute is its descriptor: looked up once, on
+     torch.Tensor itself, so no subclass takes part. */
+  PyObject* key = PyObject_GetAttrString(tensor, "_python_dispatch");
   PyErr_Clear();
+  if (key && PyObject_TypeCheck(key, &PyGetSetDescr_Type)) {
+    PyGetSetDef* def = ((PyGetSetDescrObject*)key)->d_getset;
+    a->python_key = def ? def->get : NULL;
+    a->python_key_closure = def ? def->closure : NULL;
+  } /* the descriptor lives in torch.Tensor's dict for good */
+  Py_XDECREF(key);
+  a->storage_size = (i64_fn)sym(lib, "aoti_torch_get_storage_size");
   a->layout = (i32_fn)sym(lib, "aoti_torch_get_layout");
   a->data_ptr = (ptr_fn)sym(lib, "aoti_torch_get_data_ptr");
   a->storage_offset = (i64_fn)sym(lib, "aoti_torch_get_storage_offset");
@@ -164,7 +195,8 @@ static const Api* resolve(const char* only, bool flags) {
     if (code && code() >= 0 && code() < NCODES) a->itemsize[code()] = DTYPES[i].itemsize;
   }
   bool getters = a->layout && a->data_ptr && a->storage_offset && a->dim && a->sizes &&
-      a->strides && a->dtype && a->device_type && a->device_index && strided && meta;
+      a->strides && a->dtype && a->device_type && a->device_index && strided && meta &&
+      a->storage_size && a->python_key;
 
   from_pyobject_fn torch_borrow = (from_pyobject_fn)sym(lib, "torch_tensor_borrow_from_pyobject");
   flag_fn conj = (flag_fn)sym(lib, "torch_is_conj"), neg = (flag_fn)sym(lib, "torch_is_neg");
@@ -178,7 +210,8 @@ static const Api* resolve(const char* only, bool flags) {
   from_pyobject_fn owned = (from_pyobject_fn)sym(lib, "torch_tensor_from_pyobject");
   a->del = (delete_fn)sym(lib, "aoti_torch_delete_tensor_object");
   if (!getters) {
-    snprintf(a->why, sizeof a->why, "libtorch_cpu lacks an aoti_torch_get_* getter or code");
+    snprintf(a->why, sizeof a->why, "libtorch_cpu lacks an aoti_torch_get_* getter or code, "
+             "or torch.Tensor its _python_dispatch getter");
   } else if (want(only, "libtorch") && torch_borrow) {
     a->route = "libtorch", a->borrow = torch_borrow;
   } else if (want(only, "prototype") && proto_borrow) {
@@ -239,25 +272,23 @@ __attribute__((visibility("default"))) int borrow_consumer_c_read(PyObject* obj,
   const Api* a = get_api();
   if (!a) return -1;
   if (!a->route) return PyErr_SetString(PyExc_RuntimeError, a->why), -1;
-  PyTypeObject* tp; /* 2. real type; 3. no __torch_dispatch__ override */
-  do {
-    tp = Py_TYPE(obj);
-    if (!PyObject_TypeCheck(obj, (PyTypeObject*)a->tensor_type)) {
-      PyErr_Format(PyExc_TypeError, "expected a torch.Tensor, got %s", tp->tp_name);
-      return -1;
-    }
-    if ((PyObject*)tp != a->tensor_type) {
-      PyObject* d = PyObject_GetAttrString((PyObject*)tp, "__torch_dispatch__");
-      PyErr_Clear();
-      bool inherited = d == a->default_dispatch;
-      Py_XDECREF(d);
-      if (!inherited) {
-        PyErr_Format(PyExc_BufferError, "%s overrides __torch_dispatch__: its metadata is "
-                     "computed in Python", tp->tp_name);
-        return -1;
-      }
-    }
-  } while (Py_TYPE(obj) != tp);
+  PyTypeObject* tp = Py_TYPE(obj); /* 2. the real type */
+  if (!PyObject_TypeCheck(obj, (PyTypeObject*)a->tensor_type)) {
+    PyErr_Format(PyExc_TypeError, "expected a torch.Tensor, got %s", tp->tp_name);
+    return -1;
+  }
+  /* 3. no Python dispatch key (a __torch_dispatch__ subclass may compute sizes,
+     strides or dim() in Python), read from the TensorImpl as torch's dispatcher
+     reads it, for every tensor: no attribute a subclass could answer. */
+  PyObject* k = a->python_key(obj, a->python_key_closure); /* C++ only */
+  if (!k) return -1;
+  bool python_key = k == Py_True;
+  Py_DECREF(k);
+  if (python_key) {
+    PyErr_Format(PyExc_BufferError, "%s carries torch's Python dispatch key: its metadata is "
+                 "computed in Python", tp->tp_name);
+    return -1;
+  }
   if (!a->is_conj) { /* 4. refuse rather than guess the conj / neg bits */
     PyErr_Format(PyExc_BufferError, "cannot read the conjugate / negative bits: %s", a->no_flags);
     return -1;
@@ -321,6 +352,13 @@ __attribute__((visibility("default"))) int borrow_consumer_c_read(PyObject* obj,
                       "memory (freed, resized to zero, or a placeholder)");
       goto done;
     }
+  }
+  int64_t nbytes; /* 10. no element past the storage (shrunk under a view) */
+  if (a->storage_size(h, &nbytes)) { call_failed(a, "aoti_torch_get_storage_size"); goto done; }
+  if (outside_storage(m->dim, m->sizes, m->strides, offset, itemsize, nbytes)) {
+    PyErr_Format(PyExc_BufferError, "the tensor's elements reach past its storage's %lld bytes",
+                 (long long)nbytes);
+    goto done;
   }
   rc = 0;
 done:

@@ -34,6 +34,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -60,6 +61,8 @@ F sym(void* lib, const char* name) {
 
 // Everything the first use finds; published once, never freed (a view on another
 // thread may still be reading it when _resolve replaces it).
+using getter = PyObject* (*)(PyObject*, void*);
+
 struct Api {
   const char* route = nullptr; // nullptr: no route; `why` says what is missing
   std::string why;
@@ -80,11 +83,34 @@ struct Api {
   What what = nullptr;
   int32_t strided = -1, meta = -1;
   int8_t itemsize[kCodes] = {}; // bytes per dtype code; 0: not a dtype we view
-  PyObject* tensor_type = nullptr;      // torch.Tensor, kept for good
-  PyObject* default_dispatch = nullptr; // torch.Tensor.__torch_dispatch__
+  PyObject* tensor_type = nullptr; // torch.Tensor, kept for good
+  // The C getter behind torch._C.TensorBase._python_dispatch: the TensorImpl's
+  // Python dispatch key, read in C++ (no attribute lookup a subclass can answer).
+  getter python_key = nullptr;
+  void* python_key_closure = nullptr;
+  decltype(&aoti_torch_get_storage_size) storage_size = nullptr;
 };
 
 std::atomic<const Api*> g_api{nullptr};
+
+// Whether any element lies outside [0, nbytes) of the storage: storage offset plus,
+// per dimension, (size - 1) * stride elements, times the itemsize. No elements: never.
+// In 128 bits, saturated, so no size or stride overflows it; a negative stride or
+// offset (torch makes none) counts as outside.
+bool outside_storage(int64_t ndim, const int64_t* sizes, const int64_t* strides,
+                     int64_t offset, int64_t itemsize, int64_t nbytes) {
+  for (int64_t i = 0; i < ndim; ++i) {
+    if (sizes[i] == 0) return false;
+  }
+  const __int128 cap = static_cast<__int128>(1) << 100;
+  __int128 last = offset; // the furthest element, in elements
+  for (int64_t i = 0; i < ndim; ++i) {
+    __int128 step = (static_cast<__int128>(sizes[i]) - 1) * strides[i];
+    if (step < 0 || last < 0) return true;
+    last = std::min(last + step, cap);
+  }
+  return (last + 1) * itemsize > nbytes;
+}
 
 std::string utf8(PyObject* s, const char* otherwise) {
   const char* u = s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : nullptr;
@@ -199,8 +225,17 @@ const Api* resolve(const char* only, bool flags) {
   }
   Api* a = new Api;
   a->tensor_type = tensor; // kept for good
-  a->default_dispatch = PyObject_GetAttrString(tensor, "__torch_dispatch__");
+  // On the class, a getset attribute is its descriptor; looked up once, on
+  // torch.Tensor itself, so no subclass takes part.
+  PyObject* key = PyObject_GetAttrString(tensor, "_python_dispatch");
   PyErr_Clear();
+  if (key && PyObject_TypeCheck(key, &PyGetSetDescr_Type)) {
+    PyGetSetDef* def = reinterpret_cast<PyGetSetDescrObject*>(key)->d_getset;
+    a->python_key = def ? def->get : nullptr;
+    a->python_key_closure = def ? def->closure : nullptr;
+  } // the descriptor lives in torch.Tensor's dict for good: our reference is dropped
+  Py_XDECREF(key);
+  a->storage_size = sym<decltype(a->storage_size)>(lib, "aoti_torch_get_storage_size");
   a->layout = sym<decltype(a->layout)>(lib, "aoti_torch_get_layout");
   a->data_ptr = sym<decltype(a->data_ptr)>(lib, "aoti_torch_get_data_ptr");
   a->storage_offset = sym<decltype(a->storage_offset)>(lib, "aoti_torch_get_storage_offset");
@@ -220,7 +255,8 @@ const Api* resolve(const char* only, bool flags) {
     if (code && code() >= 0 && code() < kCodes) a->itemsize[code()] = d.itemsize;
   }
   bool getters = a->layout && a->data_ptr && a->storage_offset && a->dim && a->sizes &&
-      a->strides && a->dtype && a->device_type && a->device_index && strided && meta;
+      a->strides && a->dtype && a->device_type && a->device_index && strided && meta &&
+      a->storage_size && a->python_key;
 
   auto want = [only](const char* r) { return !only || std::string(only) == r; };
   FromPyObject torch_borrow = sym<FromPyObject>(lib, "torch_tensor_borrow_from_pyobject");
@@ -234,7 +270,8 @@ const Api* resolve(const char* only, bool flags) {
   FromPyObject owned = sym<FromPyObject>(lib, "torch_tensor_from_pyobject");
   a->del = sym<decltype(a->del)>(lib, "aoti_torch_delete_tensor_object");
   if (!getters) {
-    a->why = "libtorch_cpu lacks an aoti_torch_get_* getter or code";
+    a->why = "libtorch_cpu lacks an aoti_torch_get_* getter or code, or torch.Tensor its "
+             "_python_dispatch getter";
   } else if (want("libtorch") && torch_borrow) {
     a->route = "libtorch", a->borrow = torch_borrow;
   } else if (want("prototype") && proto_borrow) {
@@ -321,26 +358,24 @@ extern "C" __attribute__((visibility("default"))) int borrow_consumer_read(
   if (!a->route) return fail(PyExc_RuntimeError, a->why);
   // 2. The real type: PyObject_TypeCheck reads Py_TYPE, so an object claiming
   // __class__ = torch.Tensor fails (isinstance() would let it through).
-  // 3. A subclass overriding __torch_dispatch__ may compute sizes, strides or device
-  // in Python, which may change the tensor between two getters: refused. The lookup
-  // may itself run Python code that changes obj's type: then judge again.
-  PyTypeObject* tp;
-  do {
-    tp = Py_TYPE(obj);
-    if (!PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject*>(a->tensor_type))) {
-      return fail(PyExc_TypeError, std::string("expected a torch.Tensor, got ") + tp->tp_name);
-    }
-    if (reinterpret_cast<PyObject*>(tp) != a->tensor_type) {
-      PyObject* d = PyObject_GetAttrString(reinterpret_cast<PyObject*>(tp), "__torch_dispatch__");
-      PyErr_Clear();
-      bool inherited = d == a->default_dispatch;
-      Py_XDECREF(d);
-      if (!inherited) {
-        return fail(PyExc_BufferError, std::string(tp->tp_name) +
-                    " overrides __torch_dispatch__: its metadata is computed in Python");
-      }
-    }
-  } while (Py_TYPE(obj) != tp);
+  PyTypeObject* tp = Py_TYPE(obj);
+  if (!PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject*>(a->tensor_type))) {
+    return fail(PyExc_TypeError, std::string("expected a torch.Tensor, got ") + tp->tp_name);
+  }
+  // 3. A tensor with torch's Python dispatch key (a __torch_dispatch__ subclass:
+  // wrapper subclasses, FakeTensor) may compute sizes, strides or dim() in Python,
+  // which may disagree with each other or change the tensor between two getters:
+  // refused. Decided as torch's dispatcher decides, from the TensorImpl, never from
+  // an attribute that a metaclass, descriptor or __getattr__ could answer; for every
+  // tensor, exact torch.Tensor included (its __torch_dispatch__ can be patched).
+  PyObject* k = a->python_key(obj, a->python_key_closure); // C++ only, no Python runs
+  if (!k) return -1;                                       // torch set the exception
+  bool python_key = k == Py_True;
+  Py_DECREF(k);
+  if (python_key) {
+    return fail(PyExc_BufferError, std::string(tp->tp_name) + " carries torch's Python "
+                "dispatch key: its metadata is computed in Python");
+  }
   // 4. Without torch_is_conj / torch_is_neg a lazy conj() or neg view would read as
   // plain values: refuse every tensor rather than guess.
   if (!a->is_conj) {
@@ -406,6 +441,15 @@ extern "C" __attribute__((visibility("default"))) int borrow_consumer_read(
       return fail(PyExc_BufferError, "the tensor has elements but its storage holds no "
                   "memory (freed, resized to zero, or a placeholder)");
     }
+  }
+  // 10. Elements that reach past the storage: shrinking a storage under a view
+  // (untyped_storage().resize_(n)) leaves sizes and strides describing memory that
+  // is gone, and every getter still reports them.
+  int64_t nbytes;
+  if (a->storage_size(h, &nbytes)) return call_failed(a, "aoti_torch_get_storage_size");
+  if (outside_storage(m->dim, m->sizes, m->strides, offset, itemsize, nbytes)) {
+    return fail(PyExc_BufferError, "the tensor's elements reach past its storage's " +
+                std::to_string(nbytes) + " bytes");
   }
   return 0; // `owned` deletes an owned handle here; a borrowed one is simply dropped
 }
