@@ -20,8 +20,9 @@
 //    static: a call that read the pointer before an uninstall still lands in
 //    valid code.
 //
-//    ABI assumptions (x86-64 / AArch64 Linux, the Itanium C++ ABI that gcc and
-//    clang use): an object of a polymorphic class without data members is one
+//    ABI assumptions (x86-64 Linux, the Itanium C++ ABI that gcc and clang use
+//    there; on AArch64 a member pointer keeps its virtual bit in the
+//    adjustment, so slot_of() answers -1 and install refuses, failing safe): an object of a polymorphic class without data members is one
 //    pointer to its vtable's first slot, preceded by offset-to-top and the
 //    type_info pointer; a pointer to a virtual member function holds
 //    1 + the slot's byte offset; a member function receives `this` as its
@@ -212,6 +213,9 @@ int dltensor_borrowed(void* py_obj, DLTensor* out) {
     // As torch's: its caller sees a RuntimeError carrying c10's message.
     PyErr_SetString(PyExc_RuntimeError, e.what());
     return -1;
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "a non-standard C++ exception");
+    return -1;
   }
 }
 
@@ -234,10 +238,11 @@ void fixes_interpreter_layout(std::int64_t* out) {
 }
 
 // 0: installed; 1: already installed; -1: error (fixes_last_error says why).
-// The caller holds the GIL (the Python wrapper calls this with it held), and
-// no other thread copies tensors meanwhile: `vtable_` is a plain pointer, as
-// torch itself writes it (PyInterpreter::disarm).
-int fixes_interpreter_install(void) {
+// Takes the GIL itself (cffi calls arrive without it), so no Python thread
+// copies a tensor while the table is filled; `vtable_` is then published with
+// a release store (torch writes it plainly, PyInterpreter::disarm). A native
+// thread copying tensors concurrently is the caller's to rule out.
+static int install_with_gil() {
   c10::impl::PyInterpreter* interp = c10::impl::getGlobalPyInterpreter();
   if (interp == nullptr || interp->vtable_ == nullptr) {
     set_error("no global PyInterpreter: import torch first");
@@ -260,13 +265,21 @@ int fixes_interpreter_install(void) {
   fixed_table[2 + dec] = reinterpret_cast<void*>(&fixed_decref);
   fixed_object.vptr = &fixed_table[2];
   torch_vtable = current;
-  interp->vtable_ = fixed_vtable();
+  __atomic_store_n(&interp->vtable_, fixed_vtable(), __ATOMIC_RELEASE);
   return 0;
+}
+
+int fixes_interpreter_install(void) {
+  PyGILState_STATE g = PyGILState_Ensure();
+  int rc = install_with_gil();
+  PyGILState_Release(g);
+  return rc;
 }
 
 // 0: torch's vtable restored; 1: the fix was not installed; -1: the
 // interpreter now points at a vtable neither ours nor torch's (left alone).
-int fixes_interpreter_uninstall(void) {
+// With the GIL, as install.
+static int uninstall_with_gil() {
   c10::impl::PyInterpreter* interp = c10::impl::getGlobalPyInterpreter();
   if (interp == nullptr) {
     set_error("no global PyInterpreter");
@@ -279,8 +292,15 @@ int fixes_interpreter_uninstall(void) {
     set_error("the PyInterpreter's vtable was replaced by someone else");
     return -1;
   }
-  interp->vtable_ = torch_vtable;
+  __atomic_store_n(&interp->vtable_, torch_vtable, __ATOMIC_RELEASE);
   return 0;
+}
+
+int fixes_interpreter_uninstall(void) {
+  PyGILState_STATE g = PyGILState_Ensure();
+  int rc = uninstall_with_gil();
+  PyGILState_Release(g);
+  return rc;
 }
 
 int fixes_interpreter_installed(void) {
@@ -311,20 +331,28 @@ int fixes_copy_on_foreign_thread(std::uintptr_t handle, std::int64_t n) {
     return -1;
   }
   int rc = 0;
-  std::thread worker([&] {
-    try {
-      for (std::int64_t i = 0; i < n; i++) {
-        at::Tensor copy = *tensor; // incref_pyobject on 1 -> 2
-        if (!copy.defined()) {
-          rc = -1;
-        }
-      } // decref_pyobject on 2 -> 1
-    } catch (const std::exception& e) {
-      set_error(e.what());
-      rc = -1;
-    }
-  });
-  worker.join();
+  try {
+    std::thread worker([&] {
+      try {
+        for (std::int64_t i = 0; i < n; i++) {
+          at::Tensor copy = *tensor; // incref_pyobject on 1 -> 2
+          if (!copy.defined()) {
+            rc = -1;
+          }
+        } // decref_pyobject on 2 -> 1
+      } catch (const std::exception& e) {
+        set_error(e.what());
+        rc = -1;
+      } catch (...) {
+        set_error("a non-standard exception");
+        rc = -1;
+      }
+    });
+    worker.join();
+  } catch (const std::exception& e) { // std::system_error: no thread could start
+    set_error(e.what());
+    return -1;
+  }
   return rc;
 }
 
@@ -365,8 +393,12 @@ int fixes_thread_checks(int attach, int wait_us) {
 // The same on a new native thread that never attached a thread state.
 int fixes_thread_checks_on_foreign_thread(void) {
   int bits = -1;
-  std::thread worker([&] { bits = thread_checks_here(); });
-  worker.join();
+  try {
+    std::thread worker([&] { bits = thread_checks_here(); });
+    worker.join();
+  } catch (const std::exception&) { // std::system_error: no thread could start
+    return -1;
+  }
   return bits;
 }
 

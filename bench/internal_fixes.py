@@ -7,7 +7,7 @@ beside the peers' loops: one folder per torch and interpreter) and wraps it:
 - ``InternalFixes.interpreter_fix()``: a context manager that, for its duration,
   points the global ``c10::impl::PyInterpreter``'s ``vtable_`` at a copy of torch's
   vtable whose ``incref`` / ``decref`` skip the GIL acquisition when the calling thread
-  has an attached thread state (``PyGILState_Check()``), and restores torch's vtable
+  has an attached thread state (patch 0003's test), and restores torch's vtable
   on exit, an exception included. Source: ``c10/core/impl/PyInterpreter.h`` (the
   ``vtable_`` member), ``c10/core/impl/PyInterpreterHooks.h``
   (``getGlobalPyInterpreter``), ``torch/csrc/PyInterpreter.cpp`` (what it replaces).
@@ -16,8 +16,8 @@ beside the peers' loops: one folder per torch and interpreter) and wraps it:
   reference (real-type check, ``THPVariable_Unpack``, ``at::toDLPackNonOwning``)
   instead of copying the tensor; ``dltensor(api, obj)`` calls that slot once.
 
-Neither is used by the bridge. Both need the GIL held by the caller (every method
-here is called from Python, which holds it).
+Neither is used by the bridge. The C side takes the GIL itself where it needs it (cffi
+calls arrive without it).
 """
 
 from __future__ import annotations
@@ -174,6 +174,8 @@ class InternalFixes:
             bits = self._lib.fixes_thread_checks(int(where == "attached"), wait_us)
         else:
             raise ValueError(f"where must be attached, detached or foreign, not {where!r}")
+        if bits < 0:
+            raise FixError("the foreign thread could not start")
         return {name: bool(bits >> i & 1) for i, name in enumerate(self.THREAD_CHECKS)}
 
     # --- DLPack without the copy ----------------------------------------------------

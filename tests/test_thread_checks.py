@@ -92,9 +92,13 @@ def test_detached_while_another_thread_holds_the_gil(fixes):
 
 
 def test_the_borrow_refuses_a_detached_caller():
-    """The real entry point, called through cffi (which releases the GIL): refused."""
+    """The real entry point, called through cffi (which releases the GIL): refused, *ret
+    untouched; the same function called with the GIL held (ctypes.PYFUNCTYPE keeps it)
+    succeeds on the same tensor, so the refusal is the thread test's."""
     if not expected_paths()["borrow"]:
         pytest.skip("no borrow on this torch or interpreter (asserted in test_availability)")
+    import ctypes
+
     import shim_ext
 
     entry, _ = shim_ext.load()
@@ -102,3 +106,10 @@ def test_the_borrow_refuses_a_detached_caller():
     out = entry.ffi.new("AtenTensorHandle*")
     assert entry.lib.torch_tensor_borrow_from_pyobject(entry.ffi.cast("void*", id(t)), out) != 0
     assert out[0] == entry.ffi.NULL
+    address = int(entry.ffi.cast("uintptr_t", entry.ffi.addressof(
+        entry.lib, "torch_tensor_borrow_from_pyobject")))
+    attached = ctypes.PYFUNCTYPE(ctypes.c_int32, ctypes.c_void_p,
+                                 ctypes.POINTER(ctypes.c_void_p))(address)
+    handle = ctypes.c_void_p()
+    assert attached(id(t), ctypes.byref(handle)) == 0
+    assert handle.value is not None
