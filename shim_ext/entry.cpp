@@ -15,6 +15,7 @@
 #include <torch/csrc/inductor/aoti_torch/utils.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 
 namespace torch_borrow::detail {
@@ -33,14 +34,17 @@ struct NoopBorrowConversion final : BorrowConversionInterface {
 };
 
 const NoopBorrowConversion noop_impl;
-const BorrowConversionInterface* g_impl = &noop_impl;
+// Atomic: shim_ext.load() may register from one thread while another borrows (the
+// module declares itself GIL-free on free-threaded builds). On x86-64 the acquire
+// load is a plain load.
+std::atomic<const BorrowConversionInterface*> g_impl{&noop_impl};
 
 } // namespace
 
 // Out of line, as upstream's getPyObjectConversionImpl() is (another
 // translation unit of libtorch), so the entry point pays the same call.
 C10_NOINLINE const BorrowConversionInterface& getBorrowConversionImpl() {
-  return *g_impl;
+  return *g_impl.load(std::memory_order_acquire);
 }
 
 } // namespace torch_borrow::detail
@@ -50,9 +54,11 @@ extern "C" {
 // Called once by shim_ext.load() with the address shim_ext._borrow's
 // torch_borrow_impl() returns; nullptr restores the no-op.
 AOTI_TORCH_EXPORT void torch_borrow_set_impl(const void* impl) {
-  torch_borrow::detail::g_impl = impl != nullptr
-      ? static_cast<const torch_borrow::detail::BorrowConversionInterface*>(impl)
-      : &torch_borrow::detail::noop_impl;
+  torch_borrow::detail::g_impl.store(
+      impl != nullptr
+          ? static_cast<const torch_borrow::detail::BorrowConversionInterface*>(impl)
+          : &torch_borrow::detail::noop_impl,
+      std::memory_order_release);
 }
 
 // BEGIN shim_common.cpp 0001
