@@ -693,9 +693,9 @@ cdef class TensorView:
 #   accelerator packages rename it on import). torch allows one rename, from c10's default
 #   ("privateuseone") to the backend's name, and refuses any other afterwards, so the name
 #   is read from torch (``torch._C._get_privateuse1_backend_name``) whenever a view
-#   reports it while it is still the one the table was built with, and kept for good
-#   once it differs: every view of such a tensor reports torch's current name, and after
-#   the rename no read is needed (the cache is keyed on that one possible change).
+#   reports it while it is still c10's default, and kept for good once it differs:
+#   every view of such a tensor reports torch's current name, and after the rename no
+#   read is needed (the cache is keyed on that one possible change).
 cdef PyObject* _privateuse1_final = NULL   # the renamed name, kept for good; NULL before
 
 
@@ -705,8 +705,9 @@ cdef object _privateuse1_name(const Installed* st):
         return <object>kept
     import sys
     name = sys.modules["torch"]._C._get_privateuse1_backend_name()
-    built = st.device_names[st.device_privateuse1]
-    if built == NULL or name != <object>built:  # renamed: final (no second rename)
+    # Any name but c10's default is final (torch refuses a second rename), whether the
+    # rename came before the table was built or after.
+    if name != "privateuseone":
         bridge_store_ptr(<void**>&_privateuse1_final, _keep(name))
     return name
 
