@@ -1,6 +1,6 @@
 """Tensors whose storage holds no memory: a BufferError on every path, never an address.
 
-Issue 13. torch's data-pointer getter returns the storage's base plus ``itemsize *
+torch's data-pointer getter returns the storage's base plus ``itemsize *
 storage_offset`` without checking that the base exists, so a float32 view at storage
 offset 16 of a storage resized to 0 bytes reports 0x40 (as ``t.data_ptr()`` does). The
 bridge reads the storage offset too and refuses a tensor with elements

@@ -72,8 +72,8 @@ echo "sources sha256: $(cat pyproject.toml setup.py bridge/*.py bridge/*.pyx shi
   shim_ext/*.cpp shim_ext/include/torch_borrow/*.h bench/*.py bench/*.pyx bench/*.c bench/*.cpp tests/test_cuda.py \
   tests/helpers/*.py | sha256sum | cut -c1-16)"
 
-step "carried wheels -> $SITE"
-WHEELS=${WHEELS:-.whl}  # the carried wheels (another folder, or none, for a local dry run)
+step "wheels of .whl/ -> $SITE"
+WHEELS=${WHEELS:-.whl}  # the downloaded wheels (another folder, or none, for a local dry run)
 if ls "$WHEELS"/*.whl >/dev/null 2>&1; then
   "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target "$SITE" "$WHEELS"/*.whl || exit 1

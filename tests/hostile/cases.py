@@ -543,7 +543,7 @@ def fake_inside_mode(torch, consume):
         return consume(torch.empty(3, 4), None)
 
 
-#: A tensor with elements whose storage holds no memory (issue 13): torch's data pointer
+#: A tensor with elements whose storage holds no memory: torch's data pointer
 #: is the null base plus storage offset x itemsize, a small address nobody allocated.
 NO_MEMORY = r"^the tensor has elements but its storage holds no memory \("
 NO_STORAGE = (r"^cannot read the metadata of this Tensor: "
