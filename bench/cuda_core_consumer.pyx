@@ -98,6 +98,13 @@ def install(dict addresses, object tensor_type, Py_ssize_t offset, dict itemsize
     _itemsize_map = dict(itemsizes)
     _DEVICE_TYPE_CPU = device_type_cpu
     _DEVICE_TYPE_CUDA = device_type_cuda
+    if (_get_data_ptr == NULL or _get_dim == NULL or _get_sizes == NULL or
+            _get_strides == NULL or _get_dtype == NULL or _get_device_type == NULL or
+            _get_device_index == NULL):
+        # No route may run without every getter: _fill calls them unchecked.
+        _owned = _owned_prototype = _borrow = NULL
+        _offset = -1
+        raise RuntimeError("an aoti_torch_get_* getter is missing: no route can fill a view")
 
 
 cdef inline int check_aoti(int32_t err, const char* name) except? -1:
@@ -134,6 +141,9 @@ cdef StridedMemoryView _fill(object obj, AtenTensorHandle handle):
     check_aoti(_get_device_type(handle, &device_type), b"aoti_torch_get_device_type")
     check_aoti(_get_device_index(handle, &device_index), b"aoti_torch_get_device_index")
 
+    # As in cuda.core's own bridge: sizes_ptr / strides_ptr point into the TensorImpl and
+    # are read after allocating the view below (an allocation may run the garbage
+    # collector); kept so to time cuda.core's code as it is.
     buf = StridedMemoryView.__new__(StridedMemoryView)
     buf.ptr = <intptr_t>data_ptr
     buf.readonly = False
