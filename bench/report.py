@@ -390,7 +390,8 @@ def goals(r: Results):
         c = paired(r.samples(PARTS, "handle_borrow"), r.samples(PARTS, "handle_fallback"))
         g = r.get(PARTS, "gil_check")
         out.append(("borrow handle alone - fallback handle alone, native", "",
-                    f"{fmt_ci(c, ' ns')}; the GIL check alone: {ns(g, 'median'):.1f} ns "
+                    f"{fmt_ci(c, ' ns')}; PyGILState_Check alone (the borrow's test before "
+                    f"CPython 3.12): {ns(g, 'median'):.1f} ns "
                     f"(median)", "reported beside the GIL check", "reported"))
     for group, label in ((NATIVE, "native"), (SEED, "Python level (seed protocol)")):
         if have((group, "owned"), (group, "borrow")):
