@@ -21,10 +21,7 @@ A route that cannot run has ``available[route] = False`` and ``reasons[route]`` 
 
 from __future__ import annotations
 
-import importlib
-import importlib.machinery
 import pathlib
-import sys
 
 import peers_native
 
@@ -42,13 +39,7 @@ class Unavailable(RuntimeError):
 
 
 def _built_module(builder, out: pathlib.Path):
-    built = sorted(out.glob(f"{builder.MODULE}{importlib.machinery.EXTENSION_SUFFIXES[0]}"))
-    newest_source = max(p.stat().st_mtime for p in builder.SOURCES)
-    if not built or built[0].stat().st_mtime < newest_source:
-        builder.build(out)
-    if str(out) not in sys.path:
-        sys.path.insert(0, str(out))
-    return importlib.import_module(builder.MODULE)
+    return peers_native.built_module(builder, out)
 
 
 def cuda_core_version() -> str | None:

@@ -24,9 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import importlib
-import importlib.machinery
-import sys
 from dataclasses import dataclass
 
 import peers_native
@@ -59,16 +56,9 @@ class DLTensorFields:
 
 
 def _module(torch_version: str):
-    import internal_fixes_build as b
+    import internal_fixes_build
 
-    out = peers_native.build_dir(torch_version)
-    built = sorted(out.glob(f"{b.MODULE}{importlib.machinery.EXTENSION_SUFFIXES[0]}"))
-    newest_source = max(p.stat().st_mtime for p in b.SOURCES)
-    if not built or built[0].stat().st_mtime < newest_source:
-        b.build(out)
-    if str(out) not in sys.path:
-        sys.path.insert(0, str(out))
-    return importlib.import_module(b.MODULE)
+    return peers_native.built_module(internal_fixes_build, peers_native.build_dir(torch_version))
 
 
 def torch_dlpack_api(torch) -> int:

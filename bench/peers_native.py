@@ -34,17 +34,24 @@ def build_dir(torch_version: str) -> pathlib.Path:
     return REPO / "build" / f"bench-{torch_version}-{sysconfig.get_config_var('SOABI')}"
 
 
-def _module(torch_version: str):
-    import peers_native_build as b
-
-    out = build_dir(torch_version)
-    built = sorted(out.glob(f"{b.MODULE}{importlib.machinery.EXTENSION_SUFFIXES[0]}"))
-    newest_source = max(p.stat().st_mtime for p in b.SOURCES)
+def built_module(builder, out: pathlib.Path):
+    """Import ``builder.MODULE`` from ``out``, building it first (``builder.build(out)``)
+    when it is missing or older than any of ``builder.SOURCES``. Every benchmark module
+    compiled at first use (the peers' loops, the internal fixes, the consumer, the owned
+    prototype) loads this way."""
+    built = sorted(out.glob(f"{builder.MODULE}{importlib.machinery.EXTENSION_SUFFIXES[0]}"))
+    newest_source = max(p.stat().st_mtime for p in builder.SOURCES)
     if not built or built[0].stat().st_mtime < newest_source:
-        b.build(out)
+        builder.build(out)
     if str(out) not in sys.path:
         sys.path.insert(0, str(out))
-    return importlib.import_module(b.MODULE)
+    return importlib.import_module(builder.MODULE)
+
+
+def _module(torch_version: str):
+    import peers_native_build
+
+    return built_module(peers_native_build, build_dir(torch_version))
 
 
 class NativePeers:
