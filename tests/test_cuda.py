@@ -427,3 +427,42 @@ def test_storage_without_memory_on_device_index_1_is_refused(build, offset):
     with torch.cuda.device(0):
         fabricated_address(t)
         assert_refused_everywhere(t)
+
+
+# --- the round-3 fault classes on CUDA tensors ------------------------------------------------
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.float16, torch.float32], ids=dtype_name)
+def test_cuda_view_past_a_shrunk_storage_is_refused(dtype):
+    """A CUDA view at storage offset 8 whose storage was shrunk under it
+    (``untyped_storage().resize_(n)``): its elements reach past the allocation; every path
+    and reader refuses it with the same BufferError, and viewing it again after the
+    storage grows back is exact."""
+    flat = filled_cuda((64,), dtype)
+    view = flat[8:24].view(4, 4)
+    nbytes = flat.untyped_storage().nbytes()
+    flat.untyped_storage().resize_(12 * dtype.itemsize)
+    message = assert_refused_alike(view)
+    assert "reach past the end of its storage" in message, message
+    flat.untyped_storage().resize_(nbytes)
+    assert_cuda_parity(view)
+
+
+def test_cuda_dispatch_subclass_hidden_by_a_metaclass_is_refused():
+    """A CUDA wrapper subclass whose metaclass hides ``__torch_dispatch__``: decided by the
+    TensorImpl's Python dispatch key, on the device as on the CPU."""
+    from hostile import cases as hostile_cases
+
+    try:
+        t = hostile_cases.dispatch_hidden_by_metaclass(torch)
+        t = t.cuda() if not t.is_cuda else t
+    except Exception as exc:  # noqa: BLE001 (torch may not move such a subclass)
+        pytest.skip(f"torch cannot make that subclass on CUDA: {type(exc).__name__}: {exc}")
+    if not t.is_cuda:
+        pytest.skip("the subclass stayed on the CPU")
+    assert_refused_alike(t)
+
+
+def test_cuda_device_name_is_torchs():
+    """The device type name a view reports for a CUDA tensor is torch's own."""
+    t = filled_cuda((2, 3), torch.float32)
+    for p in paths_here():
+        assert VIEW_FUNCS[p](t).device_type == t.device.type == "cuda"
