@@ -48,25 +48,35 @@ ffibuilder.cdef("""
         int64_t* shape; int64_t* strides; uint64_t byte_offset;
     } DLTensor;
 """ + _DECLS)
-ffibuilder.set_source(
-    MODULE,
-    # DLTensor from torch's own header; the functions from internal_fixes.cpp.
-    "#include <ATen/dlpack.h>\n#include <stdint.h>\nextern \"C\" {\n"
-    + "".join(f"{line.strip()}\n" for line in _DECLS.strip().splitlines()) + "}\n",
-    sources=[str(HERE / "internal_fixes.cpp")],
-    source_extension=".cpp",
-    include_dirs=[str(HERE), *cpp_extension.include_paths()],
-    library_dirs=_TORCH_LIB,
-    runtime_library_dirs=_TORCH_LIB,
-    libraries=["torch_python", "torch_cpu", "torch", "c10"],
-    define_macros=[
-        # torch's headers need the full C API, not the limited one cffi picks.
-        ("_CFFI_NO_LIMITED_API", None),
-        ("_GLIBCXX_USE_CXX11_ABI", str(int(torch._C._GLIBCXX_USE_CXX11_ABI))),
-    ],
-    extra_compile_args=[f"-std={_CXX_STD}", "-O2", "-fvisibility=hidden"],
-    py_limited_api=False,
-)
+def torch_cpp_options(cpp: pathlib.Path, decls: str, *includes: str) -> dict:
+    """``set_source`` arguments for a benchmark module of C++ built against the installed
+    torch (``internal_fixes.cpp``, ``owned_prototype.cpp``): the preamble declares
+    ``decls`` as ``extern "C"`` after ``includes``; the full C API (not cffi's limited
+    one), torch's C++ ABI flag, C++20 for torch 2.14+ headers (C++17 before), and the
+    libraries down to libtorch_python."""
+    preamble = "".join(f"#include {h}\n" for h in ("<stdint.h>", *includes))
+    return dict(
+        source=preamble + 'extern "C" {\n'
+        + "".join(f"{line.strip()}\n" for line in decls.strip().splitlines()) + "}\n",
+        sources=[str(cpp)],
+        source_extension=".cpp",
+        include_dirs=[str(HERE), *cpp_extension.include_paths()],
+        library_dirs=_TORCH_LIB,
+        runtime_library_dirs=_TORCH_LIB,
+        libraries=["torch_python", "torch_cpu", "torch", "c10"],
+        define_macros=[
+            # torch's headers need the full C API, not the limited one cffi picks.
+            ("_CFFI_NO_LIMITED_API", None),
+            ("_GLIBCXX_USE_CXX11_ABI", str(int(torch._C._GLIBCXX_USE_CXX11_ABI))),
+        ],
+        extra_compile_args=[f"-std={_CXX_STD}", "-O2", "-fvisibility=hidden"],
+        py_limited_api=False,
+    )
+
+
+# DLTensor from torch's own header; the functions from internal_fixes.cpp.
+ffibuilder.set_source(MODULE, **torch_cpp_options(HERE / "internal_fixes.cpp", _DECLS,
+                                                  "<ATen/dlpack.h>"))
 
 
 def build(tmpdir: pathlib.Path) -> pathlib.Path:
@@ -76,4 +86,9 @@ def build(tmpdir: pathlib.Path) -> pathlib.Path:
 
 
 if __name__ == "__main__":
-    print(build(HERE.parent / "build" / f"bench-{torch.__version__.split('+')[0]}"))
+    import sys
+
+    sys.path.insert(0, str(HERE))
+    import peers_native
+
+    print(build(peers_native.build_dir(torch.__version__.split("+")[0])))

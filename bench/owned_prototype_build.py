@@ -15,16 +15,14 @@ import pathlib
 
 import cffi
 import torch
-import torch.utils.cpp_extension as cpp_extension
-from packaging.version import Version
+
+from internal_fixes_build import torch_cpp_options
 
 HERE = pathlib.Path(__file__).resolve().parent
 MODULE = "_bench_owned_prototype"
-SOURCES = (HERE / "owned_prototype.cpp", pathlib.Path(__file__).resolve())
+SOURCES = (HERE / "owned_prototype.cpp", pathlib.Path(__file__).resolve(),
+           HERE / "internal_fixes_build.py")
 FUNCTION = "owned_prototype_tensor_from_pyobject"
-# torch 2.14+ headers use C++20 features; older ones build with C++17.
-_CXX_STD = "c++20" if Version(torch.__version__).release >= (2, 14) else "c++17"
-_TORCH_LIB = cpp_extension.library_paths()
 
 _DECLS = """
     typedef struct AtenTensorOpaque* AtenTensorHandle;
@@ -34,23 +32,8 @@ _DECLS = """
 """
 ffibuilder = cffi.FFI()
 ffibuilder.cdef("struct AtenTensorOpaque;" + _DECLS)
-ffibuilder.set_source(
-    MODULE,
-    "#include <stdint.h>\nstruct AtenTensorOpaque;\nextern \"C\" {\n"
-    + "".join(f"{line.strip()}\n" for line in _DECLS.strip().splitlines()) + "}\n",
-    sources=[str(HERE / "owned_prototype.cpp")],
-    source_extension=".cpp",
-    include_dirs=[str(HERE), *cpp_extension.include_paths()],
-    library_dirs=_TORCH_LIB,
-    runtime_library_dirs=_TORCH_LIB,
-    libraries=["torch_python", "torch_cpu", "torch", "c10"],
-    define_macros=[
-        ("_CFFI_NO_LIMITED_API", None),
-        ("_GLIBCXX_USE_CXX11_ABI", str(int(torch._C._GLIBCXX_USE_CXX11_ABI))),
-    ],
-    extra_compile_args=[f"-std={_CXX_STD}", "-O2", "-fvisibility=hidden"],
-    py_limited_api=False,
-)
+ffibuilder.set_source(MODULE, **torch_cpp_options(HERE / "owned_prototype.cpp",
+                                                  "struct AtenTensorOpaque;\n" + _DECLS))
 
 
 def build(tmpdir: pathlib.Path) -> pathlib.Path:
