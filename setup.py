@@ -13,14 +13,40 @@ package without the borrow path). Only where cffi cannot build at all (free-thre
 at build time (and ``python -m bridge info`` says it).
 """
 
+import hashlib
+import importlib
 import importlib.util
 import pathlib
 import sys
+from importlib import metadata
 
-import torch
-from Cython.Build import cythonize
-from setuptools import Extension, setup
-from setuptools.command.build_ext import build_ext as _build_ext
+from packaging.version import Version
+
+
+def require(dist: str, minimum: str, why: str, module: str | None = None) -> None:
+    """Stop the build with the pip command to run when ``dist`` is missing (or its
+    ``module`` does not import) or older than ``minimum`` (without build isolation pip
+    installs none of the build requirements)."""
+    try:
+        found = metadata.version(dist)
+        if module is not None:
+            importlib.import_module(module)
+    except (metadata.PackageNotFoundError, ImportError):
+        found = None
+    if found is None or Version(found) < Version(minimum):
+        have = f"{dist} {found} is installed" if found else f"{dist} is not installed"
+        raise SystemExit(f"error: building torch-borrow-bridge needs {dist}>={minimum} ({why}); "
+                         f"{have} for {sys.executable}. Run: {sys.executable} -m pip install "
+                         f"'{dist}>={minimum}', then build again with --no-build-isolation.")
+
+
+require("Cython", "3.1", "the freethreading_compatible directive and critical sections",
+        "Cython")
+
+import torch  # noqa: E402  (after the checks: the build needs this torch's headers)
+from Cython.Build import cythonize  # noqa: E402
+from setuptools import Extension, setup  # noqa: E402
+from setuptools.command.build_ext import build_ext as _build_ext  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 _spec = importlib.util.spec_from_file_location("_bridge_support", HERE / "bridge" / "_support.py")
@@ -28,8 +54,11 @@ support = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(support)
 
 ABI = "t" if support.free_threaded() else ""
+# One build folder per environment (torch, interpreter and the environment's prefix): a
+# build reused by another environment would link libraries with a RUNPATH into the first.
+ENV_KEY = hashlib.sha256(str(pathlib.Path(sys.prefix).resolve()).encode()).hexdigest()[:8]
 BUILD_BASE = (f"build/torch-{torch.__version__}-py{sys.version_info[0]}{sys.version_info[1]}"
-              f"{ABI}")
+              f"{ABI}-{ENV_KEY}")
 # The floor is the fallback's: the THPVariable offset proof holds from torch 2.10 on.
 DEPENDENCIES = ["torch>=2.10"]
 
@@ -73,13 +102,8 @@ def shim_ext():
     print(f"NOTE: building shim_ext with {route}: {why}", file=sys.stderr)
     if route == support.ROUTE_SETUPTOOLS:
         return {}, _build_config().extensions()
-    try:
-        import cffi  # noqa: F401  (its setuptools hook builds cffi_modules)
-    except ImportError as exc:
-        raise SystemExit(
-            f"error: shim_ext needs cffi>=1.17, which is not installed for "
-            f"{sys.executable} ({exc}). Install it first (pip install 'cffi>=1.17'), then "
-            f"build with --no-build-isolation.") from exc
+    # cffi's setuptools hook builds cffi_modules; missing, setuptools would only warn.
+    require("cffi", "1.17", "shim_ext, the borrow prototype, is built with it here", "cffi")
     DEPENDENCIES.append("cffi>=1.17")
     # The prototype's two libraries: the entry points (libtorch's half) and the
     # implementation they reach through a registered interface (libtorch_python's).
