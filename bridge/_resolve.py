@@ -198,7 +198,9 @@ def _lookup_prototype(name, libraries, hide):
     if built_for != torch.__version__:
         # Its THPVariable layout is that of the torch it was compiled against.
         return None, (f"shim_ext was built for torch {built_for} but torch "
-                      f"{torch.__version__} is running: rebuild it (make)")
+                      f"{torch.__version__} is running: rebuild it (`make` in the "
+                      f"checkout, or in your own environment `{sys.executable} -m pip install "
+                      f"--no-build-isolation --no-deps <checkout>`)")
     try:
         # The entry points live in _entry and reach _borrow through the interface that
         # load() registers, the shape the patches give libtorch and libtorch_python.
