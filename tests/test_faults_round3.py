@@ -175,18 +175,9 @@ print("OK")
 DISABLED = torch._C._disabled_torch_dispatch_impl
 
 
-def _lying_dispatch(cls, func, types, args=(), kwargs=None):
-    """dim() says 9, size() gives one size: a read of dim() sizes from size()'s buffer
-    goes out of bounds."""
-    if func is torch.ops.aten.dim.default:
-        return 9
-    if func is torch.ops.aten.sym_size.default:
-        return (2,)
-    if func is torch.ops.aten.sym_stride.default:
-        return (1,)
-    if func is torch.ops.aten.sym_numel.default:
-        return 2
-    return NotImplemented
+# dim() says 9, size() gives one size: a read of dim() sizes from size()'s buffer goes out
+# of bounds. The hostile catalogue's own dispatch function, unwrapped from its classmethod.
+_lying_dispatch = cases._lying_sizes(torch).__func__
 
 
 def _wrapper(cls):
