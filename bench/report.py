@@ -1,7 +1,7 @@
 """Turn a benchmark JSON (pytest-benchmark's ``--benchmark-json``) into the RFC's tables
 and chart.
 
-Usage: ``python -P bench/report.py RESULT.json [--md OUT.md] [--chart OUT.svg]``
+Usage: ``python -P bench/report.py RESULT.json [--md OUT.md] [--chart OUT.svg|OUT.png]``
 (``bench/run.py`` calls it after the benchmarks). Nothing here times anything: every
 figure comes from the JSON. Per contender the best / median / stdev are
 pytest-benchmark's own stats (per call; ns unless a table says otherwise). The paired
@@ -24,6 +24,16 @@ getters natively; owned - borrow with its interval; a borrow view no dearer than
 torch's own and with each internal fix. A goal is *met* when its whole interval is on the right
 side, *missed* when it is all on the wrong side, *undecided* otherwise.
 
+The headline (what ``make bench`` prints, and the report's first section) is two tables,
+the Python level (section 3's interleaved run: the bridge's three paths beside the peers)
+and the native C loop (section 2's: each path with the batched read and with the getters,
+beside DLPack), each row with its per-round ratio to the borrow of the same run ("x vs
+borrow"). The chart has the same rows under the same labels, as box plots of the
+per-round samples on linear scales from 0, the borrow highlighted; the Python-level rows
+over ``OWN_SCALE`` times the borrow get a panel of their own, so owned against borrow stays
+visible. A quick run (``make bench-quick``) says so on the report, the terminal output, the
+chart's title and every goal ("not judged (quick run)").
+
 A run with CUDA tensors (``bench/run.py --device cuda``; the JSON's
 ``evidence.device.type == "cuda"``) gets the same tables, titled with the GPU, plus the
 ``t.__cuda_array_interface__`` peer; a CPU run's report is unchanged.
@@ -36,6 +46,7 @@ import json
 import pathlib
 import re
 import sys
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -170,6 +181,33 @@ LABELS = {
     "tvm_ffi_tensor": "tvm-ffi: f(t), one TensorView",
 }
 
+# The native loop's rows (``bench_native.py``): the bridge's ``_native_loop`` reads with the
+# batched call where the build has it (``evidence.native_reader``), the ``*_getters`` rows
+# with one getter per field; these labels say which (``READERS`` says what each is).
+READERS = {"batched": "the prototype's torch_tensor_get_metadata, one call for every field",
+           "getters": "one aoti_torch_get_* call per field"}
+NATIVE_LABELS = {
+    "owned": "owned: torch_tensor_from_pyobject + {reader} + delete",
+    "borrow": "borrow: torch_tensor_borrow_from_pyobject + {reader}",
+    "fallback": "pointer trick (THPVariable offset) + {reader}",
+    "owned_getters": "owned: torch_tensor_from_pyobject + getters + delete",
+    "borrow_getters": "borrow: torch_tensor_borrow_from_pyobject + getters",
+    "fallback_getters": "pointer trick + getters (what consumers do today)",
+}
+
+
+def native_reader(r: "Results") -> str:
+    """``"batched read"`` or ``"getters"``: how this run's plain native rows read."""
+    return "getters" if r.evidence.get("native_reader") == "getters" else "batched read"
+
+
+def label(r: "Results", group: str, name: str) -> str:
+    """The human label of contender ``name`` of ``group``: the tables' and the chart's."""
+    if group == NATIVE and name in NATIVE_LABELS:
+        return NATIVE_LABELS[name].format(reader=native_reader(r))
+    return LABELS.get(name, name)
+
+
 # The binding libraries' pairs (bench/peers_bindings.py): (library, empty call, tensor call).
 # Our bridge's own pair (the empty METH_O call, view_borrow) is the first row for scale.
 BINDINGS = (("torch-borrow-bridge (ours)", "empty", "borrow"),
@@ -191,10 +229,10 @@ def group_table(r: Results, group: str, names, ref: str | None, unit_div=1.0, un
         if b is None:
             why = r.evidence.get("unavailable", {}).get(name) or r.evidence.get(
                 "unavailable", {}).get(name.split("_")[-1], "not measured")
-            rows.append(f"| {LABELS.get(name, name)} | unavailable: {why} | | |" +
+            rows.append(f"| {label(r, group, name)} | unavailable: {why} | | |" +
                         (" |" if ref else ""))
             continue
-        row = (f"| {LABELS.get(name, name)} | {ns(b, 'min') / unit_div:.1f} | "
+        row = (f"| {label(r, group, name)} | {ns(b, 'min') / unit_div:.1f} | "
                f"{ns(b, 'median') / unit_div:.1f} | {ns(b, 'stddev') / unit_div:.1f} |")
         if ref:
             row += (" 1 |" if name == ref or ref_s is None else
@@ -436,26 +474,127 @@ def routes_table(r: Results) -> str:
     return "\n".join(rows)
 
 
+# The headline's rows, also the chart's: every Python-level way to one view of the tensor
+# (section 3's interleaved run) and every native route of section 2 (its interleaved run),
+# each against the borrow of the same run.
+PY_HEADLINE = ("borrow", "fallback", "owned", "empty", "data_ptr", "python_attrs", "view_read",
+               "to_dlpack", "dunder_dlpack", "cuda_core", "nanobind_ndarray", "tvm_ffi_tensor")
+NATIVE_HEADLINE = ("borrow", "borrow_getters", "fallback", "fallback_getters", "owned",
+                   "owned_getters", "dlpack_dltensor", "dlpack_managed", "typecheck")
+
+
+@dataclass
+class Row:
+    """One contender of a headline table (and of the chart)."""
+
+    name: str
+    label: str
+    bench: dict | None  # None: not measured in this run
+    why: str = ""  # why not measured
+    samples: np.ndarray | None = None
+    vs_borrow: tuple | None = None  # paired ratio to the borrow of the same run, or None
+
+    @property
+    def is_borrow(self) -> bool:
+        return self.name == "borrow"
+
+
+def headline_rows(r: Results, group: str, names) -> list[Row]:
+    """``names`` of ``group`` as rows, measured ones by median (cheapest first), then the
+    unavailable ones with their reason; each with its per-round ratio to ``borrow``."""
+    ref = r.samples(group, "borrow")
+    rows, missing = [], []
+    for name in names:
+        b = r.get(group, name)
+        if b is None:
+            why = r.evidence.get("unavailable", {}).get(name, "not measured")
+            missing.append(Row(name, label(r, group, name), None, why))
+            continue
+        s = r.samples(group, name)
+        vs = None if ref is None else (1.0, float("nan"), float("nan")) if name == "borrow" \
+            else paired(s, ref, "ratio")
+        rows.append(Row(name, label(r, group, name), b, samples=s, vs_borrow=vs))
+    return sorted(rows, key=lambda row: ns(row.bench, "median")) + missing
+
+
+def python_group(r: Results) -> str:
+    """Section 3's run (the paths beside the peers), or the seed run's where a partial run
+    (``run.py -- -k seed``) has no peers."""
+    return PEERS if any(r.get(PEERS, n) for n in r.peer_names(PY_HEADLINE)) else SEED
+
+
+def md_table(head: list[str], rows: list[list[str]], right: list[bool]) -> str:
+    """A markdown table padded to its columns, so it also reads in a terminal."""
+    widths = [max(len(row[i]) for row in [head] + rows) for i in range(len(head))]
+
+    def line(row):
+        return "| " + " | ".join(c.rjust(w) if ra else c.ljust(w)
+                                 for c, w, ra in zip(row, widths, right)) + " |"
+
+    sep = "|" + "|".join("-" * (w + 1) + ":" if ra else "-" * (w + 2)
+                         for w, ra in zip(widths, right)) + "|"
+    return "\n".join([line(head), sep] + [line(row) for row in rows])
+
+
+def vs_borrow_cell(row: Row, have_borrow: bool) -> str:
+    if row.is_borrow:
+        return "1 (reference)"
+    if not have_borrow:
+        return "no borrow in this run"
+    return fmt_x(row.vs_borrow)
+
+
+def fmt_x(c) -> str:
+    """A ratio and its interval, to the digits a glance needs (2 decimals, 1 from 10x)."""
+    digits = 1 if c[0] >= 10 else 2 if c[0] >= 0.1 else 3
+    if np.isnan(c[1]):
+        return f"{c[0]:.{digits}f}x"
+    return f"{c[0]:.{digits}f}x [{c[1]:.{digits}f}, {c[2]:.{digits}f}]"
+
+
+def headline_table(r: Results, group: str, names) -> str:
+    rows = headline_rows(r, group, names)
+    have_borrow = r.get(group, "borrow") is not None
+    body = []
+    for row in rows:
+        name = f"**{row.label}**" if row.is_borrow else row.label
+        if row.bench is None:
+            body.append([name, f"unavailable: {row.why}", "", ""])
+            continue
+        body.append([name, f"{ns(row.bench, 'median'):.1f}", f"{ns(row.bench, 'min'):.1f}",
+                     vs_borrow_cell(row, have_borrow)])
+    return md_table(["contender", "median (ns)", "best (ns)",
+                     "x vs borrow [95% CI]"], body,
+                    [False, True, True, True])
+
+
+def headline_title(r: Results) -> str:
+    """The headline's heading: what one row times."""
+    return f"Headline: one view of a 32x32 float32 {'CUDA' if r.cuda else 'CPU'} tensor"
+
+
+def quick_banner(r: Results) -> str:
+    """The line a quick run's report, terminal output and chart open with ('' otherwise)."""
+    return ("**Quick run: not judged.** `make bench-quick` runs every scenario briefly, to "
+            "check that the code runs; its figures are not a measurement." if r.quick else "")
+
+
 def headline(r: Results) -> str:
-    """The table ``make bench`` prints last: one 32x32 float32 view, every way, this run."""
-    rows = ["| contender | level | best (ns) | median (ns) | stdev (ns) |",
-            "|---|---|---:|---:|---:|"]
-    for group, level, names in (
-            (SEED, "Python (seed protocol)", ("owned", "borrow", "fallback")),
-            (PEERS, "Python", r.peer_names(("empty", "data_ptr", "python_attrs", "to_dlpack",
-                                            "dunder_dlpack", "cuda_core", "nanobind_ndarray",
-                                            "tvm_ffi_tensor"))),
-            (NATIVE, "native C loop", ("owned", "borrow", "fallback", "dlpack_dltensor",
-                                       "dlpack_managed", "typecheck"))):
-        for name in names:
-            b = r.get(group, name)
-            if b is None:
-                why = r.evidence.get("unavailable", {}).get(name, "not measured")
-                rows.append(f"| {LABELS.get(name, name)} | {level} | unavailable: {why} | | |")
-            else:
-                rows.append(f"| {LABELS.get(name, name)} | {level} | {ns(b, 'min'):.1f} | "
-                            f"{ns(b, 'median'):.1f} | {ns(b, 'stddev'):.1f} |")
-    return "\n".join(rows)
+    """The two tables ``make bench`` prints first: one 32x32 float32 view, every way, this
+    run; Python-level and native apart, each row against the borrow of its own run."""
+    py = python_group(r)
+    which = "section 3" if py == PEERS else "section 1, the seed protocol"
+    return "\n".join([
+        "### Python level: `f(t)` called from Python, ns per call", "",
+        f"One interleaved run ({which}). x vs borrow: the median over rounds of the row's "
+        "time / `view_borrow(t)`'s in the same round, with its 95% bootstrap interval.", "",
+        headline_table(r, py, r.peer_names(PY_HEADLINE) if py == PEERS else
+                       ("borrow", "fallback", "owned")), "",
+        "### Native C loop: the same metadata read in C, no Python call, ns per call", "",
+        f"One interleaved run (section 2); x vs borrow: as above, against borrow + "
+        f"{native_reader(r)}. Batched read: {READERS['batched']}; getters: "
+        f"{READERS['getters']}.", "",
+        headline_table(r, NATIVE, NATIVE_HEADLINE)])
 
 
 def bindings_table(r: Results) -> str:
@@ -622,14 +761,13 @@ def markdown(r: Results, chart_name: str | None) -> str:
     title = f"# Benchmark evidence: torch {r.machine.get('torch')}"
     if r.cuda:
         title += f", CUDA tensors on {r.device.get('name')}"
-    parts = [title, "",
+    parts = [title, ""] + ([quick_banner(r), ""] if r.quick else []) + [
              "Generated by `bench/report.py` from the pytest-benchmark JSON beside this file; "
              "nothing here is typed by hand.", "", footer(r), "",
-             f"## Headline: one view of a 32x32 float32 {'CUDA' if r.cuda else 'CPU'} tensor",
-             "", headline(r), "",
+             f"## {headline_title(r)}", "", headline(r), "",
              "## Goals", "", goals_table(r), ""]
     if chart_name:
-        parts += [f"![per-round samples]({chart_name})", ""]
+        parts += [f"![{CHART_ALT}]({chart_name})", ""]
     parts += ["## 1. Seed protocol (Python level)", "",
               group_table(r, SEED, ("owned", "borrow", "fallback"), "fallback"), "",
               seed_comparison(r), "",
@@ -668,45 +806,115 @@ def markdown(r: Results, chart_name: str | None) -> str:
     return "\n".join(parts)
 
 
+#: The chart's alt text in the report (and so in the RFC).
+CHART_ALT = "the headline's rows: per-round samples, borrow highlighted"
+#: Python-level rows whose median is more than this many times view_borrow(t)'s get a panel
+#: of their own, so the linear scale of the others still shows owned against borrow.
+OWN_SCALE = 10
+
+
+def chart_panels(r: Results) -> list[tuple[str, list[Row], Row | None, list[Row]]]:
+    """The chart's panels, each ``(title, rows, borrow, missing)``, rows as in the headline
+    tables (measured ones only, cheapest first): the native C loop, the Python level, and
+    the Python-level rows over ``OWN_SCALE`` x the borrow's median on their own linear
+    scale; ``borrow`` is the row of that level's borrow (in another panel for the last);
+    ``missing``, the level's rows this run did not measure."""
+    py_group = python_group(r)
+    py_all = headline_rows(r, py_group, r.peer_names(PY_HEADLINE) if py_group == PEERS
+                           else ("borrow", "fallback", "owned"))
+    nat_all = headline_rows(r, NATIVE, NATIVE_HEADLINE)
+    py = [row for row in py_all if row.bench is not None]
+    nat = [row for row in nat_all if row.bench is not None]
+    py_borrow = next((row for row in py if row.is_borrow), None)
+    nat_borrow = next((row for row in nat if row.is_borrow), None)
+    limit = OWN_SCALE * ns(py_borrow.bench, "median") if py_borrow else float("inf")
+    near = [row for row in py if ns(row.bench, "median") <= limit]
+    far = [row for row in py if ns(row.bench, "median") > limit]
+    panels = [("Native C loop: the same metadata read in C, ns per call", nat, nat_borrow,
+               [row for row in nat_all if row.bench is None]),
+              ("Python level: f(t) called from Python, ns per call", near, py_borrow,
+               [row for row in py_all if row.bench is None])]
+    if far:
+        panels.append((f"Python level, over {OWN_SCALE}x view_borrow(t): ns per call, on a "
+                       "scale of their own", far, py_borrow, []))
+    return panels
+
+
+def chart_title(r: Results) -> str:
+    """The chart's title: what a row times, where, how to read a box; a quick run's first."""
+    m = r.machine
+    what = headline_title(r).removeprefix("Headline: ")
+    what = what[0].upper() + what[1:] + (f" on {r.device.get('name')}" if r.cuda else "")
+    title = (f"{what}: torch {m.get('torch')}, Python {m.get('python')}, "
+             f"{m.get('cpu_model')}\nbox: quartiles of the per-round samples (whiskers 1.5 "
+             "IQR), contenders interleaved round by round; dashed: the borrow's median")
+    return ("QUICK RUN: not a measurement, not judged\n" + title) if r.quick else title
+
+
 def chart(r: Results, path: pathlib.Path) -> None:
-    """Box plots of the per-round samples: native (linear) and Python level (log)."""
+    """Box plots of the per-round samples of the headline's rows, one panel per table (the
+    costliest Python-level peers on a panel of their own), linear scales from 0, the
+    borrow highlighted with its median as a dashed line; each row says its median and its
+    per-round ratio to the borrow, as the tables do."""
+    import textwrap
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     matplotlib.rcParams["svg.hashsalt"] = "torch-borrow-bench"  # stable ids across runs
-    panels = [
-        ("native C loop, ns per call", False,
-         [(NATIVE, n) for n in ("typecheck", "fallback", "borrow", "owned", "dlpack_dltensor",
-                                "dlpack_managed")]),
-        ("Python level, ns per call (log scale)", True,
-         [(PEERS, n) for n in ("empty", "data_ptr", "fallback", "borrow", "owned",
-                               "nanobind_ndarray", "tvm_ffi_tensor", "to_dlpack",
-                               "python_attrs", "dunder_dlpack", "cuda_core",
-                               "cuda_array_interface")]),
-    ]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
-    for ax, (title, log, items) in zip(axes, panels):
-        items = [(g, n) for g, n in items if r.get(g, n) is not None]
-        data, labels = [r.samples(g, n) for g, n in items], [n for _, n in items]
-        ax.set_title(title, fontsize=10)
-        if not data:  # a run of some scenarios only (run.py -- -k ...)
+    panels = [panel for panel in chart_panels(r) if panel[1]]
+    if not panels:  # a run of some scenarios only (run.py -- -k ...)
+        panels = [("not measured in this run", [], None, [])]
+    heights = [max(len(rows), 1) + 1.2 for _, rows, _, _ in panels]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(11, 0.36 * sum(heights) + 1.2),
+                             gridspec_kw={"height_ratios": heights}, squeeze=False)
+    highlight, plain = "#1f77b4", "#d0d0d0"
+    new_mpl = tuple(int(x) for x in matplotlib.__version__.split(".")[:2]) >= (3, 10)
+    for ax, (title, rows, borrow, missing) in zip(axes[:, 0], panels):
+        ax.set_title(title, fontsize=10, loc="left")
+        if missing:
+            ax.set_title(textwrap.fill("not in this run (the tables say why): " + "; ".join(
+                row.label for row in missing), 80), fontsize=7, loc="right", color="#666666")
+        if not rows:
             ax.text(0.5, 0.5, "not measured in this run", ha="center", va="center",
                     transform=ax.transAxes)
             ax.set_axis_off()
             continue
-        if tuple(int(x) for x in matplotlib.__version__.split(".")[:2]) >= (3, 10):
-            ax.boxplot(data, orientation="horizontal", tick_labels=labels)
-        else:  # the spelling before 3.10
-            ax.boxplot(data, vert=False, labels=labels)
-        if log:
-            ax.set_xscale("log")
+        rows = rows[::-1]  # cheapest at the top, as in the tables
+        data = [row.samples for row in rows]
+        labels = [textwrap.fill(row.label, 58) for row in rows]
+        orient = {"orientation": "horizontal"} if new_mpl else {"vert": False}
+        box = ax.boxplot(data, widths=0.6, patch_artist=True, showfliers=True,
+                         medianprops={"color": "black"},
+                         flierprops={"markersize": 3, "markeredgecolor": "#777777"}, **orient)
+        ax.set_yticks(range(1, len(rows) + 1), labels, fontsize=8)
+        for patch, tick, row in zip(box["boxes"], ax.get_yticklabels(), rows):
+            patch.set_facecolor(highlight if row.is_borrow else plain)
+            if row.is_borrow:
+                ax.axhspan(rows.index(row) + 0.55, rows.index(row) + 1.45, color=highlight,
+                           alpha=0.08, linewidth=0)
+                tick.set_fontweight("bold")
+                tick.set_color(highlight)
+        right = max(float(np.max(row.samples)) for row in rows)
+        ax.set_xlim(0, right * 1.33)
+        if borrow is not None:
+            ax.axvline(ns(borrow.bench, "median"), color=highlight, linestyle="--",
+                       linewidth=1)
+        for y, row in enumerate(rows, start=1):
+            ratio = ("borrow" if row.is_borrow else "" if row.vs_borrow is None
+                     else f"{fmt_x(row.vs_borrow).split(' ')[0]} vs borrow")
+            ax.text(float(np.max(row.samples)) + right * 0.015, y,
+                    f"{ns(row.bench, 'median'):.1f} ns" + (f", {ratio}" if ratio else ""),
+                    va="center", fontsize=8, bbox={"facecolor": "white", "edgecolor": "none",
+                                                   "pad": 0.5, "alpha": 0.8},
+                    color=highlight if row.is_borrow else "black",
+                    fontweight="bold" if row.is_borrow else "normal")
         ax.grid(axis="x", alpha=0.3)
-    m = r.machine
-    where = f"{r.device_label()} tensors, " if r.cuda else ""
-    fig.suptitle(f"{where}torch {m.get('torch')}, Python {m.get('python')}, {m.get('cpu_model')}: "
-                 f"per-round samples, paths interleaved", fontsize=10)
+    title = chart_title(r)
+    fig.suptitle(title, fontsize=9, x=0.01, ha="left",
+                 color="#c0392b" if r.quick else "black")
     fig.tight_layout()
     fig.savefig(path, metadata={"Date": None})
     plt.close(fig)
@@ -735,8 +943,17 @@ def main(argv=None) -> int:
     if args.md:
         args.md.write_text(markdown(r, args.chart.name if args.chart else None) + "\n")
     if args.headline or not args.md:
-        print(headline(r), "", goals_table(r), "", footer(r), sep="\n")
+        print(terminal(r))
     return 0
+
+
+def terminal(r: Results) -> str:
+    """What ``make bench`` prints at its end: the headline, the goals, the machine."""
+    m = r.machine
+    where = f", {r.device_label()} tensors" if r.cuda else ""
+    return "\n".join(([quick_banner(r), ""] if r.quick else []) + [
+        f"## {headline_title(r)} (torch {m.get('torch')}, Python {m.get('python')}{where})", "",
+        headline(r), "", "## Goals", "", goals_table(r), "", footer(r)])
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """The benchmark tools' own logic, outside any timing: a binding peer that cannot run is
 reported with its reason (never an exception), a peer that reads a tensor wrongly is
-refused, and callgrind.py passes ``reader=`` only to a ``_native_loop`` that takes it."""
+refused, callgrind.py passes ``reader=`` only to a ``_native_loop`` that takes it, and
+report.py's headline, chart and quick-run marks (on a made-up JSON: every figure checked
+is computed from it) and run.py's file of pytest-benchmark's own tables."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ sys.path.append(str(pathlib.Path(__file__).resolve().parent.parent / "bench"))
 
 import callgrind  # noqa: E402
 import peers_bindings  # noqa: E402
+import report  # noqa: E402
+import run  # noqa: E402
 
 
 def test_a_binding_that_cannot_build_is_unavailable_with_its_reason(monkeypatch):
@@ -117,3 +121,116 @@ def test_callgrind_attribution_adds_up():
     assert set(parts) == set(callgrind.PARTS)
     assert parts["alloc"] == 38.0 and parts["fill"] == 17.0 and parts["loop"] == 5.0
     assert sum(parts.values()) == sum(split.values())
+
+
+# --- report.py: the headline, the chart, a quick run -----------------------------------------
+def fake_run(samples: dict, quick: bool = False, unavailable: dict | None = None) -> dict:
+    """A benchmark JSON as ``bench/run.py`` writes it, for ``{(group, name): samples_ns}``:
+    pytest-benchmark's stats of the samples (seconds per call) and the samples themselves."""
+    import numpy as np
+
+    benchmarks = []
+    for (group, name), ns in samples.items():
+        s = np.asarray(ns, dtype=float) * 1e-9
+        benchmarks.append({"group": f"{group} made-up group", "name": f"test[{name}]",
+                           "extra_info": {"path": name, "samples_ns": list(ns)},
+                           "stats": {"min": s.min(), "median": float(np.median(s)),
+                                     "stddev": s.std(ddof=1)}})
+    return {"benchmarks": benchmarks,
+            "machine_info": {"bench": {"torch": "2.15.0", "python": "3.11.7",
+                                       "cpu_model": "made-up CPU"}},
+            "evidence": {"protocol": {"quick": quick, "rounds": 5}, "native_reader": "batched",
+                         "unavailable": unavailable or {}}}
+
+
+BORROW = [50.0, 52.0, 51.0, 53.0, 54.0]
+RUN = {
+    (report.PEERS, "borrow"): BORROW,
+    (report.PEERS, "owned"): [2 * x for x in BORROW],  # 2x the borrow in every round
+    (report.PEERS, "empty"): [x / 5 for x in BORROW],
+    (report.PEERS, "cuda_core"): [40 * x for x in BORROW],  # over OWN_SCALE x the borrow
+    (report.NATIVE, "borrow"): [x / 2 for x in BORROW],
+    (report.NATIVE, "borrow_getters"): [3 * x / 4 for x in BORROW],
+    (report.NATIVE, "owned"): [x for x in BORROW],
+    (report.NATIVE, "typecheck"): [0.2, 0.2, 0.2, 0.2, 0.2],
+}
+
+
+def test_headline_has_python_and_native_apart_each_against_its_borrow():
+    pytest.importorskip("scipy")  # the bootstrap intervals (pyproject's `bench` extra)
+    r = report.Results(fake_run(RUN, unavailable={"dunder_dlpack": "made-up reason"}))
+    text = report.headline(r)
+    py, native = text.split("### Native C loop")
+    assert py.startswith("### Python level")
+    tables = {"py": py, "native": native}
+    rows = {k: [line for line in v.splitlines() if line.startswith("| ")] for k, v in
+            tables.items()}
+    for k in rows:  # a header naming the column, then the rows, cheapest first
+        assert "x vs borrow" in rows[k][0]
+    py_rows, native_rows = rows["py"][1:], rows["native"][1:]
+    label = report.label
+    names = [row.split("|")[1].strip() for row in py_rows]
+    assert names[:4] == [label(r, report.PEERS, "empty"),
+                         f"**{label(r, report.PEERS, 'borrow')}**",
+                         label(r, report.PEERS, "owned"), label(r, report.PEERS, "cuda_core")]
+    assert all("unavailable: " in row for row in py_rows[4:])  # after the measured ones
+    cells = {row.split("|")[1].strip().strip("*"): [c.strip() for c in row.split("|")[2:-1]]
+             for row in py_rows + native_rows}
+    assert cells[label(r, report.PEERS, "owned")][2] == "2.00x"  # the same ratio every round
+    assert cells[label(r, report.PEERS, "cuda_core")][2] == "40.0x"
+    assert cells[label(r, report.PEERS, "borrow")][2] == "1 (reference)"
+    assert cells[label(r, report.PEERS, "dunder_dlpack")][0] == "unavailable: made-up reason"
+    assert cells[label(r, report.NATIVE, "borrow_getters")][2] == "1.50x"
+    assert cells[label(r, report.NATIVE, "owned")][2] == "2.00x"
+    # the native rows say how they read; none of them is in the Python table
+    assert "batched read" in label(r, report.NATIVE, "borrow")
+    assert "getters" in label(r, report.NATIVE, "borrow_getters")
+    assert not any("batched read" in row or "getters" in row for row in py_rows)
+    assert report.quick_banner(r) == "" and "not judged" not in report.terminal(r)
+
+
+def test_a_quick_run_says_not_judged_on_goals_report_terminal_and_chart():
+    pytest.importorskip("scipy")
+    r = report.Results(fake_run(RUN, quick=True))
+    assert all(status == "not judged (quick run)" for *_, status in report.goals(r)[:3])
+    banner = report.quick_banner(r)
+    assert "not judged" in banner
+    md = report.markdown(r, "chart.svg")
+    assert md.index(banner) < md.index("## Headline")
+    assert report.terminal(r).startswith(banner)
+    assert report.chart_title(r).startswith("QUICK RUN: not a measurement, not judged")
+    assert "QUICK" not in report.chart_title(report.Results(fake_run(RUN)))
+
+
+def test_the_chart_has_the_headline_rows_under_their_labels(tmp_path):
+    pytest.importorskip("scipy")
+    pytest.importorskip("matplotlib")
+    r = report.Results(fake_run(RUN))
+    panels = report.chart_panels(r)
+    (_, native_rows, native_borrow, native_missing), (_, near, py_borrow, py_missing), \
+        (_, far_rows, far_borrow, _) = panels
+    assert [row.name for row in native_rows] == ["typecheck", "borrow", "borrow_getters",
+                                                "owned"]  # the getters row too
+    assert [row.name for row in near] == ["empty", "borrow", "owned"]  # owned beside borrow
+    assert [row.name for row in far_rows] == ["cuda_core"]  # over OWN_SCALE x, its own panel
+    assert native_borrow.name == py_borrow.name == "borrow" and far_borrow is py_borrow
+    assert {row.label for _, rows, _, _ in panels for row in rows} == {
+        report.label(r, g, n) for g, n in RUN}  # the tables' labels
+    assert "fallback" in {row.name for row in native_missing} & {row.name for row in py_missing}
+    for name in ("chart.svg", "chart.png"):
+        report.chart(r, tmp_path / name)
+        assert (tmp_path / name).stat().st_size > 0
+
+
+# --- run.py: pytest-benchmark's own tables into a file ------------------------------------------
+def test_pytest_benchmark_tables_go_to_a_file(tmp_path, monkeypatch):
+    pytest.importorskip("pytest_benchmark")
+    source = pathlib.Path(__file__).resolve().parent.parent / "bench" / "results" / \
+        "bench-torch-2.15.0.json"
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "tables.txt"
+    assert run.pytest_benchmark_tables(source, out, tmp_path / "report.md")
+    text = out.read_text()
+    assert text.startswith("pytest-benchmark's own tables of bench-torch-2.15.0.json")
+    assert "benchmark '2 native: handle + metadata per call" in text and "report.md" in text
+    assert not (tmp_path / ".benchmarks").exists()  # its storage folder made elsewhere
