@@ -23,6 +23,8 @@ the default where it exists) or ``"getters"`` (one ``aoti_torch_get_*`` call per
 exists is decided by symbol presence, never by torch's version string. Nothing is
 resolved at import: the first ``view`` (or ``available_paths()``) does it, and needs
 ``import torch`` to have happened. ``python -m bridge info`` prints what was found.
+Where shim_ext loads but was built for another torch, ``auto`` passes over the borrow
+and says so once (``StaleShimWarning``, with the rebuild command).
 """
 
 try:
@@ -50,6 +52,7 @@ from bridge._select import (
     READER_CHOICES,
     READERS,
     PathUnavailableError,
+    StaleShimWarning,
     available_paths,
     available_readers,
     get_path,
@@ -69,6 +72,7 @@ __all__ = [
     "PathUnavailableError",
     "READERS",
     "READER_CHOICES",
+    "StaleShimWarning",
     "TensorView",
     "available_paths",
     "available_readers",

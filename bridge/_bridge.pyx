@@ -533,16 +533,27 @@ cdef int _raise_handle_error(int path) except -1:
 
 cdef int _raise_getter_error(object obj) except -1:
     what, cause = _failure()
-    if getattr(obj, "is_nested", False):  # torch's own text says "Please file an issue"
+    if getattr(obj, "is_nested", False):
+        # torch's own text for this ("Internal error: NestedTensorImpl doesn't support
+        # sizes. Please file an issue.") asks for a bug report where there is no bug:
+        # it is left out; any other text (none at all, say) is kept.
+        said = "" if "Please file an issue" in what else f" [torch: {what}]"
         raise BufferError("a nested tensor has no single pointer + strides description; "
                           "view its components (.unbind()) or a padded copy "
-                          f"(.to_padded_tensor(0)) instead [torch: {what}]") from cause
+                          f"(.to_padded_tensor(0)) instead{said}") from cause
     raise BufferError(f"cannot read the metadata of this {type(obj).__name__}: {what}") from cause
 
 
 cdef int _raise_not_tensor(object obj) except -1:
-    raise TypeError(f"expected a torch.Tensor (or an instance of a subclass), "
-                    f"got {type(obj).__module__}.{type(obj).__qualname__}")
+    cls = type(obj)
+    got = "None" if obj is None else (cls.__qualname__ if cls.__module__ == "builtins"
+                                      else f"{cls.__module__}.{cls.__qualname__}")
+    hint = ""
+    if cls.__module__ == "numpy" and cls.__qualname__ == "ndarray":
+        hint = "; view torch.from_numpy(a), which shares the array's memory"
+    elif hasattr(cls, "__dlpack__"):
+        hint = "; it has __dlpack__: view torch.from_dlpack(x), which shares its memory"
+    raise TypeError(f"expected a torch.Tensor (or an instance of a subclass), got {got}{hint}")
 
 
 cdef object _int_tuple(const int64_t* values, int64_t n):
@@ -623,10 +634,12 @@ cdef class TensorView:
 
     @property
     def ptr(self):
+        """Address of the first element, storage offset included (int; ``t.data_ptr()``)."""
         return PyLong_FromVoidPtr(<void*>self._ptr)
 
     @property
     def ndim(self):
+        """Number of dimensions (int; ``t.dim()``, from ``aoti_torch_get_dim``)."""
         return self._ndim
 
     # The tuples are made on first use. A view may be shared between threads: without
@@ -635,6 +648,7 @@ cdef class TensorView:
     # the view (a no-op with the GIL).
     @property
     def shape(self):
+        """Sizes in elements (tuple of int; ``tuple(t.shape)``), built on first access."""
         with cython.critical_section(self):
             if self._shape_t is None:
                 self._shape_t = _int_tuple(self._sizes, self._ndim)
@@ -642,6 +656,8 @@ cdef class TensorView:
 
     @property
     def strides(self):
+        """Strides in elements, not bytes (tuple of int; ``t.stride()``), built on first
+        access."""
         with cython.critical_section(self):
             if self._strides_t is None:
                 self._strides_t = _int_tuple(self._strides, self._ndim)
@@ -649,36 +665,46 @@ cdef class TensorView:
 
     @property
     def dtype(self):
+        """Element type (``torch.dtype``), looked up from ``dtype_code``."""
         if self._st == NULL:  # a bare TensorView.__new__(TensorView): no resolution
             return None
         return <object>self._st.dtype_objs[self._dtype]
 
     @property
     def dtype_code(self):
+        """The element type's ``c10::ScalarType`` code (int), as ``aoti_torch_get_dtype``
+        reports it (``aoti_torch_dtype_float32()`` is 6): what a C consumer compares."""
         return self._dtype
 
     @property
     def itemsize(self):
+        """Bytes per element (int; ``t.element_size()``)."""
         return self._itemsize
 
     @property
     def device_type(self):
+        """Device type name (str; ``t.device.type``: ``'cpu'``, ``'cuda'``, ...)."""
         if self._st == NULL:
             return None
         return _device_name_in(self._st, self._device_type)
 
     @property
     def device_index(self):
+        """Device ordinal (int; ``t.device.index``), -1 where torch has none (CPU)."""
         return self._device_index
 
     @property
     def path(self):
+        """The handle source that made the view (str): ``'owned'``, ``'borrow'`` or
+        ``'fallback'``."""
         return PATHS[self._path]
 
     def __repr__(self):
+        # The device as torch prints it: 'cpu' (index -1: none), 'cuda:0'.
+        device = (self.device_type if self._device_index < 0
+                  else f"{self.device_type}:{self._device_index}")
         return (f"TensorView(ptr={self.ptr:#x}, shape={self.shape}, strides={self.strides}, "
-                f"dtype={self.dtype}, device='{self.device_type}:{self.device_index}', "
-                f"path='{self.path}')")
+                f"dtype={self.dtype}, device='{device}', path='{self.path}')")
 
 
 # --- device names ------------------------------------------------------------------------

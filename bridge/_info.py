@@ -40,6 +40,8 @@ def report() -> dict:
                      else "torch.Tensor.is_conj() / .is_neg() at Python level (no "
                           "torch_is_conj / torch_is_neg in libtorch or shim_ext)"),
         "shim_ext_build": shim_ext_build(),
+        "shim_ext_built_for": res.shim_ext_built_for,
+        "verdict": verdict(res, active),
         "executable": sys.executable,
     }
 
@@ -57,6 +59,20 @@ def shim_ext_build() -> str:
     if actual != route:
         return f"{actual} (but setup.py's route here is {route}: {why}; rebuild)"
     return f"{actual} ({why})"
+
+
+def verdict(res, active: str) -> str:
+    """One line: which path ``view()`` takes and whether that is the proposed borrow,
+    or what stops it (a stale or missing shim_ext, with the fix)."""
+    borrow = res.paths.get("borrow")
+    if active == "borrow":
+        return "OK: view() uses the borrowed handle (the proposed path)"
+    if borrow is not None and borrow.available:
+        return f"OK: the borrow is available; view() uses {active} because it was asked for"
+    why = borrow.reason if borrow is not None else "not resolved"
+    if res.stale_shim:
+        return f"STALE: view() uses {active}, not the borrow: {why}"
+    return f"NO BORROW: view() uses {active}: {why}"
 
 
 def format_report(info: dict) -> str:
@@ -80,6 +96,10 @@ def format_report(info: dict) -> str:
     lines.append(f"view() reads     {info['active_reader']} (requested: {info['requested_reader']})")
     lines.append(f"conj/neg bits    {info['conj_neg']}")
     lines.append(f"shim_ext built by {info['shim_ext_build']}")
+    built_for = info["shim_ext_built_for"]
+    lines.append(f"shim_ext built for torch {built_for}" if built_for else
+                 "shim_ext built for (shim_ext._borrow does not load)")
     lines.append("symbols:")
     lines += [f"  {name:<44} {origin}" for name, origin in info["symbols"].items()]
+    lines.append(f"verdict          {info['verdict']}")
     return "\n".join(lines)

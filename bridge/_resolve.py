@@ -103,6 +103,15 @@ class Resolution:
     final: bool = True  # False when torch was not imported yet: resolve again later
     #: How a handle's metadata can be read: {"getters" | "batched": PathInfo}.
     readers: dict[str, PathInfo] = field(default_factory=dict)
+    #: The torch version shim_ext._borrow was compiled against, where it loads (None
+    #: where it does not); when it differs from ``torch_version`` the borrow is stale.
+    shim_ext_built_for: str | None = None
+
+    @property
+    def stale_shim(self) -> bool:
+        """shim_ext loads but was built for another torch, so its borrow is refused."""
+        return (self.shim_ext_built_for is not None and self.torch_version is not None
+                and self.shim_ext_built_for != self.torch_version)
 
 
 @contextlib.contextmanager
@@ -274,6 +283,17 @@ def prove_handle(torch, sym, delete=None):
     return None
 
 
+def shim_ext_built_for() -> str | None:
+    """The torch version shim_ext._borrow was compiled against (``shim_ext.built_for``),
+    or None where shim_ext is not built or does not import."""
+    try:
+        import shim_ext
+        from shim_ext import _borrow
+    except ImportError:
+        return None
+    return shim_ext.built_for(_borrow)
+
+
 def resolve(pyobject_size, hide=frozenset()):
     """Resolve every path's symbols in the running process.
 
@@ -288,7 +308,8 @@ def resolve(pyobject_size, hide=frozenset()):
                                        for p in ("owned", "borrow", "fallback")},
                           final=False, readers={r: PathInfo(False, None, reason)
                                                 for r in ("getters", "batched")})
-    res = Resolution(torch.__version__, tensor_type=torch.Tensor)
+    res = Resolution(torch.__version__, tensor_type=torch.Tensor,
+                     shim_ext_built_for=shim_ext_built_for())
     libs = _loaded_libraries(torch)
     if not libs:
         reason = "none of torch's libraries is loaded in this process"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import warnings
 
 from bridge import _bridge, _resolve
 from bridge._resolve import PathInfo
@@ -33,6 +34,11 @@ _hide: frozenset = frozenset()
 
 class PathUnavailableError(RuntimeError):
     """The requested path cannot run on this torch; the message says why."""
+
+
+class StaleShimWarning(RuntimeWarning):
+    """``auto`` passed over the borrow because shim_ext was built for another torch
+    (``shim_ext.built_for``); issued once per process, with the rebuild command."""
 
 
 def resolution() -> _resolve.Resolution:
@@ -107,6 +113,8 @@ def _choose(name):
     if name == "auto":
         for p in PATHS:
             if paths[p].available:
+                if p != "borrow" and res.stale_shim:
+                    _warn_stale(res, p)
                 return p
         raise PathUnavailableError(
             "no path can run on this torch: "
@@ -114,6 +122,20 @@ def _choose(name):
     if not paths[name].available:
         raise PathUnavailableError(f"path {name!r} is unavailable: {paths[name].reason}")
     return name
+
+
+_warned_stale = False
+
+
+def _warn_stale(res, chosen: str) -> None:
+    """Say once per process that ``auto`` passed over a borrow that is built but stale:
+    the bridge still works (on ``chosen``), only slower, so a warning, not an error."""
+    global _warned_stale
+    if _warned_stale:
+        return
+    _warned_stale = True
+    warnings.warn(f"bridge: path 'auto' uses {chosen!r}, not 'borrow': "
+                  f"{res.paths['borrow'].reason}", StaleShimWarning, stacklevel=4)
 
 
 def set_path(name: str) -> None:

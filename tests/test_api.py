@@ -157,3 +157,89 @@ def test_info_command_reports_paths():
     for name, ok in expected_paths().items():
         assert any(line.split()[:2] == [name, "available" if ok else "unavailable:"]
                    for line in out.splitlines()), out
+
+
+def test_not_a_tensor_names_what_it_got(view_on):
+    """The message names the type as a user wrote it (``None``, ``int``), and points an
+    array at the zero-copy way to a tensor."""
+    import numpy as np
+
+    class Exporter:
+        def __dlpack__(self, stream=None):
+            raise AssertionError("never called")
+
+    cases = [(None, "got None$"), (1, "got int$"),
+             (np.zeros(3), r"got numpy.ndarray; view torch.from_numpy\(a\)"),
+             (Exporter(), r"Exporter; it has __dlpack__: view torch.from_dlpack\(x\)")]
+    for bad, message in cases:
+        with pytest.raises(TypeError, match=message):
+            view_on(bad)
+
+
+def test_nested_tensor_error_asks_for_no_bug_report(view_on):
+    import warnings
+
+    with warnings.catch_warnings():  # "nested tensors are a prototype feature"
+        warnings.simplefilter("ignore")
+        nested = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+    with pytest.raises(BufferError, match=r"\.unbind\(\)") as info:
+        view_on(nested)
+    assert "Please file an issue" not in str(info.value)
+
+
+def test_repr_prints_the_device_as_torch_does(view_on):
+    v = view_on(torch.zeros(2, 3))
+    assert f"device='{torch.zeros(1).device}'" in repr(v) and "cpu:-1" not in repr(v)
+    assert f"shape={tuple(v.shape)}" in repr(v) and f"ptr={v.ptr:#x}" in repr(v)
+
+
+def test_a_tensor_that_requires_grad_is_viewed_like_data_ptr(view_on):
+    """Viewed, as ``t.data_ptr()`` allows it (``__dlpack__`` refuses it): a view reads
+    metadata; README.md says what writing through ``ptr`` bypasses."""
+    t = torch.randn(4, 4, requires_grad=True)
+    assert view_fields(view_on(t)) == torch_answer(t)
+
+
+def _stale_child(code: str) -> str:
+    """Run ``code`` in a child whose torch reports another version than shim_ext was
+    built for (the borrow is then stale), returning its stdout."""
+    prelude = ("import warnings, torch\n"
+               "torch.__version__ = '0.0.0+other'\n"
+               "import bridge\n")
+    out = subprocess.run([sys.executable, "-P", "-c", prelude + code], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_auto_warns_once_when_it_passes_over_a_stale_borrow():
+    if not expected_paths()["borrow"]:
+        pytest.skip("no borrow on this torch (asserted in test_availability)")
+    out = _stale_child(
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    bridge.view(torch.zeros(2)); bridge.set_path('auto'); bridge.view(torch.zeros(2))\n"
+        "stale = [x for x in w if issubclass(x.category, bridge.StaleShimWarning)]\n"
+        "print(len(stale), bridge.get_path())\n"
+        "print(stale[0].message)\n"
+        "from bridge import _info\n"
+        "print(_info.report()['verdict'])\n")
+    first, message, verdict = out.splitlines()[:3]
+    count, path = first.split()
+    want = "owned" if expected_paths()["owned"] else "fallback"
+    assert (count, path) == ("1", want), out
+    assert "shim_ext was built for torch" in message and "pip install" in message, message
+    assert verdict.startswith(f"STALE: view() uses {want}, not the borrow"), verdict
+
+
+def test_info_prints_the_torch_shim_ext_was_built_for_and_a_verdict():
+    out = subprocess.run([sys.executable, "-P", "-m", "bridge", "info"], capture_output=True,
+                         text=True, timeout=300).stdout
+    import shim_ext
+    from shim_ext import _borrow
+
+    assert f"shim_ext built for torch {shim_ext.built_for(_borrow)}\n" in out, out
+    last = out.rstrip().splitlines()[-1]
+    assert last.startswith("verdict          "), last
+    if expected_paths()["borrow"]:
+        assert "OK: view() uses the borrowed handle" in last, last

@@ -32,9 +32,12 @@ def emit(**fields):
 
 
 def real_type(obj):
-    """``module.qualname`` of obj's real type (what a TypeError must name)."""
+    """obj's real type as a TypeError must name it: ``module.qualname``, the bare name for
+    builtins (``int``), ``None`` for None."""
     tp = type(obj)
-    return f"{tp.__module__}.{tp.__qualname__}"
+    if obj is None:
+        return "None"
+    return tp.__qualname__ if tp.__module__ == "builtins" else f"{tp.__module__}.{tp.__qualname__}"
 
 
 # --- target: the bridge ---------------------------------------------------------------------
