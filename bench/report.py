@@ -830,14 +830,20 @@ def chart_panels(r: Results) -> list[tuple[str, list[Row], Row | None, list[Row]
     limit = OWN_SCALE * ns(py_borrow.bench, "median") if py_borrow else float("inf")
     near = [row for row in py if ns(row.bench, "median") <= limit]
     far = [row for row in py if ns(row.bench, "median") > limit]
-    panels = [("Native C loop: the same metadata read in C, ns per call", nat, nat_borrow,
+    panels = [("Native C loop: the same metadata read in C", nat, nat_borrow,
                [row for row in nat_all if row.bench is None]),
-              ("Python level: f(t) called from Python, ns per call", near, py_borrow,
+              ("Python level: f(t) called from Python", near, py_borrow,
                [row for row in py_all if row.bench is None])]
     if far:
-        panels.append((f"Python level, over {OWN_SCALE}x view_borrow(t): ns per call, on a "
-                       "scale of their own", far, py_borrow, []))
+        panels.append((f"Python level, over {OWN_SCALE}x view_borrow(t): on a scale of their "
+                       "own", far, py_borrow, []))
     return panels
+
+
+def whisker_end(samples) -> float:
+    """Where a box plot's upper whisker ends: the largest sample within 1.5 IQR of Q3."""
+    q1, q3 = np.percentile(samples, [25, 75])
+    return float(np.max(samples[samples <= q3 + 1.5 * (q3 - q1)]))
 
 
 def chart_title(r: Results) -> str:
@@ -846,8 +852,10 @@ def chart_title(r: Results) -> str:
     what = headline_title(r).removeprefix("Headline: ")
     what = what[0].upper() + what[1:] + (f" on {r.device.get('name')}" if r.cuda else "")
     title = (f"{what}: torch {m.get('torch')}, Python {m.get('python')}, "
-             f"{m.get('cpu_model')}\nbox: quartiles of the per-round samples (whiskers 1.5 "
-             "IQR), contenders interleaved round by round; dashed: the borrow's median")
+             f"{m.get('cpu_model')}\nbox: quartiles of the per-round samples, whiskers 1.5 "
+             "IQR (a round past the scale is cut); contenders interleaved round by round\n"
+             "dashed: the borrow's median; right: the median and the per-round ratio to the "
+             "borrow")
     return ("QUICK RUN: not a measurement, not judged\n" + title) if r.quick else title
 
 
@@ -874,9 +882,9 @@ def chart(r: Results, path: pathlib.Path) -> None:
     new_mpl = tuple(int(x) for x in matplotlib.__version__.split(".")[:2]) >= (3, 10)
     for ax, (title, rows, borrow, missing) in zip(axes[:, 0], panels):
         ax.set_title(title, fontsize=10, loc="left")
-        if missing:
-            ax.set_title(textwrap.fill("not in this run (the tables say why): " + "; ".join(
-                row.label for row in missing), 80), fontsize=7, loc="right", color="#666666")
+        ax.set_xlabel(textwrap.fill("ns per call" + (
+            "; not in this run (the tables say why): " + "; ".join(row.label for row in missing)
+            if missing else ""), 120), fontsize=8)
         if not rows:
             ax.text(0.5, 0.5, "not measured in this run", ha="center", va="center",
                     transform=ax.transAxes)
@@ -897,18 +905,19 @@ def chart(r: Results, path: pathlib.Path) -> None:
                            alpha=0.08, linewidth=0)
                 tick.set_fontweight("bold")
                 tick.set_color(highlight)
-        right = max(float(np.max(row.samples)) for row in rows)
-        ax.set_xlim(0, right * 1.33)
+        # the scale ends past the longest whisker, at most twice the largest median: a stray
+        # round beyond is cut, so it cannot squash the others (the tables have every figure)
+        ax.set_xlim(0, 1.08 * min(max(whisker_end(row.samples) for row in rows),
+                                  2 * max(ns(row.bench, "median") for row in rows)))
         if borrow is not None:
             ax.axvline(ns(borrow.bench, "median"), color=highlight, linestyle="--",
                        linewidth=1)
-        for y, row in enumerate(rows, start=1):
+        for y, row in enumerate(rows, start=1):  # a column right of the panel, as a table
             ratio = ("borrow" if row.is_borrow else "" if row.vs_borrow is None
                      else f"{fmt_x(row.vs_borrow).split(' ')[0]} vs borrow")
-            ax.text(float(np.max(row.samples)) + right * 0.015, y,
-                    f"{ns(row.bench, 'median'):.1f} ns" + (f", {ratio}" if ratio else ""),
-                    va="center", fontsize=8, bbox={"facecolor": "white", "edgecolor": "none",
-                                                   "pad": 0.5, "alpha": 0.8},
+            ax.text(1.01, y, f"{ns(row.bench, 'median'):.1f} ns" + (f", {ratio}" if ratio
+                                                                    else ""),
+                    transform=ax.get_yaxis_transform(), va="center", fontsize=8,
                     color=highlight if row.is_borrow else "black",
                     fontweight="bold" if row.is_borrow else "normal")
         ax.grid(axis="x", alpha=0.3)
