@@ -29,8 +29,9 @@ code the patches add comes from the prototype, so the two cannot differ:
 0002 ``torch_is_conj`` / ``torch_is_neg``: the ``shim.h 0002`` and
 ``shim_common.cpp 0002`` blocks (after ``torch_has_storage``), the
 ``torch::stable::Tensor::is_conj()/is_neg()`` methods (after ``has_storage()``,
-as that 2.14 getter came), an op test in ``libtorch_agn_2_16_extension``, and
-the docs.
+as that 2.14 getter came), an op test in ``libtorch_agn_2_16_extension`` with
+explicit wrappers in its ``ops.py`` (not through the ``__getattr__`` proxy, which
+not every stored ``ops.py`` has), and the docs.
 
 0003, a companion change outside the stable ABI: ``torch/csrc/PyInterpreter.cpp``'s
 ``ConcretePyInterpreterVTable::incref`` / ``decref`` skip the GIL acquisition when the
@@ -262,6 +263,10 @@ def apply_0002(tree: Tree) -> None:
               (SNIPPETS / "tensor_struct.h.txt").read_text())
     tree.edit("docs/source/notes/libtorch_stable_abi.md", "\n## Migrating your kernel to the LibTorch",
               (SNIPPETS / "docs-conj-neg.md.txt").read_text(), before=True)
+    # Explicit wrappers, as the package's own ops are wrapped; not the __getattr__
+    # proxy, which not every stored ops.py of the extension has.
+    tree.edit("test/cpp_extensions/libtorch_agn_2_16_extension/libtorch_agn_2_16/ops.py",
+              "def __getattr__(name):\n", (SNIPPETS / "ops.py.txt").read_text(), before=True)
     for rel in NEW_0002:
         tree.add(rel)
     tree.regenerate_versions()

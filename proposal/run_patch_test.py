@@ -8,8 +8,9 @@ runs is exactly what the patch proposes), puts ``proposal/stand_in`` first on
 
 PyTorch's ``torch.testing._internal.common_utils`` needs ``expecttest``, a
 PyTorch development dependency that the project's environments do not install.
-When it is missing, a minimal replacement of the four names the test imports
-(``TestCase``, ``run_tests``, ``IS_WINDOWS``, ``install_cpp_extension``) is
+When it is missing, a minimal replacement of the five names the test imports
+(``TestCase``, ``run_tests``, ``IS_WINDOWS``, ``install_cpp_extension``,
+``skipIfFreeThreaded``) is
 installed in ``sys.modules``; the test logic itself is unchanged. The first line
 printed says which one ran.
 
@@ -23,6 +24,7 @@ import argparse
 import importlib
 import pathlib
 import sys
+import sysconfig
 import types
 import unittest
 
@@ -52,11 +54,16 @@ def new_file_from_patch(patch_text: str, path: str) -> str:
 
 
 def _minimal_common_utils() -> types.ModuleType:
-    """The four names the test imports, for environments without expecttest."""
+    """The five names the test imports, for environments without expecttest."""
     module = types.ModuleType("torch.testing._internal.common_utils")
     module.TestCase = unittest.TestCase
     module.IS_WINDOWS = sys.platform == "win32"
     module.run_tests = unittest.main
+
+    def skipIfFreeThreaded(msg):  # noqa: N802 (torch's name)
+        return unittest.skipIf(sysconfig.get_config_var("Py_GIL_DISABLED") == 1, msg)
+
+    module.skipIfFreeThreaded = skipIfFreeThreaded
 
     def install_cpp_extension(extension_root):
         raise RuntimeError(f"the stand-in cannot build {extension_root}")
