@@ -57,6 +57,7 @@ if str(HERE) not in sys.path:  # run as a script with python -P: routes.py besid
 # Groups by the number that starts their name (bench_*.py set the names).
 SEED, NATIVE, PARTS, ROUTES, PEERS, NDIM, NTENS, WORK = "1", "2", "2b", "2c", "3", "4a", "4b", "5"
 CONSUMER = "6"  # the seed's consumer: cuda.core StridedMemoryView via each route (bench_consumer.py)
+LAUNCH = "7"  # the launch-bound GPU step: N bridged tensors per kernel launch (bench_launch.py)
 
 
 # --- reading -----------------------------------------------------------------------------
@@ -371,6 +372,79 @@ def consumer_section(r: Results, excerpt: pathlib.Path = SEED_EXCERPT) -> str:
         lines += ["", f"cuda.core's own `{cc.get('call')}` took its {cc['path']} path "
                   "here (observed)."]
     return "\n".join(lines)
+
+
+LAUNCH_ROUTES = ("ints", "data_ptr", "owned", "owned_prototype", "borrow", "pointer", "cuda_core")
+
+
+def launch_section(r: Results) -> str:
+    """Section 7: the launch-bound GPU step. Per N (tensor arguments per launch) and
+    route: host time per launch, launches per second (from the wall time, the stream
+    drained), the bridging per launch (route minus ``ints``, paired by round) and its
+    share of the host time, and the route against borrow; the kernel's GPU time per
+    launch back to back and the verdict launch-bound / GPU-bound; beside it the decode
+    step's bridging share (section 5)."""
+    facts = r.evidence.get("launch")
+    if not facts:
+        why = r.evidence.get("unavailable", {}).get(
+            "launch", "this run's JSON has no launch-bound step (it needs CUDA tensors: "
+                      "`bench/run.py --device cuda`)")
+        return f"(Not measured in this run: {why}.)"
+    lines = [
+        f"A CUDA kernel (`{facts['kernel']}`; grid {facts['grid']}, block {facts['block']}, "
+        f"compiled by cuda.core's `Program` for {facts['arch']}) launched in a loop through "
+        "`cuda.core.launch`, each launch bridging its N 32x32 float32 CUDA tensors first "
+        "(`launch(s, config, kernel, f(x0).ptr, ...)`; `bench/launch.py`). Every route was "
+        "checked by one launch on zeroed tensors (each element then 1.0). Host time: the "
+        "Python loop; launches/s: from the wall time until the stream ran them all; GPU "
+        f"time: the kernel alone, {facts['gpu_burst']} launches queued back to back behind a "
+        "spin kernel, between CUDA events. Bridging: the route minus `ints` (the pointers "
+        "read once, outside the loop), paired by round, and that as a share of the route's "
+        "host time.", ""]
+    for n in facts["arities"]:
+        base = r.samples(LAUNCH, "ints", arity=n)
+        if base is None:
+            continue
+        borrow = r.samples(LAUNCH, "borrow", arity=n)
+        gpu = np.asarray(r.get(LAUNCH, "ints", arity=n)["extra_info"]["gpu_ns"], dtype=float)
+        host0, gpu0 = float(np.median(base)), float(np.median(gpu))
+        bound = ("launch-bound: the host's launch alone takes longer than the kernel"
+                 if host0 > gpu0 else "GPU-bound: the kernel takes longer than the host's launch")
+        lines += [f"**N = {n}** tensor argument{'s' if n > 1 else ''} per launch. GPU time per "
+                  f"launch {gpu0 / 1e3:.2f} us (median over rounds); host time of the launch "
+                  f"alone {host0 / 1e3:.2f} us: {bound}.", "",
+                  "| route | host per launch, median (us) | launches/s (median) | bridging "
+                  "per launch [95% CI] (ns) | bridging share of host time [95% CI] | host "
+                  "time vs borrow [95% CI] |", "|---|---:|---:|---:|---:|---:|"]
+        for name in LAUNCH_ROUTES:
+            b = r.get(LAUNCH, name, arity=n)
+            if b is None:
+                continue
+            s = r.samples(LAUNCH, name, arity=n)
+            wall = np.asarray(b["extra_info"]["wall_ns"], dtype=float)
+            rate = f"{1e9 / float(np.median(wall)):,.0f}"
+            if name == "ints":
+                diff = share = "0"
+            else:
+                diff = fmt_ci(paired(s, base, "diff"), " ns")
+                q = median_ci((s - base) / s * 100.0)
+                share = (f"{q[0]:.1f}%" if np.isnan(q[1])
+                         else f"{q[0]:.1f}% [{q[1]:.1f}, {q[2]:.1f}]")
+            vs = ("1" if name == "borrow" else "" if borrow is None
+                  else fmt_ci(paired(s, borrow, "ratio")))
+            lines.append(f"| {b['extra_info'].get('label', name)} | {ns(b, 'median') / 1e3:.2f}"
+                         f" | {rate} | {diff} | {share} | {vs} |")
+        lines.append("")
+    step = r.samples(WORK, "decode_step")
+    if step is not None:
+        shares = []
+        for name in ("owned", "borrow", "fallback"):
+            s = r.samples(WORK, name)
+            if s is not None:
+                shares.append(f"{LABELS.get(name, name)} {float(np.median(s / step * 100)):.2f}%")
+        lines.append("Beside it, the eager decode step of section 5 (same run): bridging every "
+                     "tensor of a step is " + ", ".join(shares) + " of the step's time.")
+    return "\n".join(lines).rstrip()
 
 
 #: The goals timed here: (key, numerator, denominator, target), each a (group, name) of
@@ -802,7 +876,8 @@ def markdown(r: Results, chart_name: str | None) -> str:
               bindings_table(r), "",
               "## 4. Scaling (Python level, medians)", "", scaling_tables(r), "",
               "## 5. Workload: a transformer decode step", "", workload_table(r), "",
-              "## 6. The seed's consumer", "", consumer_section(r), ""]
+              "## 6. The seed's consumer", "", consumer_section(r), "",
+              "## 7. A launch-bound GPU step", "", launch_section(r), ""]
     return "\n".join(parts)
 
 

@@ -234,3 +234,33 @@ def test_pytest_benchmark_tables_go_to_a_file(tmp_path, monkeypatch):
     assert text.startswith("pytest-benchmark's own tables of bench-torch-2.15.0.json")
     assert "benchmark '2 native: handle + metadata per call" in text and "report.md" in text
     assert not (tmp_path / ".benchmarks").exists()  # its storage folder made elsewhere
+
+
+def test_launch_section_reads_bridging_share_and_bound_from_the_samples():
+    """Section 7 on made-up rounds: the bridging is the route minus ``ints`` paired by
+    round, its share is of the route's host time, launches/s come from the wall time,
+    and the verdict compares the launch alone with the GPU time."""
+    pytest.importorskip("scipy")
+    ints = [4000.0, 4100.0, 3900.0, 4050.0, 3950.0]
+    run = fake_run({(report.LAUNCH, "ints"): ints,
+                    (report.LAUNCH, "borrow"): [x + 1000 for x in ints],
+                    (report.LAUNCH, "owned_prototype"): [x + 1500 for x in ints]})
+    for b in run["benchmarks"]:
+        b["extra_info"].update(arity=3, label=b["extra_info"]["path"],
+                               wall_ns=[5000.0] * 5, gpu_ns=[2000.0] * 5)
+    run["evidence"]["launch"] = {"kernel": "k", "grid": 4, "block": 256, "arch": "sm_90",
+                                 "gpu_burst": 256, "arities": [3]}
+    text = report.launch_section(report.Results(run))
+    assert "**N = 3**" in text and "launch-bound: the host's launch alone" in text
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in text.splitlines() if line.startswith("| ") and "route" not in line}
+    assert rows["ints"][1] == "200,000"  # 1e9 / 5000 ns wall per launch
+    assert rows["borrow"][2].startswith("+1000.00 ns")
+    assert rows["borrow"][3].startswith("20.0%")  # 1000 / 5000 at the median round
+    assert rows["owned_prototype"][4].startswith("1.1")  # 5550 / 5050 at the median round
+    gpu_bound = fake_run({(report.LAUNCH, "ints"): ints})
+    gpu_bound["benchmarks"][0]["extra_info"].update(arity=1, wall_ns=[9000.0] * 5,
+                                                    gpu_ns=[9000.0] * 5)
+    gpu_bound["evidence"]["launch"] = {**run["evidence"]["launch"], "arities": [1]}
+    assert "GPU-bound" in report.launch_section(report.Results(gpu_bound))
+    assert "needs CUDA" in report.launch_section(report.Results(fake_run({})))
