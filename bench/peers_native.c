@@ -367,7 +367,8 @@ typedef struct {
   int64_t dim;
   int64_t storage_offset;
   int32_t dtype, device_type, device_index, layout;
-  uint8_t is_conj, is_neg;
+  uint8_t is_conj, is_neg, is_python_dispatch;
+  int64_t storage_nbytes;
 } peers_metadata;
 typedef AOTITorchError (*get_metadata_fn)(AtenTensorHandle, peers_metadata*);
 typedef AOTITorchError (*metadata_from_pyobject_fn)(void*, peers_metadata*);
@@ -401,7 +402,8 @@ double peers_metadata_loop(int mode, uintptr_t get, uintptr_t borrow, uintptr_t 
       goto done;
     }
     peers_sink = (uintptr_t)m.data_ptr + (uintptr_t)m.sizes + (uintptr_t)m.strides +
-                 (uintptr_t)m.dim + (uintptr_t)m.dtype + (uintptr_t)m.device_index;
+                 (uintptr_t)m.dim + (uintptr_t)m.dtype + (uintptr_t)m.device_index +
+                 (uintptr_t)m.storage_nbytes;
   }
   result = (double)(now_ns() - t0) / (double)n;
 done:

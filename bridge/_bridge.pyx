@@ -156,6 +156,8 @@ cdef struct TorchTensorMetadata:
     int32_t layout
     uint8_t is_conj
     uint8_t is_neg
+    uint8_t is_python_dispatch  # TensorImpl::is_python_dispatch(); if set, nothing else read
+    int64_t storage_nbytes      # as aoti_torch_get_storage_size reports it
 ctypedef AOTITorchError (*get_metadata_fn)(AtenTensorHandle, TorchTensorMetadata*) noexcept nogil
 ctypedef AOTITorchError (*metadata_from_pyobject_fn)(void*, TorchTensorMetadata*) noexcept nogil
 
@@ -766,7 +768,7 @@ cdef inline bint _is_tensor(object obj, const Installed* st) noexcept:
     return tp == st.tensor_tp or (st.tensor_tp != NULL and PyType_IsSubtype(tp, st.tensor_tp))
 
 
-cdef inline int _check_type(object obj, const Installed* st) except -1:
+cdef inline int _check_type(object obj, const Installed* st, bint key=True) except -1:
     """The gate in front of every handle: obj's real type derives from torch.Tensor, and
     no getter of its can run Python code.
 
@@ -781,6 +783,9 @@ cdef inline int _check_type(object obj, const Installed* st) except -1:
     the key makes torch itself throw in C++ (a BufferError here). Every tensor goes
     through it, exact ``torch.Tensor`` included (``torch.Tensor.__torch_dispatch__``
     can be monkeypatched). After this gate, nothing but C++ runs until the view is filled.
+    ``key=False`` leaves the key to the batched read, which reads it from the TensorImpl
+    in C++ before anything else and then reads nothing more (``_fill`` refuses the same
+    way): one call instead of a second one into torch's getter.
     """
     cdef PyTypeObject* tp = Py_TYPE(obj)
     cdef PyObject* r
@@ -788,6 +793,8 @@ cdef inline int _check_type(object obj, const Installed* st) except -1:
     if tp != st.tensor_tp and tp != st.parameter_tp:
         if st.tensor_tp == NULL or not PyType_IsSubtype(tp, st.tensor_tp):
             _raise_not_tensor(obj)
+    if not key:
+        return 0
     if st.python_key != NULL:
         r = st.python_key(<PyObject*>obj, st.python_key_closure)  # C++: no Python runs
         if r == NULL:  # torch set the exception (HANDLE_TH_ERRORS): propagate it
@@ -799,11 +806,15 @@ cdef inline int _check_type(object obj, const Installed* st) except -1:
     else:
         python_key = tp != st.tensor_tp and tp != st.parameter_tp
     if python_key:
-        raise BufferError(f"{(<object>tp).__qualname__} overrides __torch_dispatch__ (the "
-                          f"tensor carries torch's Python dispatch key): its metadata is "
-                          f"computed in Python and cannot be read safely through a handle; "
-                          f"view a plain tensor instead")
+        _raise_python_key(obj)
     return 0
+
+
+cdef int _raise_python_key(object obj) except -1:
+    raise BufferError(f"{type(obj).__qualname__} overrides __torch_dispatch__ (the "
+                      f"tensor carries torch's Python dispatch key): its metadata is "
+                      f"computed in Python and cannot be read safely through a handle; "
+                      f"view a plain tensor instead")
 
 
 cdef inline int _check_layout(int32_t layout, const Installed* st) except -1:
@@ -916,17 +927,19 @@ cdef inline int _read(AtenTensorHandle h, TensorView v, object obj,
     return _check_view(v, offset, _storage_nbytes(h, obj, st), st)
 
 
-cdef inline int _fill(const TorchTensorMetadata* m, TensorView v, AtenTensorHandle h,
-                      object obj, const Installed* st) except -1:
+cdef inline int _fill(const TorchTensorMetadata* m, TensorView v, object obj,
+                      const Installed* st) except -1:
     """``v`` from one batched read (``torch_tensor_get_metadata``), with the checks of
-    ``_read``; ``h`` is a handle to the same tensor, for its storage's size (the struct
-    has no field for it). The sizes and strides are copied in a loop: for the few
-    dimensions of a typical tensor it is cheaper than two memcpy calls, and nothing runs
-    in between."""
+    ``_read`` and of the type gate's Python-key check (the struct carries the key and the
+    storage's size, so no other call is made). The sizes and strides are copied in a
+    loop: for the few dimensions of a typical tensor it is cheaper than two memcpy
+    calls, and nothing runs in between."""
     cdef int64_t i
     if m.struct_size < sizeof(TorchTensorMetadata):
         raise BufferError(f"torch_tensor_get_metadata filled {m.struct_size} bytes of the "
                           f"{sizeof(TorchTensorMetadata)} this bridge reads")
+    if m.is_python_dispatch:
+        _raise_python_key(obj)
     _check_layout(m.layout, st)
     v._ptr = <uintptr_t>m.data_ptr
     v._ndim = m.dim
@@ -941,7 +954,7 @@ cdef inline int _fill(const TorchTensorMetadata* m, TensorView v, AtenTensorHand
         _raise_math_bit(True)
     if m.is_neg:
         _raise_math_bit(False)
-    return _check_view(v, m.storage_offset, _storage_nbytes(h, obj, st), st)
+    return _check_view(v, m.storage_offset, m.storage_nbytes, st)
 
 
 cdef inline int _read_batched(AtenTensorHandle h, TensorView v, object obj,
@@ -951,7 +964,7 @@ cdef inline int _read_batched(AtenTensorHandle h, TensorView v, object obj,
     m.struct_size = sizeof(TorchTensorMetadata)
     if st.g.get_metadata(h, &m):
         _raise_getter_error(obj)
-    return _fill(&m, v, h, obj, st)
+    return _fill(&m, v, obj, st)
 
 
 cdef inline int _check_data(uintptr_t ptr, int64_t storage_offset, int64_t itemsize,
@@ -1047,13 +1060,7 @@ cdef inline int _acquire_read(object obj, int path, TensorView v, const Installe
             m.struct_size = sizeof(TorchTensorMetadata)
             if st.g.borrow_metadata(<void*>obj, &m):  # borrow + read, nothing to release
                 _raise_getter_error(obj)
-            # The storage size needs a handle: the proven THPVariable offset gives the
-            # very at::Tensor the borrow aliases, for free; else borrow it.
-            if st.fallback_ok:
-                h = <AtenTensorHandle>((<char*><PyObject*>obj) + st.fallback_offset)
-            elif st.borrow_fn(<void*>obj, &h):
-                _raise_handle_error(path)
-            return _fill(&m, v, h, obj, st)
+            return _fill(&m, v, obj, st)
         if st.borrow_fn(<void*>obj, &h):  # borrowed: aliases THPVariable::cdata
             _raise_handle_error(path)
         _read_with(h, v, obj, reader, st)
@@ -1075,10 +1082,17 @@ cdef inline int _acquire_read(object obj, int path, TensorView v, const Installe
     return 0
 
 
-cdef inline int _gate(object obj, const Installed* st) except -1:
+cdef inline bint _key_in_read(int reader, const Installed* st) noexcept:
+    """The batched read reports the Python dispatch key itself (``_fill``): the gate
+    need not ask torch's getter. ``_acquire_read`` takes the getters without it."""
+    return reader == BATCHED and st.g.get_metadata != NULL
+
+
+cdef inline int _gate(object obj, const Installed* st, bint key=True) except -1:
     """Everything that may run Python code, done before the handle: the type gate and,
-    without torch_is_conj / torch_is_neg, the Python-level bit check."""
-    _check_type(obj, st)
+    without torch_is_conj / torch_is_neg, the Python-level bit check. ``key=False``: the
+    Python-key check is left to the batched read (``_key_in_read``)."""
+    _check_type(obj, st, key)
     if st.g.is_conj == NULL:
         _check_bits_slow(obj, st)
     return 0
@@ -1088,21 +1102,25 @@ cdef TensorView _make(object obj, int path):
     cdef TensorView v
     cdef PyTypeObject* tp
     cdef const Installed* st
+    cdef int reader
+    cdef bint key
     # Allocating a GC-tracked object may run the garbage collector (finalizers, weakref
     # callbacks: any Python code), so the view exists before the gate and the handle.
     v = TensorView.__new__(TensorView)
     # One snapshot for the whole view: a concurrent re-resolution publishes another one,
     # and this view keeps reading the one it loaded (never freed).
     st = _installed_state()
+    reader = bridge_load_int(&_reader)
+    key = not _key_in_read(reader, st)
     while True:
         tp = Py_TYPE(obj)
-        _gate(obj, st)
+        _gate(obj, st, key)
         # The gate may run Python code too (a subclass's type lookups, the slow bit
         # check); if that changed obj's type (__class__ assignment, swap_tensors), the
         # verdict is about another type: judge again.
         if Py_TYPE(obj) == tp:
             break
-    _acquire_read(obj, path, v, st, bridge_load_int(&_reader))
+    _acquire_read(obj, path, v, st, reader)
     v.obj = obj
     v._path = path
     v._itemsize = st.itemsize[v._dtype]
@@ -1285,6 +1303,7 @@ def _native_loop(obj, path, Py_ssize_t n, bint critical_section=False, reader=No
     cdef uint64_t t0, t1
     cdef const Installed* st
     cdef int r
+    cdef bint key
     if n <= 0:
         raise ValueError("n must be positive")
     if reader is not None and reader not in READERS:
@@ -1295,19 +1314,20 @@ def _native_loop(obj, path, Py_ssize_t n, bint critical_section=False, reader=No
     if r == BATCHED and st.g.get_metadata == NULL:
         from bridge import _select
         _select.require_reader("batched")
-    _gate(obj, st)
+    key = not _key_in_read(r, st)
+    _gate(obj, st, key)
     _acquire_read(obj, p, v, st, r)  # raise here, outside the timed loop
     t0 = _now_ns()
     if critical_section:
         for i in range(n):
             if gate:
-                _gate(obj, st)
+                _gate(obj, st, key)
             with cython.critical_section(obj):
                 _acquire_read(obj, p, v, st, r)
     else:
         for i in range(n):
             if gate:
-                _gate(obj, st)
+                _gate(obj, st, key)
             _acquire_read(obj, p, v, st, r)
     t1 = _now_ns()
     return (t1 - t0) / <double>n

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstring>
 
 namespace torch_borrow::detail {
 
@@ -113,10 +114,31 @@ namespace {
 constexpr uint64_t kTensorMetadataMinSize =
     offsetof(TorchTensorMetadata, is_neg) + sizeof(uint8_t);
 
+// A field the caller's struct_size covers (a caller compiled against an older,
+// smaller definition gets only the fields it knows).
+#define TORCH_METADATA_HAS(ret, field) \
+  ((ret)->struct_size >=               \
+   offsetof(TorchTensorMetadata, field) + sizeof((ret)->field))
+
 void fill_tensor_metadata(const at::Tensor& t, TorchTensorMetadata* ret) {
   TORCH_CHECK(
       ret->struct_size >= kTensorMetadataMinSize,
       "TorchTensorMetadata.struct_size is too small: set it to sizeof");
+  if (TORCH_METADATA_HAS(ret, is_python_dispatch)) {
+    // Read first, from the TensorImpl's key set: a __torch_dispatch__ subclass
+    // may answer sizes() and strides() in Python, so nothing else is read.
+    ret->is_python_dispatch = t.unsafeGetTensorImpl()->is_python_dispatch();
+    if (ret->is_python_dispatch) {
+      const uint64_t size = std::min<uint64_t>(ret->struct_size, sizeof(*ret));
+      std::memset(
+          reinterpret_cast<char*>(ret) + sizeof(ret->struct_size),
+          0,
+          size - sizeof(ret->struct_size));
+      ret->is_python_dispatch = 1;
+      ret->struct_size = size;
+      return;
+    }
+  }
   const bool strided = t.layout() == at::kStrided;
   ret->data_ptr = strided ? t.data_ptr() : nullptr;
   ret->sizes = t.sizes().data();
@@ -129,6 +151,10 @@ void fill_tensor_metadata(const at::Tensor& t, TorchTensorMetadata* ret) {
   ret->layout = static_cast<int32_t>(t.layout());
   ret->is_conj = t.is_conj();
   ret->is_neg = t.is_neg();
+  if (TORCH_METADATA_HAS(ret, storage_nbytes)) {
+    ret->storage_nbytes =
+        strided ? static_cast<int64_t>(t.storage().nbytes()) : 0;
+  }
   ret->struct_size = std::min<uint64_t>(ret->struct_size, sizeof(*ret));
 }
 
@@ -156,6 +182,7 @@ AOTITorchError torch_tensor_borrow_metadata_from_pyobject(
         ret);
   });
 }
+#undef TORCH_METADATA_HAS
 // END prototype-only: batched read
 
 } // extern "C"

@@ -172,3 +172,61 @@ def test_shim_ext_load_refuses_a_build_for_another_torch():
                          timeout=120)
     assert "refused: shim_ext was built for torch" in out.stdout, out.stdout + out.stderr
     assert "but torch 0.0.0+other is imported" in out.stdout
+
+
+def test_batched_read_fills_no_byte_past_the_callers_struct_size():
+    """The prototype's ``torch_tensor_get_metadata`` (``shim_ext/include/torch_borrow/
+    shim.h``) against callers of two sizes: one compiled against the first, smaller
+    definition (66 bytes of fields: no ``is_python_dispatch``, no ``storage_nbytes``)
+    gets exactly those fields and not one byte more; a current one (80 bytes) gets the
+    Python key and the storage's size too; a larger one is told the 80 that were filled.
+    A ``__torch_dispatch__`` tensor gets the key and nothing else (no sizes read)."""
+    import ctypes
+
+    from bridge import _bridge, _resolve
+
+    res = _resolve.resolve(_bridge.PYOBJECT_SIZE)
+    get = res.symbols.get(_resolve.GET_METADATA)
+    assert (get is not None) == expected_readers()["batched"]
+    if get is None:
+        return
+    # PYFUNCTYPE: called with the GIL held, as the borrow requires.
+    get_metadata = ctypes.PYFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)(
+        get.address)
+    borrow = ctypes.PYFUNCTYPE(ctypes.c_int32, ctypes.py_object,
+                               ctypes.POINTER(ctypes.c_void_p))(
+        res.symbols[_resolve.BORROW].address)
+    FIRST, CURRENT, CANARY = 66, 80, 0xAB
+
+    def read(t, struct_size, room=96):
+        buf = (ctypes.c_uint8 * room)(*([CANARY] * room))
+        ctypes.c_uint64.from_buffer(buf).value = struct_size
+        h = ctypes.c_void_p()
+        assert borrow(t, ctypes.byref(h)) == 0
+        assert get_metadata(h, ctypes.addressof(buf)) == 0
+        return bytes(buf)
+
+    t = torch.randn(3, 4)[1:]
+    first = read(t, FIRST)
+    assert int.from_bytes(first[:8], "little") == FIRST
+    assert first[FIRST:] == bytes([CANARY]) * (96 - FIRST), "wrote past struct_size"
+    assert int.from_bytes(first[8:16], "little") == t.data_ptr()
+    current = read(t, CURRENT)
+    assert int.from_bytes(current[:8], "little") == CURRENT
+    assert current[66] == 0  # is_python_dispatch
+    assert int.from_bytes(current[72:80], "little", signed=True) == t.untyped_storage().nbytes()
+    assert current[CURRENT:] == bytes([CANARY]) * (96 - CURRENT)
+    assert int.from_bytes(read(t, 96)[:8], "little") == CURRENT  # a newer caller: told 80
+
+    class Wrapper(torch.Tensor):
+        @staticmethod
+        def __new__(cls):
+            return torch.Tensor._make_wrapper_subclass(
+                cls, (3, 4), dtype=torch.float32, dispatch_sizes_strides_policy="sizes")
+
+        @classmethod
+        def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+            raise AssertionError(f"Python ran during the read: {func}")
+
+    keyed = read(Wrapper(), CURRENT)
+    assert keyed[66] == 1 and keyed[8:66] == bytes(58) and keyed[72:80] == bytes(8)

@@ -69,6 +69,11 @@ torch_is_neg(AtenTensorHandle tensor, bool* ret_is_neg);
 // storage_offset are in elements; dtype, device_type and layout use the
 // aoti_torch_dtype_*() / _device_type_*() / _layout_*() codes. A tensor that is
 // not strided gets data_ptr, strides null and storage_offset 0.
+// is_python_dispatch is TensorImpl::is_python_dispatch(): a __torch_dispatch__
+// subclass may compute its sizes and strides in Python, so for such a tensor
+// nothing else is read (every other field zero) and no Python code runs.
+// storage_nbytes is the storage's size, as aoti_torch_get_storage_size
+// reports it (0 for a tensor that is not strided).
 struct TorchTensorMetadata {
   uint64_t struct_size;
   void* data_ptr;
@@ -82,6 +87,8 @@ struct TorchTensorMetadata {
   int32_t layout;
   uint8_t is_conj;
   uint8_t is_neg;
+  uint8_t is_python_dispatch;
+  int64_t storage_nbytes;
 };
 
 AOTI_TORCH_EXPORT AOTITorchError
