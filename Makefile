@@ -141,6 +141,9 @@ $(addprefix test-,$(sort $(TORCH_VERSIONS) $(TEST_TORCH))): test-%: $(VENVS)/tor
 
 # The patches' base takes headers from the torch 2.15.0 wheel, so this always runs there.
 patch-check: $(VENVS)/torch-2.15.0/.patch  ## apply the patches to PyTorch's base, compile, nm, build + run their test, upstream's linters
+	set -o pipefail; PIP_CONSTRAINT=$(CURDIR)/$(call env,2.15.0)/constraints.txt \
+	  flock $(call env,2.15.0)/.lock $(call env,2.15.0)/bin/pip install -q \
+	  --disable-pip-version-check clang-tidy==17.0.1 $(PIP_QUIET)
 	$(call py,2.15.0) proposal/patch_check.py
 
 info: $(VENVS)/torch-$(TORCH)/.built  ## what `python -m bridge info` says on TORCH
