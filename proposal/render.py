@@ -13,7 +13,10 @@ and is replaced, on every run, by text built from the markdown tables of:
   request) for ``seed-side-by-side``;
 - ``bench/results/gpu-<gpu>-host-cpu-torch-<version>.md`` and
   ``bench/results/gpu-<gpu>-torch-<version>.md`` (``make gpu-bench``), the
-  GPU host's CPU and its CUDA tensors: ``routes``, ``conj-route``, ``workload``;
+  GPU host's CPU and its CUDA tensors: ``routes``, ``conj-route``, ``workload``,
+  ``launch`` (the launch-bound step, CUDA only);
+- every ``bench/results/bench-*torch-<version>.md`` and the GPU host's CPU report:
+  ``goals-matrix`` (G1-G3 per interpreter);
 - ``proposal/findings-torch-shim.md`` (``make survey``): ``findings``;
 - ``proposal/findings-free-threaded.md`` (``make race-survey``) and
   ``bench/results/freethreaded/report-*.md`` (``make bench-freethreaded``):
@@ -538,6 +541,85 @@ def render_workload(report, gpu_host, gpu_cuda) -> str:
     return "\n".join(out) + "\n"
 
 
+
+# --- the goals per interpreter, and the launch-bound GPU step --------------------------------
+GOAL_KEYS = ("G1", "G2", "G3")
+
+
+def goals_row(path: pathlib.Path) -> dict[str, tuple[str, str, str]]:
+    """{G1..G3: (instructions cell, time cell, status)} of a report's Goals table."""
+    found = tables(section(path, "Goals", "make bench-evidence", "report"))
+    if not found:
+        raise Missing(f"`{rel(path)}` has no goals table", "make bench-evidence")
+    table = found[0]
+    icol, tcol, scol = column(table, "instructions"), column(table, "time"), column(table, "status")
+    out = {}
+    for row in table[1:]:
+        key = row[0].split(":")[0]
+        if key in GOAL_KEYS:
+            out[key] = (re.sub(r" \(CPython [^)]*\)", "", row[icol]), row[tcol].split(" [")[0],
+                        row[scol])
+    return out
+
+
+def render_goals_matrix(results: pathlib.Path, report, gpu_host) -> str:
+    """G1-G3 in both units for every interpreter with committed evidence: this machine's
+    CPython 3.11 and 3.13 reports (torch 2.15) and the GPU host's CPU report."""
+    runs = []
+    if report is not None:
+        runs.append(("here", report))
+        tag = versions(report)[1].split("+")[0]
+        runs += [("here", p) for p in sorted(results.glob(f"bench-cp*-torch-{tag}.md"))]
+    if gpu_host is not None:
+        runs.append((host_label(gpu_host), gpu_host))
+    if not runs:
+        raise Missing("no `bench/results/bench-torch-*.md`", "make bench-evidence")
+    what = {"G1": "view(t) + reading ptr, shape, strides, dtype, device / the five-tuple",
+            "G2": "view_borrow(t) / t.data_ptr()",
+            "G3": "native borrow + batched read / pointer trick + getters"}
+    head = ["goal"] + [f"CPython {versions(p)[0]}, {where}: instructions / time"
+                       for where, p in runs]
+    rows = {k: [f"{k}: {what[k]}"] for k in GOAL_KEYS}
+    for _, path in runs:
+        cells = goals_row(path)
+        for k in GOAL_KEYS:
+            instr, time, status = cells.get(k, (UNAVAILABLE, UNAVAILABLE, ""))
+            instr = UNAVAILABLE if instr.startswith("not counted") else instr
+            rows[k].append(f"{instr} / {time} ({status})")
+    out = ["_Goals tables of " + ", ".join(link(p) for _, p in runs) + "; instructions from "
+           f"`make callgrind` (none on the GPU host, which has no valgrind: {UNAVAILABLE}), "
+           "time the median of per-round ratios of one interleaved run._", "",
+           "| " + " | ".join(head) + " |", "|---|" + "---|" * (len(head) - 1)]
+    out += ["| " + " | ".join(rows[k]) + " |" for k in GOAL_KEYS]
+    return "\n".join(out) + "\n"
+
+
+def render_launch(gpu_cuda) -> str:
+    """Section "7. A launch-bound GPU step" of the GPU report, per N: the GPU time and the
+    verdict, and each route's host time, launches per second, bridging share and ratio to
+    borrow."""
+    body = section(gpu_cuda, "7. A launch-bound", "make gpu-bench",
+                   "`bench/results/gpu-*-torch-*.md`")
+    blocks = re.findall(r"\*\*N = (\d+)\*\* tensor arguments? per launch\. GPU time per launch "
+                        r"([\d.]+) us \(median over rounds\); host time of the launch alone "
+                        r"([\d.]+) us: ([\w-]+)", body)
+    found = tables(body)
+    if not blocks or len(found) != len(blocks):
+        raise Missing(f"`{rel(gpu_cuda)}` has no launch-bound tables", "make gpu-bench")
+    head = ["N", "GPU time per launch (us)", "route", "host time per launch (us)",
+            "launches/s", "bridging share of the host time [95% CI]", "host time vs borrow"]
+    out = [f"_Section \"7. A launch-bound GPU step\" of {link(gpu_cuda)} "
+           f"({setup_line(gpu_cuda, 'CUDA tensors').split(' (')[0]})._", "",
+           "| " + " | ".join(head) + " |", "|---:|---:|---|---:|---:|---:|---:|"]
+    for (n, gpu, alone, bound), table in zip(blocks, found):
+        h, r, share, vs = (column(table, "host per launch"), column(table, "launches/s"),
+                           column(table, "bridging share"), column(table, "host time vs"))
+        for i, row in enumerate(table[1:]):
+            first = [n, f"{gpu} ({bound})"] if i == 0 else ["", ""]
+            out.append("| " + " | ".join(first + [row[0], row[h], row[r], row[share],
+                                                   row[vs].split(" [")[0]]) + " |")
+    return "\n".join(out) + "\n"
+
 # --- the hostile-input survey, short -------------------------------------------------------------
 VERDICT = re.compile(r"^\*\*([\w ]+?)\*\*")
 NAMED = ("crash", "crashed", "forged", "garbage")  # verdicts whose inputs the table names
@@ -667,6 +749,8 @@ def render_all(results: pathlib.Path, torch_version: str | None) -> dict[str, st
         "conj-route": lambda: render_conj(report, gpu_host),
         "bench-goals": lambda: render_report_section(report, "Goals"),
         "workload": lambda: render_workload(report, gpu_host, gpu_cuda),
+        "goals-matrix": lambda: render_goals_matrix(results, report, gpu_host),
+        "launch": lambda: render_launch(gpu_cuda),
         "findings": lambda: render_findings(FINDINGS),
         "free-threaded": lambda: render_free_threaded(FREE_THREADED, results),
     }
