@@ -44,7 +44,8 @@ except ModuleNotFoundError as exc:  # the checkout's bridge/ holds no compiled m
         f"bridge is being imported from {__path__[0]}, which holds no compiled bridge._bridge: "
         "this is the source tree. Import the built package instead: run Python with -P "
         "(e.g. `.venv/torch-2.15.0/bin/python -P ...`) or from outside the checkout; build it "
-        "with `make info` or `pip install --no-build-isolation .`") from exc
+        "with `make info`, or in your own environment with torch pinned (README.md): "
+        "`pip install --no-build-isolation --no-deps .`") from exc
 from bridge._resolve import PathInfo
 from bridge._select import (
     CHOICES,

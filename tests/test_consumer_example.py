@@ -399,3 +399,15 @@ def test_the_consumer_registers_the_prototype_itself(built, name, first):
         assert bridge.view_borrow(t).shape == (3, 3)
         assert c.view(t)[:3] == (t.data_ptr(), (3, 3), (4, 1))
         """)
+
+
+@needs_route
+@pytest.mark.parametrize("route", ROUTES)
+def test_nested_tensor_message_asks_for_no_bug_report(consumer, route):
+    """Both consumers refuse a nested tensor with the bridge's advice, not torch's
+    "Internal error ... Please file an issue"."""
+    if route == "owned":
+        assert consumer._resolve("owned") == "owned"
+    with pytest.raises(BufferError, match=r"nested tensor .*\.unbind\(\)") as info:
+        consumer.view(_nested())
+    assert "Please file an issue" not in str(info.value)

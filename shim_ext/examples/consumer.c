@@ -254,6 +254,14 @@ static const Api* get_api(void) {
 static int call_failed(const Api* a, const char* call) {
   if (PyErr_Occurred()) return -1;
   const char* w = a->what ? a->what() : NULL;
+  /* torch's text for a nested tensor ("Internal error: NestedTensorImpl doesn't
+     support sizes. Please file an issue.") asks for a bug report where there is none. */
+  if (w && strstr(w, "NestedTensorImpl")) {
+    PyErr_SetString(PyExc_BufferError,
+                    "a nested tensor has no single pointer + strides description; view its "
+                    "components (.unbind()) or a padded copy (.to_padded_tensor(0)) instead");
+    return -1;
+  }
   PyErr_Format(PyExc_BufferError, "%s failed: %s", call, w ? w : "no message");
   return -1;
 }

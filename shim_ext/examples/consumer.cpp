@@ -37,6 +37,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 // Declarations only (nothing below calls these names directly): decltype(&f)
@@ -320,6 +321,12 @@ int fail(PyObject* type, const std::string& msg) {
 int call_failed(const Api* a, const char* call) {
   if (PyErr_Occurred()) return -1; // Python code behind the call raised: keep that
   const char* w = a->what ? a->what() : nullptr;
+  // torch's text for a nested tensor ("Internal error: NestedTensorImpl doesn't
+  // support sizes. Please file an issue.") asks for a bug report where there is none.
+  if (w && std::strstr(w, "NestedTensorImpl"))
+    return fail(PyExc_BufferError,
+                "a nested tensor has no single pointer + strides description; view its "
+                "components (.unbind()) or a padded copy (.to_padded_tensor(0)) instead");
   return fail(PyExc_BufferError, std::string(call) + " failed: " + (w ? w : "no message"));
 }
 
