@@ -185,6 +185,11 @@ class Tree:
             raise SystemExit(f"{rel}: {old[:60]!r} occurs {text.count(old)} times")
         path.write_text(text.replace(old, new))
 
+    def append(self, rel: str, text: str) -> None:
+        """Append ``text`` to ``rel``."""
+        path = self.root / rel
+        path.write_text(path.read_text() + text)
+
     def add(self, rel: str) -> None:
         """Add a new file from proposal/patch_src."""
         (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -264,9 +269,14 @@ def apply_0002(tree: Tree) -> None:
     tree.edit("docs/source/notes/libtorch_stable_abi.md", "\n## Migrating your kernel to the LibTorch",
               (SNIPPETS / "docs-conj-neg.md.txt").read_text(), before=True)
     # Explicit wrappers, as the package's own ops are wrapped; not the __getattr__
-    # proxy, which not every stored ops.py of the extension has.
-    tree.edit("test/cpp_extensions/libtorch_agn_2_16_extension/libtorch_agn_2_16/ops.py",
-              "def __getattr__(name):\n", (SNIPPETS / "ops.py.txt").read_text(), before=True)
+    # proxy, which not every stored ops.py of the extension has: where it is, the
+    # wrappers go before it (the end of the explicit ones), else at the end.
+    ops = "test/cpp_extensions/libtorch_agn_2_16_extension/libtorch_agn_2_16/ops.py"
+    wrappers = (SNIPPETS / "ops.py.txt").read_text()
+    if "\ndef __getattr__(name):\n" in (tree.root / ops).read_text():
+        tree.edit(ops, "def __getattr__(name):\n", wrappers, before=True)
+    else:
+        tree.append(ops, "\n\n" + wrappers.rstrip("\n") + "\n")
     for rel in NEW_0002:
         tree.add(rel)
     tree.regenerate_versions()
