@@ -144,6 +144,8 @@ patch-check: $(VENVS)/torch-2.15.0/.patch  ## apply the patches to PyTorch's bas
 	set -o pipefail; PIP_CONSTRAINT=$(CURDIR)/$(call env,2.15.0)/constraints.txt \
 	  flock $(call env,2.15.0)/.lock $(call env,2.15.0)/bin/pip install -q \
 	  --disable-pip-version-check clang-tidy==17.0.1 $(PIP_QUIET)
+	@dpkg -s libgtest-dev >/dev/null 2>&1 || { apt-get update -qq && \
+	  apt-get install -y -qq libgtest-dev=1.12.1-0.2 >/dev/null; }
 	$(call py,2.15.0) proposal/patch_check.py
 
 info: $(VENVS)/torch-$(TORCH)/.built  ## what `python -m bridge info` says on TORCH

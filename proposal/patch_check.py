@@ -29,8 +29,9 @@ Steps, each printed as it runs; the first failure ends the run with exit status 
    ``PyObjectConversion.o`` and ``PyObjectConversionPythonImpl.o`` into a test
    library (``-Bsymbolic``: its references to its own names bind to itself, not
    to libtorch 2.15's copies; its PythonImpl registers itself when the library is
-   loaded, as libtorch_python's does); run the no-op gtest's case on a library of
-   the libtorch half alone; build the patch's test modules
+   loaded, as libtorch_python's does); build and run the patched gtest
+   (``test_pyobject_conversion.cpp``, GoogleTest from Debian's libgtest-dev)
+   against a library of the libtorch half alone; build the patch's test modules
    (``libtorch_agn_2_16._interop`` and ``_C`` from ``my_is_conj_neg.cpp``, abi3,
    ``TORCH_TARGET_VERSION`` 2.16) linked against the test library first, with
    the patched ``ops.py``; run the patch's two Python tests under pytest with
@@ -505,29 +506,46 @@ def build_test_libraries(work: pathlib.Path, objects: list[pathlib.Path]) -> pat
     return libdir
 
 
-# The no-op gtest's borrow case (test_pyobject_conversion.cpp), run on the no-op library
-# in a process that never imports torch, so no libtorch_python is loaded.
-NOOP_PROBE = """\
-import ctypes, json, os, sys
-lib = ctypes.CDLL(sys.argv[1], mode=os.RTLD_LOCAL | os.RTLD_NOW)
-lib.torch_exception_get_what_without_backtrace.restype = ctypes.c_char_p
-dummy, out = ctypes.c_int(0), ctypes.c_void_p()
-err = lib.torch_tensor_borrow_from_pyobject(ctypes.byref(dummy), ctypes.byref(out))
-print(json.dumps({"err": err, "ret": out.value, "torch_loaded": "torch" in sys.modules,
-                  "what": lib.torch_exception_get_what_without_backtrace().decode()}))
-"""
+# The patched gtest (test/cpp/shim/test_pyobject_conversion.cpp), built and run against
+# the no-op library: a binary that links libtorch's half only, as upstream's does. GoogleTest
+# comes from Debian's libgtest-dev (the Makefile's patch-check target installs it, pinned).
+GTEST_SRC = "test/cpp/shim/test_pyobject_conversion.cpp"
+GTEST_HEADER = pathlib.Path("/usr/include/gtest/gtest.h")
+GTEST_BORROW = "TorchPyObjectConversion.BorrowNoopErrorsWithoutLibtorchPython"
 
 
-def check_noop(libdir: pathlib.Path) -> None:
-    """torch_tensor_borrow_from_pyobject of the no-op library: an error, ret untouched."""
-    done = run([sys.executable, "-P", "-c", NOOP_PROBE, str(libdir / NOOP_LIBRARY)])
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    if (result["err"] == 0 or result["ret"] is not None or result["torch_loaded"]
-            or "requires libtorch_python to be loaded" not in result["what"]):
-        raise CheckFailed(f"the no-op path of {NOOP_LIBRARY} answered {result}")
-    print(f"executed the no-op ({NOOP_LIBRARY}, no torch imported): "
-          "torch_tensor_borrow_from_pyobject(&dummy, &ret) returned AOTI_TORCH_FAILURE, ret "
-          f"stayed nullptr, message: {result['what'][:60]!r}... (the no-op gtest's case)")
+def run_noop_gtest(tree: pathlib.Path, work: pathlib.Path, libdir: pathlib.Path) -> None:
+    """Build the patched gtest against the no-op library and run it."""
+    import torch.utils.cpp_extension as cpp_extension
+
+    if not GTEST_HEADER.exists():
+        raise CheckFailed(f"GoogleTest not found ({GTEST_HEADER}): apt-get install "
+                          "libgtest-dev (make patch-check does)")
+    paths = cpp_extension.library_paths()
+    binary = work / "test_pyobject_conversion"
+    done = run(["g++", *compile_flags(tree, work / "overlay"), str(tree / GTEST_SRC),
+                "-o", str(binary), f"-L{libdir}", f"-Wl,-rpath,{libdir}", f"-l:{NOOP_LIBRARY}",
+                *[f"-L{p}" for p in paths], *[f"-Wl,-rpath,{p}" for p in paths],
+                "-ltorch", "-ltorch_cpu", "-lc10", "-lgtest", "-lgtest_main", "-pthread"],
+               check=False)
+    if done.returncode != 0:
+        raise CheckFailed(f"the gtest does not build:\n{done.stderr[-6000:]}")
+    logs = work / "ld-debug-gtest"
+    logs.mkdir()
+    done = run([str(binary)], env={**os.environ, "LD_DEBUG": "bindings",
+                                   "LD_DEBUG_OUTPUT": str(logs / "ld")}, check=False)
+    summary = [l for l in done.stdout.splitlines() if l.startswith(("[  PASSED  ]", "[  FAILED  ]"))]
+    if done.returncode != 0 or f"[       OK ] {GTEST_BORROW}" not in done.stdout:
+        raise CheckFailed(f"the patched gtest failed:\n{done.stdout[-4000:]}{done.stderr[-2000:]}")
+    bound = {pathlib.Path(target).name for log in logs.glob("ld.*")
+             for source, target, symbol in BINDING.findall(log.read_text(errors="replace"))
+             if symbol == "torch_tensor_borrow_from_pyobject"}
+    if bound != {NOOP_LIBRARY}:
+        raise CheckFailed(f"the gtest bound torch_tensor_borrow_from_pyobject to {bound}")
+    print(f"executed the patched gtest {pathlib.Path(GTEST_SRC).name} against {NOOP_LIBRARY} "
+          f"(no libtorch_python): {summary[0] if summary else done.stdout[-200:]} "
+          f"({GTEST_BORROW} among them; torch_tensor_borrow_from_pyobject bound to "
+          f"{NOOP_LIBRARY})")
 
 
 def build_test_modules(tree: pathlib.Path, work: pathlib.Path, libdir: pathlib.Path) -> pathlib.Path:
@@ -843,7 +861,7 @@ def main(argv: list[str] | None = None) -> int:
         step("5. the patch's own code, executed: a test library of the patched translation "
              "units, the test modules, the patch's Python tests")
         libdir = build_test_libraries(work, objects)
-        check_noop(libdir)
+        run_noop_gtest(tree, work, libdir)
         site = build_test_modules(tree, work, libdir)
         run_patch_tests(tree, site, work)
         step("6. upstream's stable-shim linters")
