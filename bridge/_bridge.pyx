@@ -280,6 +280,12 @@ cdef struct Installed:
     PyObject* is_conj                 # method descriptors torch.Tensor.is_conj / .is_neg
     PyObject* is_neg
     PyObject* no_torch_function       # torch._C.DisableTorchFunction
+    # torch._C._len_torch_dispatch_stack and torch._C._DisableTorchDispatch, or NULL: with
+    # a TorchDispatchMode active, a tensor without the Python key whose device or layout
+    # torch computes in Python (``_make_subclass(..., dispatch_device=True)``) would have
+    # the mode answer, mid-read; the read then runs with Python dispatch excluded.
+    PyObject* dispatch_stack_len
+    PyObject* no_python_dispatch
     # Filled by _install_tables.
     int32_t layout_strided
     int32_t device_meta
@@ -405,6 +411,11 @@ cdef int _install_python_key(Installed* st, object tensor_type) except -1:
     if torch_c is not None:
         st.dispatch_keys = _keep(torch_c._dispatch_keys)
         st.python_dispatch_key = _keep(torch_c.DispatchKey.Python)
+        stack_len = getattr(torch_c, "_len_torch_dispatch_stack", None)
+        no_dispatch = getattr(torch_c, "_DisableTorchDispatch", None)
+        if stack_len is not None and no_dispatch is not None:
+            st.dispatch_stack_len = _keep(stack_len)
+            st.no_python_dispatch = _keep(no_dispatch)
     return 0
 
 
@@ -534,26 +545,60 @@ cdef int _raise_handle_error(int path) except -1:
 
 
 cdef int _raise_getter_error(object obj) except -1:
+    # Decided from torch's message alone: asking the tensor (``obj.is_nested``) would run
+    # its __torch_function__, which could raise anything instead.
     what, cause = _failure()
-    if getattr(obj, "is_nested", False):
-        # torch's own text for this ("Internal error: NestedTensorImpl doesn't support
-        # sizes. Please file an issue.") asks for a bug report where there is no bug:
-        # it is left out; any other text (none at all, say) is kept.
-        said = "" if "Please file an issue" in what else f" [torch: {what}]"
+    if "NestedTensorImpl" in what:
+        # torch's text ("Internal error: NestedTensorImpl doesn't support sizes. Please
+        # file an issue.") asks for a bug report where there is no bug.
         raise BufferError("a nested tensor has no single pointer + strides description; "
                           "view its components (.unbind()) or a padded copy "
-                          f"(.to_padded_tensor(0)) instead{said}") from cause
-    raise BufferError(f"cannot read the metadata of this {type(obj).__name__}: {what}") from cause
+                          "(.to_padded_tensor(0)) instead") from cause
+    if "dispatch_on_subclass called with NO overloaded args" in what:
+        # torch's INTERNAL ASSERT, also asking for a bug report: a getter went to Python
+        # for a tensor without the Python key, and nothing there could answer it.
+        raise BufferError(f"the {_type_name(Py_TYPE(obj))}'s device or layout is computed in "
+                          f"Python without torch's Python dispatch key (torch.Tensor."
+                          f"_make_subclass(..., dispatch_device=True or dispatch_layout=True) "
+                          f"on a class without __torch_dispatch__): it cannot be read safely "
+                          f"through a handle; view a plain tensor instead") from cause
+    raise BufferError(f"cannot read the metadata of this {_type_name(Py_TYPE(obj), False, True)}: "
+                      f"{what}") from cause
+
+
+cdef str _type_name(PyTypeObject* tp, bint qualified=False, bint short=False):
+    """A type's ``__qualname__`` (``short``: its ``__name__``; ``qualified``: with its
+    module, but for builtins), read with type's own C getters, never through the type's
+    metaclass (whose ``__getattr__`` or properties could run any code, or raise, in an
+    error path)."""
+    cls = <object>tp
+    try:
+        name = type.__dict__["__name__" if short else "__qualname__"].__get__(cls)
+        module = type.__dict__["__module__"].__get__(cls)
+    except Exception:  # noqa: BLE001 - an error path must not fail on a name
+        return (<bytes>tp.tp_name).decode("utf-8", "replace")
+    if not qualified or module == "builtins":
+        return name
+    return f"{module}.{name}"
+
+
+cdef bint _type_has(PyTypeObject* tp, str attribute):
+    """``attribute`` in the ``__dict__`` of a class along the type's MRO, read without the
+    metaclass (``hasattr`` would run its ``__getattr__``)."""
+    try:
+        return any(attribute in type.__dict__["__dict__"].__get__(k)
+                   for k in type.__dict__["__mro__"].__get__(<object>tp))
+    except Exception:  # noqa: BLE001 - only a hint depends on it
+        return False
 
 
 cdef int _raise_not_tensor(object obj) except -1:
-    cls = type(obj)
-    got = "None" if obj is None else (cls.__qualname__ if cls.__module__ == "builtins"
-                                      else f"{cls.__module__}.{cls.__qualname__}")
+    cdef PyTypeObject* tp = Py_TYPE(obj)
+    got = "None" if obj is None else _type_name(tp, True)
     hint = ""
-    if cls.__module__ == "numpy" and cls.__qualname__ == "ndarray":
+    if got == "numpy.ndarray":
         hint = "; view torch.from_numpy(a), which shares the array's memory"
-    elif hasattr(cls, "__dlpack__"):
+    elif _type_has(tp, "__dlpack__"):
         hint = "; it has __dlpack__: view torch.from_dlpack(x), which shares its memory"
     raise TypeError(f"expected a torch.Tensor (or an instance of a subclass), got {got}{hint}")
 
@@ -811,10 +856,12 @@ cdef inline int _check_type(object obj, const Installed* st, bint key=True) exce
 
 
 cdef int _raise_python_key(object obj) except -1:
-    raise BufferError(f"{type(obj).__qualname__} overrides __torch_dispatch__ (the "
-                      f"tensor carries torch's Python dispatch key): its metadata is "
-                      f"computed in Python and cannot be read safely through a handle; "
-                      f"view a plain tensor instead")
+    # Named by the key, not by the class: a __class__ reassigned to torch.Tensor keeps
+    # the TensorImpl, and its key, of the subclass that made it.
+    raise BufferError(f"this {_type_name(Py_TYPE(obj))}'s TensorImpl carries torch's Python "
+                      f"dispatch key (a subclass that overrides __torch_dispatch__ made it): "
+                      f"its metadata is computed in Python and cannot be read safely "
+                      f"through a handle; view a plain tensor instead")
 
 
 cdef inline int _check_layout(int32_t layout, const Installed* st) except -1:
@@ -941,6 +988,11 @@ cdef inline int _fill(const TorchTensorMetadata* m, TensorView v, object obj,
     if m.is_python_dispatch:
         _raise_python_key(obj)
     _check_layout(m.layout, st)
+    # Validated before the copy below dereferences them: a strided tensor has both.
+    if m.dim < 0 or (m.dim > 0 and (m.sizes == NULL or m.strides == NULL)):
+        raise BufferError(f"torch_tensor_get_metadata reported {m.dim} dimensions with "
+                          f"sizes {'set' if m.sizes != NULL else 'null'} and strides "
+                          f"{'set' if m.strides != NULL else 'null'} for a strided tensor")
     v._ptr = <uintptr_t>m.data_ptr
     v._ndim = m.dim
     _dims(v)
@@ -1091,10 +1143,39 @@ cdef inline bint _key_in_read(int reader, const Installed* st) noexcept:
 cdef inline int _gate(object obj, const Installed* st, bint key=True) except -1:
     """Everything that may run Python code, done before the handle: the type gate and,
     without torch_is_conj / torch_is_neg, the Python-level bit check. ``key=False``: the
-    Python-key check is left to the batched read (``_key_in_read``)."""
+    Python-key check is left to the batched read (``_key_in_read``).
+
+    Returns 1 when a TorchDispatchMode is active: the read must then run with Python
+    dispatch excluded (``_acquire_read_guarded``), 0 otherwise."""
     _check_type(obj, st, key)
     if st.g.is_conj == NULL:
         _check_bits_slow(obj, st)
+    return _dispatch_mode_active(st)
+
+
+cdef inline int _dispatch_mode_active(const Installed* st) except -1:
+    """Is a TorchDispatchMode on torch's stack (``torch._C._len_torch_dispatch_stack``)?
+
+    A tensor whose device or layout torch computes in Python without carrying the Python
+    key (``_make_subclass(..., dispatch_device=True)`` or ``dispatch_layout=True``, which
+    torch allows for a class without ``__torch_dispatch__``) has those getters answered by
+    the active mode, which may lie or free the storage mid-read. Without a mode torch's
+    own assertion makes such a getter fail (a BufferError here)."""
+    cdef object n
+    if st.dispatch_stack_len == NULL:
+        return 0
+    n = PyObject_Vectorcall(<object>st.dispatch_stack_len, NULL, 0, NULL)
+    return 1 if n else 0
+
+
+cdef int _acquire_read_guarded(object obj, int path, TensorView v, const Installed* st,
+                               int reader) except -1:
+    """``_acquire_read`` with Python dispatch excluded (``torch._C._DisableTorchDispatch``,
+    what torch's own ``no_dispatch()`` uses): no mode answers a getter, so a getter of a
+    tensor without the Python key that would have asked one fails instead."""
+    guard = (<object>st.no_python_dispatch)()
+    with guard:
+        _acquire_read(obj, path, v, st, reader)
     return 0
 
 
@@ -1104,6 +1185,7 @@ cdef TensorView _make(object obj, int path):
     cdef const Installed* st
     cdef int reader
     cdef bint key
+    cdef int guarded = 0
     # Allocating a GC-tracked object may run the garbage collector (finalizers, weakref
     # callbacks: any Python code), so the view exists before the gate and the handle.
     v = TensorView.__new__(TensorView)
@@ -1114,13 +1196,16 @@ cdef TensorView _make(object obj, int path):
     key = not _key_in_read(reader, st)
     while True:
         tp = Py_TYPE(obj)
-        _gate(obj, st, key)
+        guarded = _gate(obj, st, key)
         # The gate may run Python code too (a subclass's type lookups, the slow bit
         # check); if that changed obj's type (__class__ assignment, swap_tensors), the
         # verdict is about another type: judge again.
         if Py_TYPE(obj) == tp:
             break
-    _acquire_read(obj, path, v, st, reader)
+    if guarded:
+        _acquire_read_guarded(obj, path, v, st, reader)
+    else:
+        _acquire_read(obj, path, v, st, reader)
     v.obj = obj
     v._path = path
     v._itemsize = st.itemsize[v._dtype]
@@ -1304,6 +1389,7 @@ def _native_loop(obj, path, Py_ssize_t n, bint critical_section=False, reader=No
     cdef const Installed* st
     cdef int r
     cdef bint key
+    cdef int guarded
     if n <= 0:
         raise ValueError("n must be positive")
     if reader is not None and reader not in READERS:
@@ -1315,19 +1401,29 @@ def _native_loop(obj, path, Py_ssize_t n, bint critical_section=False, reader=No
         from bridge import _select
         _select.require_reader("batched")
     key = not _key_in_read(r, st)
-    _gate(obj, st, key)
-    _acquire_read(obj, p, v, st, r)  # raise here, outside the timed loop
+    guarded = _gate(obj, st, key)
+    # Raise here, outside the timed loop; under a TorchDispatchMode every read is guarded.
+    if guarded:
+        _acquire_read_guarded(obj, p, v, st, r)
+    else:
+        _acquire_read(obj, p, v, st, r)
     t0 = _now_ns()
     if critical_section:
         for i in range(n):
             if gate:
-                _gate(obj, st, key)
+                guarded = _gate(obj, st, key)
             with cython.critical_section(obj):
-                _acquire_read(obj, p, v, st, r)
+                if guarded:
+                    _acquire_read_guarded(obj, p, v, st, r)
+                else:
+                    _acquire_read(obj, p, v, st, r)
     else:
         for i in range(n):
             if gate:
-                _gate(obj, st, key)
-            _acquire_read(obj, p, v, st, r)
+                guarded = _gate(obj, st, key)
+            if guarded:
+                _acquire_read_guarded(obj, p, v, st, r)
+            else:
+                _acquire_read(obj, p, v, st, r)
     t1 = _now_ns()
     return (t1 - t0) / <double>n

@@ -135,7 +135,21 @@ def _warn_stale(res, chosen: str) -> None:
         return
     _warned_stale = True
     warnings.warn(f"bridge: path 'auto' uses {chosen!r}, not 'borrow': "
-                  f"{res.paths['borrow'].reason}", StaleShimWarning, stacklevel=4)
+                  f"{res.paths['borrow'].reason}", StaleShimWarning,
+                  stacklevel=_caller_level())
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside the bridge package: the user's line
+    (``view()`` reaches here through several of the bridge's own frames)."""
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == here:
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def set_path(name: str) -> None:

@@ -114,48 +114,55 @@ namespace {
 constexpr uint64_t kTensorMetadataMinSize =
     offsetof(TorchTensorMetadata, is_neg) + sizeof(uint8_t);
 
-// A field the caller's struct_size covers (a caller compiled against an older,
-// smaller definition gets only the fields it knows).
-#define TORCH_METADATA_HAS(ret, field) \
-  ((ret)->struct_size >=               \
-   offsetof(TorchTensorMetadata, field) + sizeof((ret)->field))
+// The fields after is_neg came in one step: a caller gets them only when its
+// struct_size covers the whole current struct (a caller compiled against the
+// first definition has sizeof 72, whose padding holds no field of its own).
+constexpr uint64_t kTensorMetadataSize = sizeof(TorchTensorMetadata);
 
 void fill_tensor_metadata(const at::Tensor& t, TorchTensorMetadata* ret) {
   TORCH_CHECK(
       ret->struct_size >= kTensorMetadataMinSize,
       "TorchTensorMetadata.struct_size is too small: set it to sizeof");
-  if (TORCH_METADATA_HAS(ret, is_python_dispatch)) {
-    // Read first, from the TensorImpl's key set: a __torch_dispatch__ subclass
-    // may answer sizes() and strides() in Python, so nothing else is read.
-    ret->is_python_dispatch = t.unsafeGetTensorImpl()->is_python_dispatch();
-    if (ret->is_python_dispatch) {
-      const uint64_t size = std::min<uint64_t>(ret->struct_size, sizeof(*ret));
-      std::memset(
-          reinterpret_cast<char*>(ret) + sizeof(ret->struct_size),
-          0,
-          size - sizeof(ret->struct_size));
-      ret->is_python_dispatch = 1;
-      ret->struct_size = size;
-      return;
-    }
+  const bool current = ret->struct_size >= kTensorMetadataSize;
+  // Read first, from the TensorImpl's key set: a __torch_dispatch__ subclass
+  // may answer sizes() and strides() in Python, so nothing else is read. A
+  // caller that cannot be told (an older struct) gets an error, never zeros.
+  if (t.unsafeGetTensorImpl()->is_python_dispatch()) {
+    TORCH_CHECK(
+        current,
+        "the tensor carries torch's Python dispatch key (a __torch_dispatch__ "
+        "subclass): its metadata is computed in Python and cannot be read");
+    std::memset(
+        reinterpret_cast<char*>(ret) + sizeof(ret->struct_size),
+        0,
+        kTensorMetadataSize - sizeof(ret->struct_size));
+    ret->is_python_dispatch = 1;
+    ret->struct_size = kTensorMetadataSize;
+    return;
   }
-  const bool strided = t.layout() == at::kStrided;
+  // Each of layout() and device() is read once: either may be computed in
+  // Python for some tensors, and two reads could disagree.
+  const at::Layout layout = t.layout();
+  const at::Device device = t.device();
+  const bool strided = layout == at::kStrided;
   ret->data_ptr = strided ? t.data_ptr() : nullptr;
   ret->sizes = t.sizes().data();
   ret->strides = strided ? t.strides().data() : nullptr;
   ret->dim = t.dim();
   ret->storage_offset = strided ? t.storage_offset() : 0;
   ret->dtype = static_cast<int32_t>(t.scalar_type());
-  ret->device_type = static_cast<int32_t>(t.device().type());
-  ret->device_index = static_cast<int32_t>(t.device().index());
-  ret->layout = static_cast<int32_t>(t.layout());
+  ret->device_type = static_cast<int32_t>(device.type());
+  ret->device_index = static_cast<int32_t>(device.index());
+  ret->layout = static_cast<int32_t>(layout);
   ret->is_conj = t.is_conj();
   ret->is_neg = t.is_neg();
-  if (TORCH_METADATA_HAS(ret, storage_nbytes)) {
+  if (current) {
+    ret->is_python_dispatch = 0;
     ret->storage_nbytes =
         strided ? static_cast<int64_t>(t.storage().nbytes()) : 0;
   }
-  ret->struct_size = std::min<uint64_t>(ret->struct_size, sizeof(*ret));
+  // The bytes filled, as sched_getattr(2) reports them.
+  ret->struct_size = current ? kTensorMetadataSize : kTensorMetadataMinSize;
 }
 
 } // namespace
@@ -182,7 +189,6 @@ AOTITorchError torch_tensor_borrow_metadata_from_pyobject(
         ret);
   });
 }
-#undef TORCH_METADATA_HAS
 // END prototype-only: batched read
 
 } // extern "C"

@@ -221,6 +221,7 @@ def test_auto_warns_once_when_it_passes_over_a_stale_borrow():
         "    bridge.view(torch.zeros(2)); bridge.set_path('auto'); bridge.view(torch.zeros(2))\n"
         "stale = [x for x in w if issubclass(x.category, bridge.StaleShimWarning)]\n"
         "print(len(stale), bridge.get_path())\n"
+        "assert stale[0].filename == '<string>', stale[0].filename  # the user's line\n"
         "print(stale[0].message)\n"
         "from bridge import _info\n"
         "print(_info.report()['verdict'])\n")

@@ -176,11 +176,12 @@ def test_shim_ext_load_refuses_a_build_for_another_torch():
 
 def test_batched_read_fills_no_byte_past_the_callers_struct_size():
     """The prototype's ``torch_tensor_get_metadata`` (``shim_ext/include/torch_borrow/
-    shim.h``) against callers of two sizes: one compiled against the first, smaller
-    definition (66 bytes of fields: no ``is_python_dispatch``, no ``storage_nbytes``)
-    gets exactly those fields and not one byte more; a current one (80 bytes) gets the
-    Python key and the storage's size too; a larger one is told the 80 that were filled.
-    A ``__torch_dispatch__`` tensor gets the key and nothing else (no sizes read)."""
+    shim.h``) against callers of every size: one compiled against the first definition
+    (``sizeof`` 72, of which 66 bytes are fields) and one giving only those 66 bytes get
+    exactly those fields and not one byte more, and are told 66; a current one (80
+    bytes) gets the Python key and the storage's size too; a larger one is told 80. A
+    ``__torch_dispatch__`` tensor gets the key and nothing else (no sizes read), and is an
+    error for an older caller, which has no field for the key."""
     import ctypes
 
     from bridge import _bridge, _resolve
@@ -196,27 +197,28 @@ def test_batched_read_fills_no_byte_past_the_callers_struct_size():
     borrow = ctypes.PYFUNCTYPE(ctypes.c_int32, ctypes.py_object,
                                ctypes.POINTER(ctypes.c_void_p))(
         res.symbols[_resolve.BORROW].address)
-    FIRST, CURRENT, CANARY = 66, 80, 0xAB
+    FIELDS, FIRST, CURRENT, ROOM, CANARY = 66, 72, 80, 96, 0xAB
 
-    def read(t, struct_size, room=96):
-        buf = (ctypes.c_uint8 * room)(*([CANARY] * room))
+    def read(t, struct_size):
+        buf = (ctypes.c_uint8 * ROOM)(*([CANARY] * ROOM))
         ctypes.c_uint64.from_buffer(buf).value = struct_size
         h = ctypes.c_void_p()
         assert borrow(t, ctypes.byref(h)) == 0
-        assert get_metadata(h, ctypes.addressof(buf)) == 0
-        return bytes(buf)
+        rc = get_metadata(h, ctypes.addressof(buf))
+        return rc, bytes(buf)
 
     t = torch.randn(3, 4)[1:]
-    first = read(t, FIRST)
-    assert int.from_bytes(first[:8], "little") == FIRST
-    assert first[FIRST:] == bytes([CANARY]) * (96 - FIRST), "wrote past struct_size"
-    assert int.from_bytes(first[8:16], "little") == t.data_ptr()
-    current = read(t, CURRENT)
-    assert int.from_bytes(current[:8], "little") == CURRENT
+    for older in (FIELDS, FIRST):
+        rc, out = read(t, older)
+        assert rc == 0 and int.from_bytes(out[:8], "little") == FIELDS, (older, rc)
+        assert out[FIELDS:] == bytes([CANARY]) * (ROOM - FIELDS), f"{older}: wrote past the fields"
+        assert int.from_bytes(out[8:16], "little") == t.data_ptr()
+    rc, current = read(t, CURRENT)
+    assert rc == 0 and int.from_bytes(current[:8], "little") == CURRENT
     assert current[66] == 0  # is_python_dispatch
     assert int.from_bytes(current[72:80], "little", signed=True) == t.untyped_storage().nbytes()
-    assert current[CURRENT:] == bytes([CANARY]) * (96 - CURRENT)
-    assert int.from_bytes(read(t, 96)[:8], "little") == CURRENT  # a newer caller: told 80
+    assert current[CURRENT:] == bytes([CANARY]) * (ROOM - CURRENT)
+    assert int.from_bytes(read(t, ROOM)[1][:8], "little") == CURRENT  # a newer caller: told 80
 
     class Wrapper(torch.Tensor):
         @staticmethod
@@ -228,5 +230,9 @@ def test_batched_read_fills_no_byte_past_the_callers_struct_size():
         def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
             raise AssertionError(f"Python ran during the read: {func}")
 
-    keyed = read(Wrapper(), CURRENT)
-    assert keyed[66] == 1 and keyed[8:66] == bytes(58) and keyed[72:80] == bytes(8)
+    rc, keyed = read(Wrapper(), CURRENT)
+    assert rc == 0 and keyed[66] == 1 and keyed[8:66] == bytes(58) and keyed[72:80] == bytes(8)
+    for older in (FIELDS, FIRST):
+        rc, out = read(Wrapper(), older)
+        assert rc != 0, f"an older caller ({older} bytes) must get an error, not zeros"
+        assert out[8:] == bytes([CANARY]) * (ROOM - 8)

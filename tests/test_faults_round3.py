@@ -14,6 +14,11 @@
    torch names not is refused as unknown (fault injection).
 5. A view whose elements reach past its storage's nbytes (``untyped_storage().resize_(n)``
    under it) is refused with a BufferError saying why, on every entry point.
+6. A tensor without the Python key whose device or layout torch computes in Python
+   (``_make_subclass(..., dispatch_device=True)`` / ``dispatch_layout=True``), viewed
+   under a TorchDispatchMode that lies or frees the storage when asked: refused (the read
+   runs with Python dispatch excluded), never a view of freed memory nor a crash; a plain
+   tensor under a mode is viewed as without one.
 """
 
 from __future__ import annotations
@@ -447,3 +452,56 @@ def test_storage_grown_back_is_viewed_again(path, reader, view_on):
     base.untyped_storage().resize_(256)
     base.copy_(torch.arange(64.0))
     assert view_fields(view_on(t)) == torch_answer(t)
+
+
+
+# --- 6. device / layout computed in Python without the key, under a dispatch mode -----------
+_MODE_CHILD = """
+import ctypes, torch, bridge
+from torch.utils._python_dispatch import TorchDispatchMode
+
+class Plain(torch.Tensor):
+    pass
+
+KIND = {kind!r}
+t = torch.Tensor._make_subclass(Plain, torch.zeros(1 << 20), False,
+                                **{{"dispatch_" + ("layout" if KIND == "flip" else "device"): True}})
+
+class Mode(TorchDispatchMode):
+    n = 0
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if KIND == "grow" and func is torch.ops.prim.device.default:
+            s = t.untyped_storage(); s.resize_(s.nbytes() + 4096)  # the old block is freed
+            return torch.device("cpu")
+        if KIND == "lie" and func is torch.ops.prim.device.default:
+            return torch.device("cuda", 3)
+        if KIND == "flip" and func is torch.ops.prim.layout.default:
+            Mode.n += 1
+            return torch.sparse_coo if Mode.n % 2 else torch.strided
+        return func(*args, **(kwargs or {{}}))
+
+bridge.set_reader({reader!r})
+view = getattr(bridge, "view_" + {path!r})
+try:
+    with Mode():
+        v = view(t)
+except BufferError as exc:
+    print("refused:", exc)
+else:
+    print("VIEWED", v)
+plain = torch.randn(3, 4)
+with Mode():
+    v = view(plain)
+assert (v.ptr, v.shape, v.strides, v.device_type) == (
+    plain.data_ptr(), (3, 4), (4, 1), "cpu"), v
+print("plain ok")
+"""
+
+
+@pytest.mark.parametrize("kind", ["grow", "lie", "flip"])
+@pytest.mark.parametrize("path", paths_here())
+def test_python_device_or_layout_without_the_key_under_a_mode_is_refused(kind, path, reader):
+    out = _child(_MODE_CHILD.format(kind=kind, path=path, reader=reader))
+    assert "refused: " in out and "VIEWED" not in out, out
+    assert "INTERNAL ASSERT" not in out, out  # the bridge's own words, not torch's
+    assert "plain ok" in out, out

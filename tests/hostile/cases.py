@@ -81,9 +81,9 @@ NOT_A_TENSOR = r"^expected a torch\.Tensor \(or an instance of a subclass\), got
 #: A subclass overriding __torch_dispatch__ computes its metadata in Python, which could
 #: change the tensor between two getters: refused at the type gate, before any handle.
 #: Judged by the TensorImpl's Python dispatch key, as torch's dispatcher judges it.
-PY_DISPATCH = (r"^{} overrides __torch_dispatch__ \(the tensor carries torch's Python "
-               r"dispatch key\): its metadata is computed in Python and cannot be read "
-               r"safely through a handle")
+PY_DISPATCH = (r"^this {}'s TensorImpl carries torch's Python dispatch key \(a subclass "
+               r"that overrides __torch_dispatch__ made it\): its metadata is computed in "
+               r"Python and cannot be read safely through a handle")
 
 
 def _register(group, expect, message, run, source):

@@ -73,7 +73,10 @@ torch_is_neg(AtenTensorHandle tensor, bool* ret_is_neg);
 // subclass may compute its sizes and strides in Python, so for such a tensor
 // nothing else is read (every other field zero) and no Python code runs.
 // storage_nbytes is the storage's size, as aoti_torch_get_storage_size
-// reports it (0 for a tensor that is not strided).
+// reports it (0 for a tensor that is not strided). Both came after the first
+// definition (sizeof 72): they are filled only for a caller whose struct_size
+// covers the whole struct, and a __torch_dispatch__ tensor is an error for an
+// older caller, which has no field to be told in.
 struct TorchTensorMetadata {
   uint64_t struct_size;
   void* data_ptr;
