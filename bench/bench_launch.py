@@ -5,6 +5,9 @@ Routes per launch, interleaved round by round (one measurement per N):
 
 - ``ints``: the tensors' pointers read once, outside the loop (launch alone: the floor);
 - ``data_ptr``: ``x.data_ptr()`` per tensor, what a user writes by hand;
+- ``bridge_view``: ``bridge.view_borrow(x).ptr``, this project's own view (no
+  ``StridedMemoryView``: the consumer routes below build one per tensor, and that object
+  is part of their bridging);
 - the seed consumer's routes (``cuda_core_consumer``): a real cuda.core
   ``StridedMemoryView`` per tensor through torch's owned shim, 2.14's implementation
   built for this torch, the borrow, the pointer trick, and cuda.core's own
@@ -28,7 +31,7 @@ import launch
 
 GROUP = "7 launch-bound step: a CUDA kernel with N tensor arguments bridged per launch"
 CONSUMER_ROUTES = ("owned", "owned_prototype", "borrow", "pointer", "cuda_core")
-ROUTES = ("ints", "data_ptr") + CONSUMER_ROUTES
+ROUTES = ("ints", "data_ptr", "bridge_view") + CONSUMER_ROUTES
 ARGS = {"ints": "p{i}", "data_ptr": "x{i}.data_ptr()"}
 #: Launches per round and contender: a launch costs tens of Python-level views.
 CALL_DIVISOR = 5
@@ -81,7 +84,7 @@ def _check(step, stmt: str, ns: dict, tensors, route: str) -> None:
 
 
 @pytest.fixture(scope="module", params=launch.ARITIES, ids=lambda n: f"N{n}")
-def launch_run(request, torch, device, step, consumer, protocol):
+def launch_run(request, torch, device, step, consumer, protocol, bridge, available):
     arity = request.param
     if step is None:
         return arity, None, {}, {}, {"reasons": {}}
@@ -93,6 +96,12 @@ def launch_run(request, torch, device, step, consumer, protocol):
                           "data_ptr": "x.data_ptr() per tensor"}
     for r in ("ints", "data_ptr"):
         routes[r] = (launch.launch_statement(arity, ARGS[r]), None)
+    if available["borrow"]:
+        routes["bridge_view"] = (launch.launch_statement(arity, "f(x{i}).ptr"),
+                                 bridge.view_borrow)
+        labels["bridge_view"] = "bridge.view_borrow(x).ptr (this project's view)"
+    else:
+        reasons["bridge_view"] = "the borrow is unavailable here"
     if consumer is not None:
         for r in consumer.routes():
             routes[r] = (launch.launch_statement(arity, "f(x{i}).ptr"), consumer.viewer(r))

@@ -19,9 +19,12 @@ Three figures per launch, each measured in the same interleaved rounds:
   stream while the host queues ``GPU_BURST`` launches, so the CUDA events around them
   time the GPU's execution without host gaps.
 
-The step is launch-bound where the host time of the unbridged loop (``ints``: the
-pointers read once, outside the loop) exceeds the GPU time; only then does bridging
-cost launches per second. Needs cuda-core (``Program`` compiles the kernel with NVRTC)
+A route costs launches per second where its own host time per launch exceeds the
+kernel's GPU time (the host is then the bottleneck); the step is launch-bound for every
+route where even the unbridged loop (``ints``: the pointers read once, outside the loop)
+takes longer than the kernel. Where the GPU is the bottleneck, a timed round of more
+launches than the driver queues makes the host wait inside ``launch``, so its host time
+is the GPU's pace, not the host's: the report then shows no bridging share. Needs cuda-core (``Program`` compiles the kernel with NVRTC)
 and a CUDA device.
 """
 

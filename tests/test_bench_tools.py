@@ -258,9 +258,14 @@ def test_launch_section_reads_bridging_share_and_bound_from_the_samples():
     assert rows["borrow"][2].startswith("+1000.00 ns")
     assert rows["borrow"][3].startswith("20.0%")  # 1000 / 5000 at the median round
     assert rows["owned_prototype"][4].startswith("1.1")  # 5550 / 5050 at the median round
-    gpu_bound = fake_run({(report.LAUNCH, "ints"): ints})
-    gpu_bound["benchmarks"][0]["extra_info"].update(arity=1, wall_ns=[9000.0] * 5,
-                                                    gpu_ns=[9000.0] * 5)
+    gpu_bound = fake_run({(report.LAUNCH, "ints"): ints,
+                          (report.LAUNCH, "borrow"): [x + 1000 for x in ints]})
+    for b in gpu_bound["benchmarks"]:
+        b["extra_info"].update(arity=1, label=b["extra_info"]["path"], wall_ns=[9000.0] * 5,
+                               gpu_ns=[9000.0] * 5)
     gpu_bound["evidence"]["launch"] = {**run["evidence"]["launch"], "arities": [1]}
-    assert "GPU-bound" in report.launch_section(report.Results(gpu_bound))
+    text = report.launch_section(report.Results(gpu_bound))
+    assert "GPU-bound: the kernel takes longer" in text
+    borrow_row = next(line for line in text.splitlines() if line.startswith("| borrow "))
+    assert "GPU-bound: not a host cost" in borrow_row  # no share where the host waited
     assert "needs CUDA" in report.launch_section(report.Results(fake_run({})))
