@@ -773,12 +773,7 @@ def find_clang_tidy() -> str:
 
 # Findings on the series' lines that are known, open, and fixed outside this directory;
 # each is printed with its reason and does not fail the check. (file, check): reason.
-TIDY_OPEN = {
-    ("torch/csrc/shim_common.cpp", "cppcoreguidelines-pro-type-const-cast"): (
-        "0001's NOLINTNEXTLINE sits on the line above the wrapped call, one line above the "
-        "const_cast itself; the block is shim_ext/entry.cpp's (make_patch.py copies it), "
-        "where the cast should get a line of its own under the NOLINTNEXTLINE"),
-}
+TIDY_OPEN: dict[tuple[str, str], str] = {}
 TIDY_DIAGNOSTIC = re.compile(r"^(/\S+?):(\d+):\d+: (?:error|warning): (.*) \[([\w,.-]+)\]$", re.M)
 
 

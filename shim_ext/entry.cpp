@@ -80,8 +80,8 @@ AOTITorchError torch_tensor_borrow_from_pyobject(
     // Python object. No copy, no refcount bump, nothing for the caller to
     // delete.
     // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast)
-    *ret = torch::aot_inductor::tensor_pointer_to_tensor_handle(
-        const_cast<at::Tensor*>(&tensor));
+    auto* tensor_ptr = const_cast<at::Tensor*>(&tensor);
+    *ret = torch::aot_inductor::tensor_pointer_to_tensor_handle(tensor_ptr);
   });
 }
 // END shim_common.cpp 0001
