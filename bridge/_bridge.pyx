@@ -139,6 +139,7 @@ ctypedef AOTITorchError (*get_i64p_fn)(AtenTensorHandle, int64_t**) noexcept nog
 ctypedef AOTITorchError (*get_i32_fn)(AtenTensorHandle, int32_t*) noexcept nogil
 ctypedef AOTITorchError (*get_flag_fn)(AtenTensorHandle, uint8_t*) noexcept nogil  # bool*
 ctypedef const char* (*what_fn)() noexcept nogil
+ctypedef int (*mode_active_fn)() noexcept nogil
 
 # The prototype's batched read (shim_ext/include/torch_borrow/shim.h; measured, then
 # withdrawn from the patch series: a DLPack exchange without the copy costs about the
@@ -286,6 +287,7 @@ cdef struct Installed:
     # the mode answer, mid-read; the read then runs with Python dispatch excluded.
     PyObject* dispatch_stack_len
     PyObject* no_python_dispatch
+    mode_active_fn mode_active        # shim_ext's C read of the same, or NULL
     # Filled by _install_tables.
     int32_t layout_strided
     int32_t device_meta
@@ -364,6 +366,7 @@ def _install_symbols(dict symbols, object tensor_type, bint fallback_ok,
     st.g.device_index = <get_i32_fn>_addr(symbols, "aoti_torch_get_device_index")
     st.g.is_conj = <get_flag_fn>_addr(symbols, "torch_is_conj")
     st.g.is_neg = <get_flag_fn>_addr(symbols, "torch_is_neg")
+    st.mode_active = <mode_active_fn>_addr(symbols, "torch_borrow_dispatch_mode_active")
     if st.g.is_conj == NULL or st.g.is_neg == NULL:
         st.g.is_conj = st.g.is_neg = NULL
     st.g.get_metadata = <get_metadata_fn>_addr(symbols, "torch_tensor_get_metadata")
@@ -1177,6 +1180,8 @@ cdef inline int _dispatch_mode_active(const Installed* st) except -1:
     the active mode, which may lie or free the storage mid-read. Without a mode torch's
     own assertion makes such a getter fail (a BufferError here)."""
     cdef object n
+    if st.mode_active != NULL:  # a thread-local read in C++
+        return st.mode_active()
     if st.dispatch_stack_len == NULL:
         return 0
     n = PyObject_Vectorcall(<object>st.dispatch_stack_len, NULL, 0, NULL)

@@ -52,6 +52,9 @@ IS_NEG = "torch_is_neg"
 #: borrow + read in one call.
 GET_METADATA = "torch_tensor_get_metadata"
 BORROW_METADATA = "torch_tensor_borrow_metadata_from_pyobject"
+#: shim_ext's own helper, in no patch: is a TorchDispatchMode active on this thread?
+#: (without it the bridge asks torch._C._len_torch_dispatch_stack, a pybind11 call)
+DISPATCH_MODE = "torch_borrow_dispatch_mode_active"
 #: Optional: the per-thread error message (torch 2.13+).
 WHAT = "torch_exception_get_what_without_backtrace"
 #: torch's shared libraries, in lookup order: libtorch_cpu exports the stable C ABI.
@@ -336,7 +339,7 @@ def resolve(pyobject_size, hide=frozenset()):
     if why:
         res.symbols.pop(OWNED, None)
 
-    for name in (IS_CONJ, IS_NEG):
+    for name in (IS_CONJ, IS_NEG, DISPATCH_MODE):
         sym, _ = _lookup_prototype(name, libs, hide)
         if sym is not None:  # else the bridge asks torch.Tensor.is_conj() / .is_neg()
             res.symbols[name] = sym

@@ -6,6 +6,7 @@
 // Between the BEGIN/END markers: what the patch adds (the method's body);
 // tests/test_proposal.py checks that they do not drift.
 
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch_borrow/conversion.h>
 #include <torch_borrow/shim.h>
 
@@ -94,6 +95,23 @@ torch_borrow_direct_from_pyobject(void* py_obj, AtenTensorHandle* ret) {
     *ret = torch::aot_inductor::tensor_pointer_to_tensor_handle(
         const_cast<at::Tensor*>(&tensor));
   });
+}
+
+// Whether a TorchDispatchMode could answer a getter on this thread: the cheap
+// superset of torch's own dispatch_mode_enabled() (a mode on the stack and the
+// Python key not excluded). torch includes the Python key in the thread's
+// dispatch key set while any mode, user or infra, is on the stack
+// (TorchDispatchModeTLS's push and set_mode), so two thread-local bit tests
+// suffice, without torch._C._len_torch_dispatch_stack's pybind11 call, which
+// costs more than the whole borrow. With it true, the bridge reads a handle with
+// Python dispatch excluded. Not part of any patch.
+AOTI_TORCH_EXPORT int torch_borrow_dispatch_mode_active(void) {
+  const c10::impl::LocalDispatchKeySet tls =
+      c10::impl::tls_local_dispatch_key_set();
+  return tls.included_.has(c10::DispatchKey::Python) &&
+          !tls.excluded_.has(c10::DispatchKey::Python)
+      ? 1
+      : 0;
 }
 
 } // extern "C"

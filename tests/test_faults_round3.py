@@ -480,6 +480,9 @@ class Mode(TorchDispatchMode):
             return torch.sparse_coo if Mode.n % 2 else torch.strided
         return func(*args, **(kwargs or {{}}))
 
+if {hide_helper!r}:  # the bridge's other way to ask: torch._C._len_torch_dispatch_stack
+    from bridge import _resolve, _select
+    _select._resolve_again(hide={{_resolve.DISPATCH_MODE}})
 bridge.set_reader({reader!r})
 view = getattr(bridge, "view_" + {path!r})
 try:
@@ -498,10 +501,43 @@ print("plain ok")
 """
 
 
+@pytest.mark.parametrize("hide_helper", [False, True], ids=["c-helper", "torch-call"])
 @pytest.mark.parametrize("kind", ["grow", "lie", "flip"])
 @pytest.mark.parametrize("path", paths_here())
-def test_python_device_or_layout_without_the_key_under_a_mode_is_refused(kind, path, reader):
-    out = _child(_MODE_CHILD.format(kind=kind, path=path, reader=reader))
+def test_python_device_or_layout_without_the_key_under_a_mode_is_refused(kind, path, reader,
+                                                                          hide_helper):
+    out = _child(_MODE_CHILD.format(kind=kind, path=path, reader=reader,
+                                    hide_helper=hide_helper))
     assert "refused: " in out and "VIEWED" not in out, out
     assert "INTERNAL ASSERT" not in out, out  # the bridge's own words, not torch's
     assert "plain ok" in out, out
+
+
+def test_the_dispatch_mode_helper_agrees_with_torch():
+    """shim_ext's ``torch_borrow_dispatch_mode_active`` (a thread-local read) says what
+    ``torch._C._len_torch_dispatch_stack() > 0`` says, outside and inside a mode."""
+    import ctypes
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    sym = _resolve.resolve(_bridge.PYOBJECT_SIZE).symbols.get(_resolve.DISPATCH_MODE)
+    assert sym is not None, "shim_ext is built on every supported torch"
+    active = ctypes.PYFUNCTYPE(ctypes.c_int)(sym.address)
+
+    class Mode(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    assert active() == 0 and torch._C._len_torch_dispatch_stack() == 0
+    with Mode():
+        assert active() == 1 and torch._C._len_torch_dispatch_stack() == 1
+        with Mode():
+            assert active() == 1
+        with torch._C._DisableTorchDispatch():  # no mode is consulted: none to guard
+            assert active() == 0
+    assert active() == 0
+    with FakeTensorMode():  # an infra mode (torch's set_mode, not the user stack)
+        assert active() == 1 and torch._C._len_torch_dispatch_stack() == 1
+    assert active() == 0
