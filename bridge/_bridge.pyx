@@ -738,7 +738,7 @@ cdef class TensorView:
     @property
     def dtype_code(self):
         """The element type's ``c10::ScalarType`` code (int), as ``aoti_torch_get_dtype``
-        reports it (``aoti_torch_dtype_float32()`` is 6): what a C consumer compares."""
+        reports it: what a C consumer compares with ``aoti_torch_dtype_*()``."""
         return self._dtype
 
     @property
@@ -845,7 +845,9 @@ cdef inline int _check_type(object obj, const Installed* st, bint key=True) exce
     ``__getattr__`` or instance attribute could answer; a Python sizes policy without
     the key makes torch itself throw in C++ (a BufferError here). Every tensor goes
     through it, exact ``torch.Tensor`` included (``torch.Tensor.__torch_dispatch__``
-    can be monkeypatched). After this gate, nothing but C++ runs until the view is filled.
+    can be monkeypatched). After this gate, nothing but C++ runs until the view is filled
+    (under a TorchDispatchMode the read runs with Python dispatch excluded, so no mode can
+    answer a getter either: ``_dispatch_mode_active``).
     ``key=False`` leaves the key to the batched read, which reads it from the TensorImpl
     in C++ before anything else and then reads nothing more (``_fill`` refuses the same
     way): one call instead of a second one into torch's getter.
