@@ -6,8 +6,9 @@
 // Between the BEGIN/END markers: what the patch adds (the method's body);
 // tests/test_proposal.py checks that they do not drift.
 
-#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch_borrow/abi.h>
 #include <torch_borrow/conversion.h>
+#include <torch_borrow/metadata_policy.h>
 #include <torch_borrow/shim.h>
 
 #include <torch/csrc/autograd/python_variable.h>
@@ -56,6 +57,16 @@ const at::Tensor& tensor_borrow_from_pyobject(PyObject* obj) {
   TORCH_CHECK(
       tensor.defined(),
       "torch_tensor_borrow_from_pyobject: the tensor is undefined");
+  // Only a tensor whose metadata is plain C++ state is lent: with the Python
+  // dispatch key, or sizes, strides, device or layout computed by a TensorImpl
+  // subclass or in Python, the getters a caller uses on the handle could run
+  // Python code, which may free or replace what the handle points at. Such
+  // tensors need torch_tensor_from_pyobject.
+  TORCH_CHECK(
+      !torch_borrow::detail::has_custom_metadata(*tensor.unsafeGetTensorImpl()),
+      "torch_tensor_borrow_from_pyobject: the tensor's metadata is not plain "
+      "C++ state (the Python dispatch key, or custom sizes, strides, device or "
+      "layout): use torch_tensor_from_pyobject");
   return tensor;
 }
 // END PyObjectConversionPythonImpl.cpp body
@@ -97,21 +108,35 @@ torch_borrow_direct_from_pyobject(void* py_obj, AtenTensorHandle* ret) {
   });
 }
 
-// Whether a TorchDispatchMode could answer a getter on this thread: the cheap
-// superset of torch's own dispatch_mode_enabled() (a mode on the stack and the
-// Python key not excluded). torch includes the Python key in the thread's
-// dispatch key set while any mode, user or infra, is on the stack
-// (TorchDispatchModeTLS's push and set_mode), so two thread-local bit tests
-// suffice, without torch._C._len_torch_dispatch_stack's pybind11 call, which
-// costs more than the whole borrow. With it true, the bridge reads a handle with
-// Python dispatch excluded. Not part of any patch.
-AOTI_TORCH_EXPORT int torch_borrow_dispatch_mode_active(void) {
-  const c10::impl::LocalDispatchKeySet tls =
-      c10::impl::tls_local_dispatch_key_set();
-  return tls.included_.has(c10::DispatchKey::Python) &&
-          !tls.excluded_.has(c10::DispatchKey::Python)
-      ? 1
-      : 0;
+// Why the bridge (and a consumer) must not read a tensor through any handle:
+// 0 for a tensor whose metadata is plain C++ state, else the
+// TORCH_BORROW_CUSTOM_* bits of torch_borrow/abi.h (what
+// torch_tensor_borrow_from_pyobject refuses), with *layout set to the
+// tensor's c10::Layout code where that is plain state (-1 where it is custom);
+// -1 for an object whose real type is not torch.Tensor or whose tensor is
+// undefined. Reads the TensorImpl only: no Python runs. The caller holds an
+// attached thread state and keeps py_obj alive. Not part of any patch: the
+// owned and pointer-trick paths make the borrow's check through it.
+AOTI_TORCH_EXPORT int32_t
+torch_borrow_custom_metadata(void* py_obj, int32_t* layout) {
+  auto* obj = static_cast<PyObject*>(py_obj);
+  if (obj == nullptr || THPVariableClass == nullptr ||
+      !PyObject_TypeCheck(
+          obj, reinterpret_cast<PyTypeObject*>(THPVariableClass))) {
+    return -1;
+  }
+  const at::Tensor& tensor = THPVariable_Unpack(obj);
+  if (!tensor.defined()) {
+    return -1;
+  }
+  const c10::TensorImpl& impl = *tensor.unsafeGetTensorImpl();
+  const uint32_t reasons = torch_borrow::detail::TensorImplPolicies::reasons(impl);
+  if (layout != nullptr) {
+    *layout = (reasons & TORCH_BORROW_CUSTOM_LAYOUT)
+        ? -1
+        : static_cast<int32_t>(impl.layout());
+  }
+  return static_cast<int32_t>(reasons);
 }
 
 } // extern "C"

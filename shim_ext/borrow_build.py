@@ -36,8 +36,10 @@ _spec = importlib.util.spec_from_file_location("_shim_ext_build_config",
 config = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(config)
 
-# Matches torch's own typedef (aoti_torch/c/shim.h), so the handle is an opaque
-# pointer on both sides.
+# Only what Python calls through ``lib`` is declared here (the bridge reaches every other
+# function by its address, with the types of include/torch_borrow/abi.h); these match
+# torch's own typedefs (aoti_torch/c/shim.h), so the handle is an opaque pointer on both
+# sides, and tests/test_shim_ext.py checks each against the compiler.
 _TYPES = """
     typedef struct AtenTensorOpaque* AtenTensorHandle;
     typedef int32_t AOTITorchError;
@@ -58,23 +60,6 @@ entry_ffibuilder.cdef(_TYPES + """
     AOTITorchError torch_tensor_borrow_from_pyobject(void* py_obj, AtenTensorHandle* ret);
     AOTITorchError torch_is_conj(AtenTensorHandle tensor, bool* ret_is_conj);
     AOTITorchError torch_is_neg(AtenTensorHandle tensor, bool* ret_is_neg);
-    typedef struct TorchTensorMetadata {
-        uint64_t struct_size;
-        void* data_ptr;
-        const int64_t* sizes;
-        const int64_t* strides;
-        int64_t dim;
-        int64_t storage_offset;
-        int32_t dtype;
-        int32_t device_type;
-        int32_t device_index;
-        int32_t layout;
-        uint8_t is_conj;
-        uint8_t is_neg;
-    } TorchTensorMetadata;
-    AOTITorchError torch_tensor_get_metadata(AtenTensorHandle tensor, TorchTensorMetadata* ret);
-    AOTITorchError torch_tensor_borrow_metadata_from_pyobject(void* py_obj,
-                                                              TorchTensorMetadata* ret);
     void torch_borrow_set_impl(const void* impl);
 """)
 entry_ffibuilder.set_source("shim_ext._entry", "#include <torch_borrow/shim.h>\n"

@@ -1,7 +1,6 @@
 // The libtorch half of the prototype (shim_ext._entry): the stable C entry
-// points, exactly as patches 0001-0002 add them to torch/csrc/shim_common.cpp (and
-// the prototype-only batched read, measured and not proposed),
-// and the registration point of the Python-side implementation, as
+// points, exactly as the patches add them to torch/csrc/shim_common.cpp, and
+// the registration point of the Python-side implementation, as
 // torch/csrc/PyObjectConversion.cpp holds upstream's. This library links libtorch
 // but not libtorch_python, like libtorch itself; borrow.cpp (shim_ext._borrow)
 // is the libtorch_python half. make_patch.py replaces the prototype's accessor
@@ -14,10 +13,7 @@
 
 #include <torch/csrc/inductor/aoti_torch/utils.h>
 
-#include <algorithm>
 #include <atomic>
-#include <cstddef>
-#include <cstring>
 
 namespace torch_borrow::detail {
 
@@ -105,90 +101,5 @@ AOTITorchError torch_is_neg(AtenTensorHandle tensor, bool* ret_is_neg) {
   });
 }
 // END shim_common.cpp 0002
-
-// BEGIN prototype-only: batched read (withdrawn from the series)
-namespace {
-
-// The fields of TorchTensorMetadata that every version has: a caller must
-// provide at least these.
-constexpr uint64_t kTensorMetadataMinSize =
-    offsetof(TorchTensorMetadata, is_neg) + sizeof(uint8_t);
-
-// The fields after is_neg came in one step: a caller gets them only when its
-// struct_size covers the whole current struct (a caller compiled against the
-// first definition has sizeof 72, whose padding holds no field of its own).
-constexpr uint64_t kTensorMetadataSize = sizeof(TorchTensorMetadata);
-
-void fill_tensor_metadata(const at::Tensor& t, TorchTensorMetadata* ret) {
-  TORCH_CHECK(
-      ret->struct_size >= kTensorMetadataMinSize,
-      "TorchTensorMetadata.struct_size is too small: set it to sizeof");
-  const bool current = ret->struct_size >= kTensorMetadataSize;
-  // Read first, from the TensorImpl's key set: a __torch_dispatch__ subclass
-  // may answer sizes() and strides() in Python, so nothing else is read. A
-  // caller that cannot be told (an older struct) gets an error, never zeros.
-  if (t.unsafeGetTensorImpl()->is_python_dispatch()) {
-    TORCH_CHECK(
-        current,
-        "the tensor carries torch's Python dispatch key (a __torch_dispatch__ "
-        "subclass): its metadata is computed in Python and cannot be read");
-    std::memset(
-        reinterpret_cast<char*>(ret) + sizeof(ret->struct_size),
-        0,
-        kTensorMetadataSize - sizeof(ret->struct_size));
-    ret->is_python_dispatch = 1;
-    ret->struct_size = kTensorMetadataSize;
-    return;
-  }
-  // Each of layout() and device() is read once: either may be computed in
-  // Python for some tensors, and two reads could disagree.
-  const at::Layout layout = t.layout();
-  const at::Device device = t.device();
-  const bool strided = layout == at::kStrided;
-  ret->data_ptr = strided ? t.data_ptr() : nullptr;
-  ret->sizes = t.sizes().data();
-  ret->strides = strided ? t.strides().data() : nullptr;
-  ret->dim = t.dim();
-  ret->storage_offset = strided ? t.storage_offset() : 0;
-  ret->dtype = static_cast<int32_t>(t.scalar_type());
-  ret->device_type = static_cast<int32_t>(device.type());
-  ret->device_index = static_cast<int32_t>(device.index());
-  ret->layout = static_cast<int32_t>(layout);
-  ret->is_conj = t.is_conj();
-  ret->is_neg = t.is_neg();
-  if (current) {
-    ret->is_python_dispatch = 0;
-    ret->storage_nbytes =
-        strided ? static_cast<int64_t>(t.storage().nbytes()) : 0;
-  }
-  // The bytes filled, as sched_getattr(2) reports them.
-  ret->struct_size = current ? kTensorMetadataSize : kTensorMetadataMinSize;
-}
-
-} // namespace
-
-AOTITorchError torch_tensor_get_metadata(
-    AtenTensorHandle tensor,
-    TorchTensorMetadata* ret) {
-  AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
-    TORCH_CHECK(ret != nullptr, "ret must not be null");
-    fill_tensor_metadata(
-        *torch::aot_inductor::tensor_handle_to_tensor_pointer(tensor), ret);
-  });
-}
-
-AOTITorchError torch_tensor_borrow_metadata_from_pyobject(
-    void* py_obj,
-    TorchTensorMetadata* ret) {
-  AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
-    TORCH_CHECK(py_obj != nullptr, "py_obj must not be null");
-    TORCH_CHECK(ret != nullptr, "ret must not be null");
-    fill_tensor_metadata(
-        torch_borrow::detail::getBorrowConversionImpl()
-            .tensor_borrow_from_pyobject(static_cast<PyObject*>(py_obj)),
-        ret);
-  });
-}
-// END prototype-only: batched read
 
 } // extern "C"
