@@ -119,7 +119,9 @@ setup(
     # The bridge needs no torch header: the handle is an opaque pointer, so one
     # build serves every torch version.
     ext_modules=cythonize(
-        [Extension("bridge._bridge", ["bridge/_bridge.pyx"])],
+        # torch_borrow/abi.h: the stable ABI's types, declared once (no torch header).
+        [Extension("bridge._bridge", ["bridge/_bridge.pyx"],
+                   include_dirs=[str(HERE / "shim_ext" / "include")])],
         build_dir=BUILD_BASE,
         compiler_directives={"language_level": "3"},
     ) + SHIM_EXT_EXTENSIONS,

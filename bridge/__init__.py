@@ -15,9 +15,11 @@ fallback   ``(char*)obj + sizeof(PyObject)``            borrowed           2.10+
                                                                            proven at run
 ========== ============================================ ================== =============
 
-Every path reads the metadata the same way, with the reader ``set_reader`` picks:
-``"batched"`` (one ``torch_tensor_get_metadata`` call, the prototype's batched read, measured and not proposed;
-the default where it exists) or ``"getters"`` (one ``aoti_torch_get_*`` call per field); the views are equal.
+Every path refuses the same tensors before it reads anything: those whose metadata is
+not plain C++ state (the Python dispatch key; sizes, strides, device or layout computed
+by a TensorImpl subclass or in Python), which the borrow itself refuses. Every path then
+reads the same way, with the stable ABI's getters (the layout, seven ``aoti_torch_get_*``,
+the storage offset and size, ``torch_is_conj`` / ``torch_is_neg``): the views are equal.
 
 ``set_path("auto")`` (the default) takes borrow, else owned, else fallback; which
 exists is decided by symbol presence, never by torch's version string. Nothing is
@@ -50,20 +52,13 @@ from bridge._resolve import PathInfo
 from bridge._select import (
     CHOICES,
     PATHS,
-    READER_CHOICES,
-    READERS,
     PathUnavailableError,
     StaleShimWarning,
     available_paths,
-    available_readers,
     get_path,
-    get_reader,
     requested_path,
-    requested_reader,
     set_path,
-    set_reader,
     using_path,
-    using_reader,
 )
 
 __all__ = [
@@ -71,22 +66,15 @@ __all__ = [
     "PATHS",
     "PathInfo",
     "PathUnavailableError",
-    "READERS",
-    "READER_CHOICES",
     "StaleShimWarning",
     "TensorView",
     "available_paths",
-    "available_readers",
     "get_path",
-    "get_reader",
     "path_counts",
     "requested_path",
-    "requested_reader",
     "reset_path_counts",
     "set_path",
-    "set_reader",
     "using_path",
-    "using_reader",
     "view",
     "view_borrow",
     "view_fallback",

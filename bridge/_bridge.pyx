@@ -66,18 +66,6 @@ cdef extern from "Python.h":
 
 cdef extern from *:
     """
-    /* torch._C.TensorBase._python_dispatch is a getset descriptor whose getter returns
-       TensorImpl::is_python_dispatch() (the Python dispatch key), in C++ only. Its C
-       function is called directly: no attribute lookup a subclass could answer. */
-    typedef PyObject* (*bridge_getter)(PyObject*, void*);
-    static int bridge_getset_getter(PyObject* descr, bridge_getter* fn, void** closure) {
-        if (descr == NULL || !PyObject_TypeCheck(descr, &PyGetSetDescr_Type)) return -1;
-        PyGetSetDef* d = ((PyGetSetDescrObject*)descr)->d_getset;
-        if (d == NULL || d->get == NULL) return -1;
-        *fn = d->get;
-        *closure = d->closure;
-        return 0;
-    }
     /* Whether the elements a tensor describes reach outside its storage's nbytes:
        storage offset plus, per dimension, (size - 1) * stride, in elements, times the
        itemsize. torch never makes negative strides, but they are counted towards the
@@ -119,64 +107,35 @@ cdef extern from *:
         return end > nbytes;
     }
     """
-    ctypedef PyObject* (*bridge_getter)(PyObject*, void*)
-    int bridge_getset_getter(PyObject* descr, bridge_getter* fn, void** closure)
     int bridge_outside_storage(int64_t ndim, const int64_t* sizes, const int64_t* strides,
                                int64_t offset, int64_t itemsize, int64_t nbytes,
                                int64_t* last) noexcept nogil
 
 
-# --- the stable C ABI, as opaque types (no torch header is needed) -----------------------
-cdef struct AtenTensorOpaque
-ctypedef AtenTensorOpaque* AtenTensorHandle
-ctypedef int32_t AOTITorchError
+# --- the stable C ABI (bridge/_abi.pxd: shim_ext/include/torch_borrow/abi.h) -------------
+from bridge._abi cimport (
+    AOTITorchError, AtenTensorHandle, abi_bool, torch_borrow_custom_metadata_fn,
+    torch_borrow_delete_fn, torch_borrow_from_pyobject_fn, torch_borrow_get_flag_fn,
+    torch_borrow_get_i32_fn, torch_borrow_get_i64_fn, torch_borrow_get_i64p_fn,
+    torch_borrow_get_ptr_fn, torch_borrow_what_fn, TORCH_BORROW_CUSTOM_DEVICE,
+    TORCH_BORROW_CUSTOM_LAYOUT, TORCH_BORROW_CUSTOM_PYTHON_KEY, TORCH_BORROW_CUSTOM_SIZES,
+    TORCH_BORROW_CUSTOM_STRIDES,
+)
 
-ctypedef AOTITorchError (*from_pyobject_fn)(void*, AtenTensorHandle*) noexcept nogil
-ctypedef AOTITorchError (*delete_fn)(AtenTensorHandle) noexcept nogil
-ctypedef AOTITorchError (*get_ptr_fn)(AtenTensorHandle, void**) noexcept nogil
-ctypedef AOTITorchError (*get_i64_fn)(AtenTensorHandle, int64_t*) noexcept nogil
-ctypedef AOTITorchError (*get_i64p_fn)(AtenTensorHandle, int64_t**) noexcept nogil
-ctypedef AOTITorchError (*get_i32_fn)(AtenTensorHandle, int32_t*) noexcept nogil
-ctypedef AOTITorchError (*get_flag_fn)(AtenTensorHandle, uint8_t*) noexcept nogil  # bool*
-ctypedef const char* (*what_fn)() noexcept nogil
-ctypedef int (*mode_active_fn)() noexcept nogil
-
-# The prototype's batched read (shim_ext/include/torch_borrow/shim.h; measured, then
-# withdrawn from the patch series: a DLPack exchange without the copy costs about the
-# same and needs no new struct): one call fills the whole struct.
-cdef struct TorchTensorMetadata:
-    uint64_t struct_size      # in: sizeof as compiled here; out: bytes the callee filled
-    void* data_ptr            # storage offset included
-    const int64_t* sizes      # borrowed from the TensorImpl
-    const int64_t* strides    # in elements; borrowed
-    int64_t dim
-    int64_t storage_offset    # in elements
-    int32_t dtype
-    int32_t device_type
-    int32_t device_index
-    int32_t layout
-    uint8_t is_conj
-    uint8_t is_neg
-    uint8_t is_python_dispatch  # TensorImpl::is_python_dispatch(); if set, nothing else read
-    int64_t storage_nbytes      # as aoti_torch_get_storage_size reports it
-ctypedef AOTITorchError (*get_metadata_fn)(AtenTensorHandle, TorchTensorMetadata*) noexcept nogil
-ctypedef AOTITorchError (*metadata_from_pyobject_fn)(void*, TorchTensorMetadata*) noexcept nogil
 
 cdef struct Getters:
-    get_i32_fn layout
-    get_ptr_fn data_ptr
-    get_i64_fn storage_offset  # with data_ptr: proof that the storage holds memory
-    get_i64_fn storage_size    # the storage's nbytes: the elements must lie inside it
-    get_i64_fn dim
-    get_i64p_fn sizes
-    get_i64p_fn strides
-    get_i32_fn dtype
-    get_i32_fn device_type
-    get_i32_fn device_index
-    get_flag_fn is_conj       # NULL: ask torch.Tensor.is_conj() at Python level instead
-    get_flag_fn is_neg
-    get_metadata_fn get_metadata                  # NULL: no batched read, getters only
-    metadata_from_pyobject_fn borrow_metadata     # the borrow + batched read in one call
+    torch_borrow_get_i32_fn layout
+    torch_borrow_get_ptr_fn data_ptr
+    torch_borrow_get_i64_fn storage_offset  # with data_ptr: proof that the storage holds memory
+    torch_borrow_get_i64_fn storage_size    # the storage's nbytes: the elements must lie inside it
+    torch_borrow_get_i64_fn dim
+    torch_borrow_get_i64p_fn sizes
+    torch_borrow_get_i64p_fn strides
+    torch_borrow_get_i32_fn dtype
+    torch_borrow_get_i32_fn device_type
+    torch_borrow_get_i32_fn device_index
+    torch_borrow_get_flag_fn is_conj       # NULL: ask torch.Tensor.is_conj() at Python level instead
+    torch_borrow_get_flag_fn is_neg
 
 
 # --- public constants ---------------------------------------------------------------------
@@ -186,9 +145,6 @@ cdef enum:
     BORROW = 1
     FALLBACK = 2
     NPATHS = 3
-    # Reader codes, in the order of ``READERS``.
-    GETTERS = 0
-    BATCHED = 1
     # Dimensions stored inline in a view; more go to the heap.
     INLINE_DIMS = 8
     # Dtype codes the table covers (c10::ScalarType has fewer than 64 today).
@@ -210,15 +166,10 @@ cdef extern from *:
 
 #: Path names by code (the order of the counters and of ``TensorView.path``).
 PATHS = ("owned", "borrow", "fallback")
-#: How a handle's metadata is read, by code: the layout + seven ``aoti_torch_get_*`` +
-#: storage offset + conj/neg getters, or one ``torch_tensor_get_metadata`` call.
-READERS = ("getters", "batched")
 #: The C compiler that built this module.
 COMPILER = bridge_compiler.decode()
 #: sizeof(PyObject) of the CPython this module was compiled for: the fallback's offset.
 PYOBJECT_SIZE = sizeof(PyObject)
-#: Dimensions a view stores without a heap allocation.
-INLINE_DIMENSIONS = INLINE_DIMS
 
 
 # --- C state: one immutable snapshot per installation, published atomically --------------
@@ -263,31 +214,23 @@ cdef struct Installed:
     Getters g
     bint getters_present              # every getter resolved
     bint getters_ok                   # ... and the tables installed: views may run
-    from_pyobject_fn owned_fn
-    delete_fn delete_fn
-    from_pyobject_fn borrow_fn
-    what_fn what_fn
+    torch_borrow_from_pyobject_fn owned_fn
+    torch_borrow_delete_fn delete_fn
+    torch_borrow_from_pyobject_fn borrow_fn
+    torch_borrow_what_fn what_fn
+    # shim_ext's torch_borrow_custom_metadata: the borrow's refusal rule, made on the
+    # owned and pointer-trick paths too (and, after a refused borrow, for the message).
+    torch_borrow_custom_metadata_fn custom_metadata
     bint fallback_ok
     Py_ssize_t fallback_offset
     PyTypeObject* tensor_tp
     PyTypeObject* parameter_tp        # torch.nn.Parameter: a subclass with Tensor's getters
-    # The Python dispatch key's C getter (torch._C.TensorBase._python_dispatch), or NULL:
-    # then torch._C._dispatch_keys(t).has(DispatchKey.Python), called at Python level.
-    bridge_getter python_key
-    void* python_key_closure
     # Python objects, borrowed: _kept holds a strong reference to each for good.
-    PyObject* dispatch_keys           # torch._C._dispatch_keys (used without python_key)
+    PyObject* dispatch_keys           # torch._C._dispatch_keys (used without custom_metadata)
     PyObject* python_dispatch_key     # torch._C.DispatchKey.Python
     PyObject* is_conj                 # method descriptors torch.Tensor.is_conj / .is_neg
     PyObject* is_neg
     PyObject* no_torch_function       # torch._C.DisableTorchFunction
-    # torch._C._len_torch_dispatch_stack and torch._C._DisableTorchDispatch, or NULL: with
-    # a TorchDispatchMode active, a tensor without the Python key whose device or layout
-    # torch computes in Python (``_make_subclass(..., dispatch_device=True)``) would have
-    # the mode answer, mid-read; the read then runs with Python dispatch excluded.
-    PyObject* dispatch_stack_len
-    PyObject* no_python_dispatch
-    mode_active_fn mode_active        # shim_ext's C read of the same, or NULL
     # Filled by _install_tables.
     int32_t layout_strided
     int32_t device_meta
@@ -310,7 +253,6 @@ cdef Installed* _state = &_nothing
 cdef list _kept = []
 
 cdef int _active = -1                  # path used by view(); -1 until chosen
-cdef int _reader = GETTERS             # reader used by every view (bridge._select sets it)
 cdef uint64_t _counts[NPATHS]
 
 
@@ -354,35 +296,33 @@ def _install_symbols(dict symbols, object tensor_type, bint fallback_ok,
     lock), never half-installed tables. Counters are kept.
     """
     cdef Installed* st = _new_state(&_nothing)
-    st.g.layout = <get_i32_fn>_addr(symbols, "aoti_torch_get_layout")
-    st.g.data_ptr = <get_ptr_fn>_addr(symbols, "aoti_torch_get_data_ptr")
-    st.g.storage_offset = <get_i64_fn>_addr(symbols, "aoti_torch_get_storage_offset")
-    st.g.storage_size = <get_i64_fn>_addr(symbols, "aoti_torch_get_storage_size")
-    st.g.dim = <get_i64_fn>_addr(symbols, "aoti_torch_get_dim")
-    st.g.sizes = <get_i64p_fn>_addr(symbols, "aoti_torch_get_sizes")
-    st.g.strides = <get_i64p_fn>_addr(symbols, "aoti_torch_get_strides")
-    st.g.dtype = <get_i32_fn>_addr(symbols, "aoti_torch_get_dtype")
-    st.g.device_type = <get_i32_fn>_addr(symbols, "aoti_torch_get_device_type")
-    st.g.device_index = <get_i32_fn>_addr(symbols, "aoti_torch_get_device_index")
-    st.g.is_conj = <get_flag_fn>_addr(symbols, "torch_is_conj")
-    st.g.is_neg = <get_flag_fn>_addr(symbols, "torch_is_neg")
-    st.mode_active = <mode_active_fn>_addr(symbols, "torch_borrow_dispatch_mode_active")
+    st.g.layout = <torch_borrow_get_i32_fn>_addr(symbols, "aoti_torch_get_layout")
+    st.g.data_ptr = <torch_borrow_get_ptr_fn>_addr(symbols, "aoti_torch_get_data_ptr")
+    st.g.storage_offset = <torch_borrow_get_i64_fn>_addr(symbols, "aoti_torch_get_storage_offset")
+    st.g.storage_size = <torch_borrow_get_i64_fn>_addr(symbols, "aoti_torch_get_storage_size")
+    st.g.dim = <torch_borrow_get_i64_fn>_addr(symbols, "aoti_torch_get_dim")
+    st.g.sizes = <torch_borrow_get_i64p_fn>_addr(symbols, "aoti_torch_get_sizes")
+    st.g.strides = <torch_borrow_get_i64p_fn>_addr(symbols, "aoti_torch_get_strides")
+    st.g.dtype = <torch_borrow_get_i32_fn>_addr(symbols, "aoti_torch_get_dtype")
+    st.g.device_type = <torch_borrow_get_i32_fn>_addr(symbols, "aoti_torch_get_device_type")
+    st.g.device_index = <torch_borrow_get_i32_fn>_addr(symbols, "aoti_torch_get_device_index")
+    st.g.is_conj = <torch_borrow_get_flag_fn>_addr(symbols, "torch_is_conj")
+    st.g.is_neg = <torch_borrow_get_flag_fn>_addr(symbols, "torch_is_neg")
+    st.custom_metadata = <torch_borrow_custom_metadata_fn>_addr(
+        symbols, "torch_borrow_custom_metadata")
     if st.g.is_conj == NULL or st.g.is_neg == NULL:
         st.g.is_conj = st.g.is_neg = NULL
-    st.g.get_metadata = <get_metadata_fn>_addr(symbols, "torch_tensor_get_metadata")
-    st.g.borrow_metadata = <metadata_from_pyobject_fn>_addr(
-        symbols, "torch_tensor_borrow_metadata_from_pyobject")
     st.getters_present = (st.g.layout != NULL and st.g.data_ptr != NULL and st.g.dim != NULL
                           and st.g.storage_offset != NULL and st.g.storage_size != NULL
                           and st.g.sizes != NULL and st.g.strides != NULL
                           and st.g.dtype != NULL and st.g.device_type != NULL
                           and st.g.device_index != NULL)
-    st.owned_fn = <from_pyobject_fn>_addr(symbols, "torch_tensor_from_pyobject")
-    st.delete_fn = <delete_fn>_addr(symbols, "aoti_torch_delete_tensor_object")
+    st.owned_fn = <torch_borrow_from_pyobject_fn>_addr(symbols, "torch_tensor_from_pyobject")
+    st.delete_fn = <torch_borrow_delete_fn>_addr(symbols, "aoti_torch_delete_tensor_object")
     if st.delete_fn == NULL:
         st.owned_fn = NULL
-    st.borrow_fn = <from_pyobject_fn>_addr(symbols, "torch_tensor_borrow_from_pyobject")
-    st.what_fn = <what_fn>_addr(symbols, "torch_exception_get_what_without_backtrace")
+    st.borrow_fn = <torch_borrow_from_pyobject_fn>_addr(symbols, "torch_tensor_borrow_from_pyobject")
+    st.what_fn = <torch_borrow_what_fn>_addr(symbols, "torch_exception_get_what_without_backtrace")
     st.fallback_ok = fallback_ok
     if tensor_type is not None:
         st.tensor_tp = <PyTypeObject*>_keep(tensor_type)
@@ -390,35 +330,22 @@ def _install_symbols(dict symbols, object tensor_type, bint fallback_ok,
         st.is_neg = _keep(tensor_type.is_neg)
     if parameter_type is not None:
         st.parameter_tp = <PyTypeObject*>_keep(parameter_type)
-    if tensor_type is not None:
-        _install_python_key(st, tensor_type)
+    if tensor_type is not None and st.custom_metadata == NULL:
+        _install_python_key(st)
     st.no_torch_function = _keep(no_torch_function)
     bridge_store_int(&_active, -1)
     bridge_store_ptr(<void**>&_state, st)
 
 
-cdef int _install_python_key(Installed* st, object tensor_type) except -1:
-    """How the gate reads a tensor's Python dispatch key: the C getter behind
-    ``TensorBase._python_dispatch`` (found in the type's own ``__dict__`` along torch's
-    MRO, never through an attribute lookup on the tensor), else torch's
-    ``_dispatch_keys``. Immutable for the process: torch's types and functions."""
+cdef int _install_python_key(Installed* st) except -1:
+    """Without shim_ext's check, how the owned path reads a tensor's Python dispatch key:
+    torch's ``_dispatch_keys`` (a pybind11 call, made before the handle). Immutable for
+    the process: torch's own function and enum."""
     import sys
-    for klass in tensor_type.__mro__:
-        descr = klass.__dict__.get("_python_dispatch")
-        if descr is not None:
-            if bridge_getset_getter(<PyObject*>descr, &st.python_key,
-                                    &st.python_key_closure) == 0:
-                _keep(descr)
-            break
     torch_c = getattr(sys.modules.get("torch"), "_C", None)
     if torch_c is not None:
         st.dispatch_keys = _keep(torch_c._dispatch_keys)
         st.python_dispatch_key = _keep(torch_c.DispatchKey.Python)
-        stack_len = getattr(torch_c, "_len_torch_dispatch_stack", None)
-        no_dispatch = getattr(torch_c, "_DisableTorchDispatch", None)
-        if stack_len is not None and no_dispatch is not None:
-            st.dispatch_stack_len = _keep(stack_len)
-            st.no_python_dispatch = _keep(no_dispatch)
     return 0
 
 
@@ -466,9 +393,11 @@ def _install_tables(dict dtypes, dict refused, dict device_names, dict layout_na
 
 
 cdef dict _installed_paths(const Installed* st):
+    # The pointer trick only with shim_ext's check: without it, nothing could tell a
+    # tensor whose getters run Python, which may free what the address points at.
     return {"owned": st.getters_ok and st.owned_fn != NULL,
             "borrow": st.getters_ok and st.borrow_fn != NULL,
-            "fallback": st.getters_ok and st.fallback_ok}
+            "fallback": st.getters_ok and st.fallback_ok and st.custom_metadata != NULL}
 
 
 def _installed():
@@ -481,24 +410,6 @@ def _activate(int path):
     if path != -1 and not _installed()[PATHS[path]]:
         raise RuntimeError(f"path {PATHS[path]!r} is not installed")
     bridge_store_int(&_active, path)
-
-
-def _set_reader(int reader):
-    """Make ``reader`` (a code, index into READERS) the one every view uses
-    (``bridge._select`` only, which checks it is installed)."""
-    if not 0 <= reader < len(READERS):
-        raise ValueError(f"no reader has code {reader}")
-    bridge_store_int(&_reader, reader)
-
-
-def _reader_code():
-    """The code of the reader views use."""
-    return bridge_load_int(&_reader)
-
-
-def _batched_installed():
-    """Whether the installed snapshot has the batched read (``torch_tensor_get_metadata``)."""
-    return _installed_state().g.get_metadata != NULL
 
 
 def _active_path():
@@ -530,7 +441,7 @@ cdef tuple _failure():
     """``(message, cause)``: torch's per-thread message, read before anything else can
     overwrite it, and the pending Python exception (or None); the cause's text stands in
     when torch has no message."""
-    cdef what_fn get_what = _installed_state().what_fn
+    cdef torch_borrow_what_fn get_what = _installed_state().what_fn
     cdef const char* raw = NULL if get_what == NULL else get_what()
     what = None if raw == NULL else (<bytes>raw).decode("utf-8", "replace")
     cause = _take_pending_exception()
@@ -548,56 +459,74 @@ cdef int _raise_handle_error(int path) except -1:
 
 
 cdef int _raise_getter_error(object obj) except -1:
-    cdef const Installed* st = _installed_state()
     what, cause = _failure()
-    if "NestedTensorImpl" in what or (st.what_fn == NULL and _is_nested(obj, st)):
-        # torch's text ("Internal error: NestedTensorImpl doesn't support sizes. Please
-        # file an issue.") asks for a bug report where there is no bug: left out; any
-        # other (no message at all, before torch 2.13) is kept.
-        said = "" if "NestedTensorImpl" in what else f" [torch: {what}]"
-        raise BufferError("a nested tensor has no single pointer + strides description; "
-                          "view its components (.unbind()) or a padded copy "
-                          f"(.to_padded_tensor(0)) instead{said}") from cause
-    if "dispatch_on_subclass called with NO overloaded args" in what:
-        # torch's INTERNAL ASSERT, also asking for a bug report: a getter went to Python
-        # for a tensor without the Python key, and nothing there could answer it.
-        raise BufferError(f"the {_type_name(Py_TYPE(obj))}'s device or layout is computed in "
-                          f"Python without torch's Python dispatch key (torch.Tensor."
-                          f"_make_subclass(..., dispatch_device=True or dispatch_layout=True) "
-                          f"on a class without __torch_dispatch__): it cannot be read safely "
-                          f"through a handle; view a plain tensor instead") from cause
-    raise BufferError(f"cannot read the metadata of this {_type_name(Py_TYPE(obj), False, True)}: "
+    raise BufferError(f"cannot read the metadata of this {_type_name(Py_TYPE(obj))}: "
                       f"{what}") from cause
 
 
-cdef bint _is_nested(object obj, const Installed* st):
-    """``obj.is_nested`` from TensorBase's own getter with __torch_function__ disabled
-    (the attribute would run a subclass's, which could raise anything); False on any
-    error. Asked only where torch has no message to tell a nested tensor by."""
+cdef int _raise_custom_metadata(object obj, int32_t reasons, int32_t layout,
+                                const Installed* st) except -1:
+    """The refusal of a tensor whose metadata is not plain C++ state (``reasons``: the
+    ``TORCH_BORROW_CUSTOM_*`` bits of ``torch_borrow_custom_metadata``; ``layout`` its
+    layout code, -1 where that is custom), one message per cause on every path."""
+    name = _type_name(Py_TYPE(obj))
+    if reasons & TORCH_BORROW_CUSTOM_PYTHON_KEY:
+        # Named by the key, not by the class: a __class__ reassigned to torch.Tensor
+        # keeps the TensorImpl, and its key, of the subclass that made it.
+        raise BufferError(f"this {name}'s TensorImpl carries torch's Python dispatch key (a "
+                          f"subclass that overrides __torch_dispatch__ made it): its metadata "
+                          f"is computed in Python and cannot be read safely through a handle; "
+                          f"view a plain tensor instead")
+    if layout >= 0 and layout != st.layout_strided:
+        _check_layout(layout, st)
+    if _is_nested(obj):
+        raise BufferError("a nested tensor has no single pointer + strides description; "
+                          "view its components (.unbind()) or a padded copy "
+                          "(.to_padded_tensor(0)) instead")
+    if reasons & (TORCH_BORROW_CUSTOM_SIZES | TORCH_BORROW_CUSTOM_STRIDES):
+        raise BufferError(f"this {name}'s sizes and strides are computed by a TensorImpl "
+                          f"subclass (functionalized, vmap-batched, symbolic or other wrapper "
+                          f"tensors): they are not plain C++ state and cannot be read safely "
+                          f"through a handle; view the underlying plain tensor instead")
+    raise BufferError(f"this {name}'s device or layout is computed by a TensorImpl subclass "
+                      f"or in Python (torch.Tensor._make_subclass(..., dispatch_device=True "
+                      f"or dispatch_layout=True)): reading it could run Python code, so it "
+                      f"cannot be read safely through a handle; view a plain tensor instead")
+
+
+cdef int _refuse_custom_metadata(object obj, const Installed* st) except -1:
+    """Refuse ``obj`` (already through the type gate) when shim_ext's check says its
+    metadata is not plain C++ state: the borrow's rule, on the owned and pointer-trick
+    paths (``torch_borrow_custom_metadata``, C++ only: no Python runs)."""
+    cdef int32_t layout = -1
+    cdef int32_t reasons = st.custom_metadata(<void*>obj, &layout)
+    if reasons == 0:
+        return 0
+    if reasons < 0:
+        raise BufferError(f"cannot read this {_type_name(Py_TYPE(obj))}: its tensor is "
+                          f"undefined")
+    return _raise_custom_metadata(obj, reasons, layout, st)
+
+
+cdef bint _is_nested(object obj):
+    """Whether ``obj`` is a nested tensor, by its dispatch key set (torch's
+    ``_dispatch_keys``, a C++ function: no __torch_function__ or __torch_dispatch__ of
+    the tensor's class runs). Asked only in an error path, after no handle is left."""
+    import sys
     try:
-        getter = next(k.__dict__["is_nested"] for k in (<object>st.tensor_tp).__mro__
-                      if "is_nested" in k.__dict__)
-        guard = (<object>st.no_torch_function)()
-        with guard:
-            return getter.__get__(obj) is True
+        torch_c = sys.modules["torch"]._C
+        keys = torch_c._dispatch_keys(obj)
+        return any(keys.has(k) for k in (torch_c.DispatchKey.NestedTensorCPU,
+                                          torch_c.DispatchKey.NestedTensorCUDA))
     except Exception:  # noqa: BLE001 - only the message depends on it
         return False
 
 
-cdef str _type_name(PyTypeObject* tp, bint qualified=False, bint short=False):
-    """A type's ``__qualname__`` (``short``: its ``__name__``; ``qualified``: with its
-    module, but for builtins), read with type's own C getters, never through the type's
-    metaclass (whose ``__getattr__`` or properties could run any code, or raise, in an
-    error path)."""
-    cls = <object>tp
-    try:
-        name = type.__dict__["__name__" if short else "__qualname__"].__get__(cls)
-        module = type.__dict__["__module__"].__get__(cls)
-    except Exception:  # noqa: BLE001 - an error path must not fail on a name
-        return (<bytes>tp.tp_name).decode("utf-8", "replace")
-    if not qualified or module == "builtins":
-        return name
-    return f"{module}.{name}"
+cdef str _type_name(PyTypeObject* tp):
+    """A type's name from its own C slot (``tp_name``: ``module.Name`` for a static type,
+    ``Name`` for a class), as a new exact str: no attribute of the type or its metaclass
+    is read, so an error path runs no user code whatever the class defines."""
+    return (<bytes>tp.tp_name).decode("utf-8", "replace")
 
 
 cdef bint _type_has(PyTypeObject* tp, str attribute):
@@ -612,7 +541,7 @@ cdef bint _type_has(PyTypeObject* tp, str attribute):
 
 cdef int _raise_not_tensor(object obj) except -1:
     cdef PyTypeObject* tp = Py_TYPE(obj)
-    got = "None" if obj is None else _type_name(tp, True)
+    got = "None" if obj is None else _type_name(tp)
     hint = ""
     if got == "numpy.ndarray":
         hint = "; view torch.from_numpy(a), which shares the array's memory"
@@ -831,57 +760,38 @@ cdef inline bint _is_tensor(object obj, const Installed* st) noexcept:
     return tp == st.tensor_tp or (st.tensor_tp != NULL and PyType_IsSubtype(tp, st.tensor_tp))
 
 
-cdef inline int _check_type(object obj, const Installed* st, bint key=True) except -1:
-    """The gate in front of every handle: obj's real type derives from torch.Tensor, and
-    no getter of its can run Python code.
-
-    A tensor whose TensorImpl carries torch's Python dispatch key (made by a subclass that
-    overrides ``__torch_dispatch__``: wrapper subclasses, FakeTensor, ...) may route
-    ``sizes()``, ``strides()``, ``dim()``, ``device()`` or ``layout()`` through Python
-    (``dispatch_sizes_strides_policy=...``), and that code may disagree with itself or
-    resize the tensor between two getters: such tensors are refused before any handle is
-    taken. The key is read the way torch's dispatcher reads it, from the TensorImpl
-    (``is_python_dispatch()``), never from an attribute a metaclass, descriptor,
-    ``__getattr__`` or instance attribute could answer; a Python sizes policy without
-    the key makes torch itself throw in C++ (a BufferError here). Every tensor goes
-    through it, exact ``torch.Tensor`` included (``torch.Tensor.__torch_dispatch__``
-    can be monkeypatched). After this gate, nothing but C++ runs until the view is filled
-    (under a TorchDispatchMode the read runs with Python dispatch excluded, so no mode can
-    answer a getter either: ``_dispatch_mode_active``).
-    ``key=False`` leaves the key to the batched read, which reads it from the TensorImpl
-    in C++ before anything else and then reads nothing more (``_fill`` refuses the same
-    way): one call instead of a second one into torch's getter.
-    """
+cdef inline int _check_type(object obj, const Installed* st) except -1:
+    """The gate in front of every handle: obj's real type derives from torch.Tensor
+    (never ``isinstance``: ``__class__`` can lie, the memory layout cannot)."""
     cdef PyTypeObject* tp = Py_TYPE(obj)
-    cdef PyObject* r
-    cdef bint python_key
     if tp != st.tensor_tp and tp != st.parameter_tp:
         if st.tensor_tp == NULL or not PyType_IsSubtype(tp, st.tensor_tp):
             _raise_not_tensor(obj)
-    if not key:
-        return 0
-    if st.python_key != NULL:
-        r = st.python_key(<PyObject*>obj, st.python_key_closure)  # C++: no Python runs
-        if r == NULL:  # torch set the exception (HANDLE_TH_ERRORS): propagate it
-            return -1
-        python_key = r == Py_True
-        Py_XDECREF(r)
-    elif st.dispatch_keys != NULL:
-        python_key = (<object>st.dispatch_keys)(obj).has(<object>st.python_dispatch_key)
-    else:
-        python_key = tp != st.tensor_tp and tp != st.parameter_tp
-    if python_key:
-        _raise_python_key(obj)
     return 0
 
 
-cdef int _raise_python_key(object obj) except -1:
-    # Named by the key, not by the class: a __class__ reassigned to torch.Tensor keeps
-    # the TensorImpl, and its key, of the subclass that made it.
-    raise BufferError(f"this {_type_name(Py_TYPE(obj))}'s TensorImpl carries torch's Python "
-                      f"dispatch key (a subclass that overrides __torch_dispatch__ made it): "
-                      f"its metadata is computed in Python and cannot be read safely "
-                      f"through a handle; view a plain tensor instead")
+cdef int _check_without_shim_ext(object obj, const Installed* st) except -1:
+    """What the owned path checks where shim_ext's ``torch_borrow_custom_metadata`` is
+    missing (shim_ext not built, or built for another torch; the pointer trick is then
+    not offered at all): the type is exactly ``torch.Tensor`` or ``torch.nn.Parameter``
+    (a subclass may compute its device in Python without torch's Python key, which
+    nothing outside C++ can see), and the TensorImpl has no Python dispatch key
+    (``torch._C._dispatch_keys``, a C++ function called before the handle). What it
+    cannot see: a C++ TensorImpl subclass whose getters reach Python (a functional
+    wrapper around a ``__torch_dispatch__`` tensor); the owned handle keeps the
+    TensorImpl alive through such a getter, so its values are what torch's own
+    ``t.shape`` would report."""
+    cdef PyTypeObject* tp = Py_TYPE(obj)
+    if tp != st.tensor_tp and tp != st.parameter_tp:
+        raise BufferError(f"this {_type_name(tp)} is a torch.Tensor subclass, and without "
+                          f"shim_ext's metadata check (torch_borrow_custom_metadata) the "
+                          f"bridge cannot tell whether its getters run Python: rebuild "
+                          f"shim_ext for this torch (python -m bridge info says how), or "
+                          f"view a plain tensor")
+    if st.dispatch_keys != NULL and (<object>st.dispatch_keys)(obj).has(
+            <object>st.python_dispatch_key):
+        _raise_custom_metadata(obj, TORCH_BORROW_CUSTOM_PYTHON_KEY, -1, st)
+    return 0
 
 
 cdef inline int _check_layout(int32_t layout, const Installed* st) except -1:
@@ -965,7 +875,7 @@ cdef inline int _read(AtenTensorHandle h, TensorView v, object obj,
     cdef int32_t layout
     cdef int64_t* p
     cdef int64_t offset
-    cdef uint8_t flag = 0
+    cdef abi_bool flag = 0
     if st.g.layout(h, &layout):
         _raise_getter_error(obj)
     _check_layout(layout, st)
@@ -992,51 +902,6 @@ cdef inline int _read(AtenTensorHandle h, TensorView v, object obj,
         if flag:
             _raise_math_bit(False)
     return _check_view(v, offset, _storage_nbytes(h, obj, st), st)
-
-
-cdef inline int _fill(const TorchTensorMetadata* m, TensorView v, object obj,
-                      const Installed* st) except -1:
-    """``v`` from one batched read (``torch_tensor_get_metadata``), with the checks of
-    ``_read`` and of the type gate's Python-key check (the struct carries the key and the
-    storage's size, so no other call is made). The sizes and strides are copied in a
-    loop: for the few dimensions of a typical tensor it is cheaper than two memcpy
-    calls, and nothing runs in between."""
-    cdef int64_t i
-    if m.struct_size < sizeof(TorchTensorMetadata):
-        raise BufferError(f"torch_tensor_get_metadata filled {m.struct_size} bytes of the "
-                          f"{sizeof(TorchTensorMetadata)} this bridge reads")
-    if m.is_python_dispatch:
-        _raise_python_key(obj)
-    _check_layout(m.layout, st)
-    # Validated before the copy below dereferences them: a strided tensor has both.
-    if m.dim < 0 or (m.dim > 0 and (m.sizes == NULL or m.strides == NULL)):
-        raise BufferError(f"torch_tensor_get_metadata reported {m.dim} dimensions with "
-                          f"sizes {'set' if m.sizes != NULL else 'null'} and strides "
-                          f"{'set' if m.strides != NULL else 'null'} for a strided tensor")
-    v._ptr = <uintptr_t>m.data_ptr
-    v._ndim = m.dim
-    _dims(v)
-    for i in range(v._ndim):
-        v._sizes[i] = m.sizes[i]
-        v._strides[i] = m.strides[i]
-    v._dtype = m.dtype
-    v._device_type = m.device_type
-    v._device_index = m.device_index
-    if m.is_conj:
-        _raise_math_bit(True)
-    if m.is_neg:
-        _raise_math_bit(False)
-    return _check_view(v, m.storage_offset, m.storage_nbytes, st)
-
-
-cdef inline int _read_batched(AtenTensorHandle h, TensorView v, object obj,
-                              const Installed* st) except -1:
-    """``_read`` in one ``torch_tensor_get_metadata`` call."""
-    cdef TorchTensorMetadata m
-    m.struct_size = sizeof(TorchTensorMetadata)
-    if st.g.get_metadata(h, &m):
-        _raise_getter_error(obj)
-    return _fill(&m, v, obj, st)
 
 
 cdef inline int _check_data(uintptr_t ptr, int64_t storage_offset, int64_t itemsize,
@@ -1107,43 +972,48 @@ cdef int _check_bits_slow(object obj, const Installed* st) except -1:
     return 0
 
 
-cdef inline int _read_with(AtenTensorHandle h, TensorView v, object obj, int reader,
-                           const Installed* st) except -1:
-    if reader == BATCHED:
-        return _read_batched(h, v, obj, st)
-    return _read(h, v, obj, st)
+cdef int _raise_borrow_error(object obj, const Installed* st) except -1:
+    """A refused borrow: the message every path gives for a tensor whose metadata is not
+    plain C++ state (shim_ext's check tells which cause), else torch's message."""
+    cdef int32_t layout = -1
+    cdef int32_t reasons = 0
+    if st.custom_metadata != NULL:
+        reasons = st.custom_metadata(<void*>obj, &layout)
+    if reasons > 0:
+        what, cause = _failure()  # clear torch's message and any pending exception
+        return _raise_custom_metadata(obj, reasons, layout, st)
+    return _raise_handle_error(BORROW)
 
 
-cdef inline int _acquire_read(object obj, int path, TensorView v, const Installed* st,
-                              int reader=GETTERS) except -1:
-    """Get a handle for obj (already through ``_check_type``) on ``path``, read its
-    metadata into ``v`` with ``reader``, let go of the handle. Everything comes from the
-    one snapshot ``st``; a path or reader it lacks (chosen under another snapshot) is a
-    RuntimeError, never a call through a null pointer. On the borrow path the batched
-    reader makes one call, ``torch_tensor_borrow_metadata_from_pyobject``, when it exists."""
+cdef inline int _acquire_read(object obj, int path, TensorView v,
+                              const Installed* st) except -1:
+    """Get a handle for obj (already through ``_gate``) on ``path``, read its metadata
+    into ``v``, let go of the handle. Every path refuses the same tensors first: those
+    whose metadata is not plain C++ state (the borrow by itself; the owned and
+    pointer-trick paths through shim_ext's ``torch_borrow_custom_metadata``), so from
+    here to the view nothing but C++ runs. Everything comes from the one snapshot
+    ``st``; a path it lacks (chosen under another snapshot) is a RuntimeError, never a
+    call through a null pointer."""
     cdef AtenTensorHandle h
-    cdef TorchTensorMetadata m
     if not st.getters_ok:
         raise RuntimeError("the bridge is being re-resolved; try again")
-    if st.g.get_metadata == NULL:  # a snapshot without it: the getters read the same
-        reader = GETTERS
     if path == BORROW and st.borrow_fn != NULL:
-        if reader == BATCHED and st.g.borrow_metadata != NULL:
-            m.struct_size = sizeof(TorchTensorMetadata)
-            if st.g.borrow_metadata(<void*>obj, &m):  # borrow + read, nothing to release
-                _raise_getter_error(obj)
-            return _fill(&m, v, obj, st)
         if st.borrow_fn(<void*>obj, &h):  # borrowed: aliases THPVariable::cdata
-            _raise_handle_error(path)
-        _read_with(h, v, obj, reader, st)
-    elif path == FALLBACK and st.fallback_ok:
+            _raise_borrow_error(obj, st)
+        _read(h, v, obj, st)
+    elif path == FALLBACK and st.fallback_ok and st.custom_metadata != NULL:
+        _refuse_custom_metadata(obj, st)
         h = <AtenTensorHandle>((<char*><PyObject*>obj) + st.fallback_offset)  # borrowed
-        _read_with(h, v, obj, reader, st)
+        _read(h, v, obj, st)
     elif path == OWNED and st.owned_fn != NULL:
+        if st.custom_metadata != NULL:
+            _refuse_custom_metadata(obj, st)
+        else:
+            _check_without_shim_ext(obj, st)
         if st.owned_fn(<void*>obj, &h):  # new reference: ours to delete below
             _raise_handle_error(path)
         try:
-            _read_with(h, v, obj, reader, st)
+            _read(h, v, obj, st)
         finally:
             st.delete_fn(h)
     elif 0 <= path < NPATHS:
@@ -1154,80 +1024,29 @@ cdef inline int _acquire_read(object obj, int path, TensorView v, const Installe
     return 0
 
 
-cdef inline bint _key_in_read(int reader, const Installed* st) noexcept:
-    """The batched read reports the Python dispatch key itself (``_fill``): the gate
-    need not ask torch's getter. ``_acquire_read`` takes the getters without it."""
-    return reader == BATCHED and st.g.get_metadata != NULL
-
-
-cdef inline int _gate(object obj, const Installed* st, bint key=True) except -1:
-    """Everything that may run Python code, done before the handle: the type gate and,
-    without torch_is_conj / torch_is_neg, the Python-level bit check. ``key=False``: the
-    Python-key check is left to the batched read (``_key_in_read``).
-
-    Returns 1 when a TorchDispatchMode is active: the read must then run with Python
-    dispatch excluded (``_acquire_read_guarded``), 0 otherwise."""
-    _check_type(obj, st, key)
+cdef inline int _gate(object obj, const Installed* st) except -1:
+    """The type gate and, without torch_is_conj / torch_is_neg, the Python-level bit
+    check, which runs Python code: the type is then judged again, since that code may
+    have changed it (``__class__`` assignment, ``swap_tensors``). After this, nothing but
+    C++ runs until the view is filled."""
+    _check_type(obj, st)
     if st.g.is_conj == NULL:
         _check_bits_slow(obj, st)
-    return _dispatch_mode_active(st)
-
-
-cdef inline int _dispatch_mode_active(const Installed* st) except -1:
-    """Is a TorchDispatchMode on torch's stack (``torch._C._len_torch_dispatch_stack``)?
-
-    A tensor whose device or layout torch computes in Python without carrying the Python
-    key (``_make_subclass(..., dispatch_device=True)`` or ``dispatch_layout=True``, which
-    torch allows for a class without ``__torch_dispatch__``) has those getters answered by
-    the active mode, which may lie or free the storage mid-read. Without a mode torch's
-    own assertion makes such a getter fail (a BufferError here)."""
-    cdef object n
-    if st.mode_active != NULL:  # a thread-local read in C++
-        return st.mode_active()
-    if st.dispatch_stack_len == NULL:
-        return 0
-    n = PyObject_Vectorcall(<object>st.dispatch_stack_len, NULL, 0, NULL)
-    return 1 if n else 0
-
-
-cdef int _acquire_read_guarded(object obj, int path, TensorView v, const Installed* st,
-                               int reader) except -1:
-    """``_acquire_read`` with Python dispatch excluded (``torch._C._DisableTorchDispatch``,
-    what torch's own ``no_dispatch()`` uses): no mode answers a getter, so a getter of a
-    tensor without the Python key that would have asked one fails instead."""
-    guard = (<object>st.no_python_dispatch)()
-    with guard:
-        _acquire_read(obj, path, v, st, reader)
+        _check_type(obj, st)
     return 0
 
 
 cdef TensorView _make(object obj, int path):
     cdef TensorView v
-    cdef PyTypeObject* tp
     cdef const Installed* st
-    cdef int reader
-    cdef bint key
-    cdef int guarded = 0
     # Allocating a GC-tracked object may run the garbage collector (finalizers, weakref
     # callbacks: any Python code), so the view exists before the gate and the handle.
     v = TensorView.__new__(TensorView)
     # One snapshot for the whole view: a concurrent re-resolution publishes another one,
     # and this view keeps reading the one it loaded (never freed).
     st = _installed_state()
-    reader = bridge_load_int(&_reader)
-    key = not _key_in_read(reader, st)
-    while True:
-        tp = Py_TYPE(obj)
-        guarded = _gate(obj, st, key)
-        # The gate may run Python code too (a subclass's type lookups, the slow bit
-        # check); if that changed obj's type (__class__ assignment, swap_tensors), the
-        # verdict is about another type: judge again.
-        if Py_TYPE(obj) == tp:
-            break
-    if guarded:
-        _acquire_read_guarded(obj, path, v, st, reader)
-    else:
-        _acquire_read(obj, path, v, st, reader)
+    _gate(obj, st)
+    _acquire_read(obj, path, v, st)
     v.obj = obj
     v._path = path
     v._itemsize = st.itemsize[v._dtype]
@@ -1329,7 +1148,7 @@ def view_fallback(obj):
     """``view`` through the proven ``THPVariable`` offset, whatever path is chosen;
     raises ``PathUnavailableError`` where the offset check failed."""
     cdef const Installed* st = _installed_state()
-    if not (st.getters_ok and st.fallback_ok):
+    if not (st.getters_ok and st.fallback_ok and st.custom_metadata != NULL):
         _require(FALLBACK)
     return _make(obj, FALLBACK)
 
@@ -1385,67 +1204,43 @@ cdef inline uint64_t _now_ns() noexcept nogil:
     return <uint64_t>ts.tv_sec * 1000000000ULL + <uint64_t>ts.tv_nsec
 
 
-def _native_loop(obj, path, Py_ssize_t n, bint critical_section=False, reader=None,
-                 bint gate=True):
+def _native_loop(obj, path, Py_ssize_t n, bint critical_section=False, bint gate=True):
     """Time ``n`` handle acquisitions + metadata reads of ``obj`` in C; ns per call.
 
     Each iteration is exactly what a view costs minus the Python call and the view
-    object: the type gate, the handle (made and, for owned, deleted), the metadata read
-    and the same checks ``view`` makes. ``path`` is a name from ``PATHS``; ``reader`` is
-    ``"getters"`` (the layout and seven ``aoti_torch_get_*`` reads, the storage offset,
-    the conj/neg bits) or ``"batched"`` (one ``torch_tensor_get_metadata`` call; on the
-    borrow path one ``torch_tensor_borrow_metadata_from_pyobject`` call), default the
-    reader views use. Raises what ``view`` raises, on the first iteration, and
-    ``bridge.PathUnavailableError`` when the batched read is absent.
-    ``critical_section=True`` wraps each handle + read in a per-object critical section
-    on ``obj`` (``Py_BEGIN_CRITICAL_SECTION``; a no-op with the GIL): what taking
-    torch's per-tensor lock would cost, were torch's setters to take it (they do not).
-    ``gate=False`` leaves the type gate (and the Python-level conj/neg check where
-    torch_is_conj is missing) out of the loop, after checking it once: handle + read
-    alone, the part a critical section would cover.
+    object: the type gate, the handle (made and, for owned, deleted; refused first, on
+    every path, for a tensor whose metadata is not plain C++ state), the layout, seven
+    ``aoti_torch_get_*`` reads, the storage offset and size, the conj/neg bits, and the
+    same checks ``view`` makes. ``path`` is a name from ``PATHS``. Raises what ``view``
+    raises, on the first iteration. ``critical_section=True`` wraps each handle + read
+    in a per-object critical section on ``obj`` (``Py_BEGIN_CRITICAL_SECTION``; a no-op
+    with the GIL): what taking torch's per-tensor lock would cost, were torch's setters
+    to take it (they do not). ``gate=False`` leaves the type gate (and the Python-level
+    conj/neg check where torch_is_conj is missing) out of the loop, after checking it
+    once: handle + read alone, the part a critical section would cover.
     """
     cdef int p = PATHS.index(path)
     cdef TensorView v = TensorView.__new__(TensorView)  # one scratch view, refilled
     cdef Py_ssize_t i
     cdef uint64_t t0, t1
     cdef const Installed* st
-    cdef int r
-    cdef bint key
-    cdef int guarded
     if n <= 0:
         raise ValueError("n must be positive")
-    if reader is not None and reader not in READERS:
-        raise ValueError(f"reader must be one of {READERS}, not {reader!r}")
     _require(p)
     st = _installed_state()
-    r = bridge_load_int(&_reader) if reader is None else READERS.index(reader)
-    if r == BATCHED and st.g.get_metadata == NULL:
-        from bridge import _select
-        _select.require_reader("batched")
-    key = not _key_in_read(r, st)
-    guarded = _gate(obj, st, key)
-    # Raise here, outside the timed loop; under a TorchDispatchMode every read is guarded.
-    if guarded:
-        _acquire_read_guarded(obj, p, v, st, r)
-    else:
-        _acquire_read(obj, p, v, st, r)
+    _gate(obj, st)
+    _acquire_read(obj, p, v, st)  # raise here, outside the timed loop
     t0 = _now_ns()
     if critical_section:
         for i in range(n):
             if gate:
-                guarded = _gate(obj, st, key)
+                _gate(obj, st)
             with cython.critical_section(obj):
-                if guarded:
-                    _acquire_read_guarded(obj, p, v, st, r)
-                else:
-                    _acquire_read(obj, p, v, st, r)
+                _acquire_read(obj, p, v, st)
     else:
         for i in range(n):
             if gate:
-                guarded = _gate(obj, st, key)
-            if guarded:
-                _acquire_read_guarded(obj, p, v, st, r)
-            else:
-                _acquire_read(obj, p, v, st, r)
+                _gate(obj, st)
+            _acquire_read(obj, p, v, st)
     t1 = _now_ns()
     return (t1 - t0) / <double>n

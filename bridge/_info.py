@@ -31,9 +31,11 @@ def report() -> dict:
         "symbols": {name: sym.origin for name, sym in sorted(res.symbols.items())},
         "requested_path": _select.requested_path(),
         "active_path": active,
-        "readers": {r: info._asdict() for r, info in _select.available_readers().items()},
-        "requested_reader": _select.requested_reader(),
-        "active_reader": _select.get_reader(),
+        "metadata_check": (f"{_resolve.CUSTOM_METADATA} ("
+                           + res.symbols[_resolve.CUSTOM_METADATA].origin + ")"
+                           if _resolve.CUSTOM_METADATA in res.symbols else
+                           "none: shim_ext does not load; the pointer trick is not offered "
+                           "and the owned path views plain torch.Tensor / Parameter only"),
         "conj_neg": ("torch_is_conj / torch_is_neg getters ("
                      + res.symbols[_resolve.IS_CONJ].origin + ")"
                      if _resolve.IS_CONJ in res.symbols and _resolve.IS_NEG in res.symbols
@@ -89,11 +91,7 @@ def format_report(info: dict) -> str:
         state = f"available   from {p['origin']}" if p["available"] else f"unavailable: {p['reason']}"
         lines.append(f"  {name:<9} {state}")
     lines.append(f"view() uses      {info['active_path']} (requested: {info['requested_path']})")
-    lines.append("readers:")
-    for name, r in info["readers"].items():
-        state = f"available   from {r['origin']}" if r["available"] else f"unavailable: {r['reason']}"
-        lines.append(f"  {name:<9} {state}")
-    lines.append(f"view() reads     {info['active_reader']} (requested: {info['requested_reader']})")
+    lines.append(f"metadata check   {info['metadata_check']}")
     lines.append(f"conj/neg bits    {info['conj_neg']}")
     lines.append(f"shim_ext built by {info['shim_ext_build']}")
     built_for = info["shim_ext_built_for"]

@@ -48,13 +48,11 @@ BORROW = "torch_tensor_borrow_from_pyobject"
 #: conj()/neg views; like BORROW, prototyped by shim_ext until libtorch exports them.
 IS_CONJ = "torch_is_conj"
 IS_NEG = "torch_is_neg"
-#: The batched read (prototype-only: measured, not proposed), from shim_ext: from a handle, and the
-#: borrow + read in one call.
-GET_METADATA = "torch_tensor_get_metadata"
-BORROW_METADATA = "torch_tensor_borrow_metadata_from_pyobject"
-#: shim_ext's own helper, in no patch: is a TorchDispatchMode active on this thread?
-#: (without it the bridge asks torch._C._len_torch_dispatch_stack, a pybind11 call)
-DISPATCH_MODE = "torch_borrow_dispatch_mode_active"
+#: shim_ext's own check, in no patch: is a tensor's metadata plain C++ state? The borrow's
+#: refusal rule, which the bridge makes on the owned and pointer-trick paths through it;
+#: without it the pointer trick is not offered (nothing else can tell a tensor whose
+#: getters run Python).
+CUSTOM_METADATA = "torch_borrow_custom_metadata"
 #: Optional: the per-thread error message (torch 2.13+).
 WHAT = "torch_exception_get_what_without_backtrace"
 #: torch's shared libraries, in lookup order: libtorch_cpu exports the stable C ABI.
@@ -104,8 +102,6 @@ class Resolution:
     fallback_check: str = ""
     tensor_type: object = None
     final: bool = True  # False when torch was not imported yet: resolve again later
-    #: How a handle's metadata can be read: {"getters" | "batched": PathInfo}.
-    readers: dict[str, PathInfo] = field(default_factory=dict)
     #: The torch version shim_ext._borrow was compiled against, where it loads (None
     #: where it does not); when it differs from ``torch_version`` the borrow is stale.
     shim_ext_built_for: str | None = None
@@ -309,15 +305,13 @@ def resolve(pyobject_size, hide=frozenset()):
         reason = "torch is not imported yet: `import torch` before using the bridge"
         return Resolution(None, paths={p: PathInfo(False, None, reason)
                                        for p in ("owned", "borrow", "fallback")},
-                          final=False, readers={r: PathInfo(False, None, reason)
-                                                for r in ("getters", "batched")})
+                          final=False)
     res = Resolution(torch.__version__, tensor_type=torch.Tensor,
                      shim_ext_built_for=shim_ext_built_for())
     libs = _loaded_libraries(torch)
     if not libs:
         reason = "none of torch's libraries is loaded in this process"
         res.paths = {p: PathInfo(False, None, reason) for p in ("owned", "borrow", "fallback")}
-        res.readers = {r: PathInfo(False, None, reason) for r in ("getters", "batched")}
         return res
     for name in (*GETTERS, OWNED, DELETE, WHAT):
         sym = _lookup(name, libs, hide)
@@ -339,10 +333,13 @@ def resolve(pyobject_size, hide=frozenset()):
     if why:
         res.symbols.pop(OWNED, None)
 
-    for name in (IS_CONJ, IS_NEG, DISPATCH_MODE):
+    for name in (IS_CONJ, IS_NEG):
         sym, _ = _lookup_prototype(name, libs, hide)
         if sym is not None:  # else the bridge asks torch.Tensor.is_conj() / .is_neg()
             res.symbols[name] = sym
+    check, check_why = _lookup_prototype(CUSTOM_METADATA, libs, hide)
+    if check is not None:
+        res.symbols[CUSTOM_METADATA] = check
     borrow, why = _lookup_prototype(BORROW, libs, hide)
     if borrow is None:
         why = f"no {BORROW} in libtorch, and {why}"
@@ -354,19 +351,12 @@ def resolve(pyobject_size, hide=frozenset()):
     res.paths["borrow"] = info(None if why else borrow.origin, why)
 
     ok, res.fallback_check = prove_fallback_offset(torch, pyobject_size, hide)
-    res.paths["fallback"] = info(f"THPVariable offset {pyobject_size} (proven)" if ok else None,
-                                 None if ok else res.fallback_check)
-
-    getters = res.symbols.get(GETTERS[0])
-    res.readers["getters"] = info(getters.origin if getters else None, None)
-    batched, why = _lookup_prototype(GET_METADATA, libs, hide)
-    if batched is not None:
-        res.symbols[GET_METADATA] = batched
-        one_call, _ = _lookup_prototype(BORROW_METADATA, libs, hide)
-        if one_call is not None and BORROW in res.symbols:  # same origin as the borrow
-            res.symbols[BORROW_METADATA] = one_call
-    res.readers["batched"] = info(batched.origin if batched else None,
-                                  None if batched else f"no {GET_METADATA} in libtorch, and {why}")
+    why = None if ok else res.fallback_check
+    if ok and check is None:
+        why = (f"the pointer trick needs shim_ext's {CUSTOM_METADATA} to refuse tensors whose "
+               f"getters may run Python, and {check_why}")
+    res.paths["fallback"] = info(f"THPVariable offset {pyobject_size} (proven)" if why is None
+                                 else None, why)
     return res
 
 

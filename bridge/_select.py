@@ -21,14 +21,10 @@ from bridge._resolve import PathInfo
 PATHS = ("borrow", "owned", "fallback")
 #: What ``set_path`` accepts.
 CHOICES = ("auto", *PATHS)
-#: The metadata readers, in ``auto``'s order of preference, and what ``set_reader`` accepts.
-READERS = ("batched", "getters")
-READER_CHOICES = ("auto", *READERS)
 
 _lock = threading.RLock()
 _resolution: _resolve.Resolution | None = None
 _requested = "auto"
-_requested_reader = "auto"
 _hide: frozenset = frozenset()
 
 
@@ -66,7 +62,6 @@ def _install(res):
     symbols = {name: sym.address for name, sym in res.symbols.items()}
     if not res.paths["borrow"].available:
         symbols.pop(_resolve.BORROW, None)
-        symbols.pop(_resolve.BORROW_METADATA, None)
     if not res.paths["owned"].available:
         symbols.pop(_resolve.OWNED, None)
     torch = _resolve.torch_module(_hide)
@@ -82,15 +77,9 @@ def _install(res):
     if tables[4] == -1:  # no aoti_torch_layout_strided: nothing can be checked
         reason = f"torch {res.torch_version} exports no aoti_torch_layout_strided"
         res.paths = {p: PathInfo(False, None, reason) for p in PATHS}
-        res.readers = {r: PathInfo(False, None, reason) for r in READERS}
         _bridge._install_symbols({}, None, False)
         return
     _bridge._install_tables(*tables)
-    # The requested reader where this resolution has it, else the getters.
-    reader = _requested_reader
-    if reader == "auto" or not res.readers[reader].available:
-        reader = next((r for r in READERS if res.readers[r].available), "getters")
-    _bridge._set_reader(_bridge.READERS.index(reader))
 
 
 def available_paths() -> dict[str, PathInfo]:
@@ -206,73 +195,6 @@ def using_path(name: str):
         yield get_path()
     finally:
         set_path(before)
-
-
-def available_readers() -> dict[str, PathInfo]:
-    """How a handle's metadata can be read: ``{"getters" | "batched": PathInfo}``.
-
-    ``getters``: the layout, seven ``aoti_torch_get_*``, the storage offset and the
-    conj/neg bits, one call each (every torch 2.10+). ``batched``: one
-    ``torch_tensor_get_metadata`` call (the prototype's batched read, measured and not proposed: libtorch's if it ever
-    exports it, else ``shim_ext``'s), and on the borrow path ``torch_tensor_borrow_metadata_from_pyobject``.
-    ``PathInfo.origin`` names the library; ``reason`` says why a reader is unavailable.
-    """
-    return dict(resolution().readers)
-
-
-def _choose_reader(name):
-    if name not in READER_CHOICES:
-        raise ValueError(f"unknown reader {name!r}; choose one of {', '.join(READER_CHOICES)}")
-    readers = resolution().readers
-    if name == "auto":
-        return next((r for r in READERS if readers[r].available), "getters")
-    if not readers[name].available:
-        raise PathUnavailableError(f"reader {name!r} is unavailable: {readers[name].reason}")
-    return name
-
-
-def set_reader(name: str) -> None:
-    """Choose how every view reads a handle's metadata: ``"auto"`` (default: batched
-    where it exists, else the getters), ``"batched"`` or ``"getters"``. Both give the same
-    view field by field; the choice is for A/B measurement.
-
-    Raises ValueError for an unknown name and PathUnavailableError, with the reason, for a
-    reader this torch and build lack. Process-global, like ``set_path``.
-    """
-    global _requested_reader
-    with _lock:
-        concrete = _choose_reader(name)
-        _bridge._set_reader(_bridge.READERS.index(concrete))
-        _requested_reader = name
-
-
-def get_reader() -> str:
-    """The reader views use now (``auto`` resolved)."""
-    resolution()
-    return _bridge.READERS[_bridge._reader_code()]
-
-
-def requested_reader() -> str:
-    """What was asked for with ``set_reader`` (``"auto"`` unless changed)."""
-    return _requested_reader
-
-
-def require_reader(name: str) -> None:
-    """Raise PathUnavailableError with the reason if reader ``name`` cannot run here."""
-    _choose_reader(name)
-
-
-@contextlib.contextmanager
-def using_reader(name: str):
-    """``with bridge.using_reader("getters"): ...`` reads with that reader in the block,
-    then restores the previous choice (even on error). Process-global."""
-    with _lock:
-        before = _requested_reader
-        set_reader(name)
-    try:
-        yield get_reader()
-    finally:
-        set_reader(before)
 
 
 def _resolve_again(hide=()) -> _resolve.Resolution:

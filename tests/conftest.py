@@ -1,7 +1,7 @@
 import pytest
 
 import bridge
-from helpers.expect import expected_paths, expected_readers
+from helpers.expect import expected_paths
 
 
 @pytest.fixture(params=bridge.PATHS)
@@ -14,21 +14,9 @@ def path(request):
     return name
 
 
-@pytest.fixture(params=bridge.READERS)
-def reader(request):
-    """Each metadata reader that must exist here, made the one views use for the test:
-    the parity tests run both ways. Absent ones are asserted in test_availability.py."""
-    name = request.param
-    if not expected_readers()[name]:
-        pytest.skip(f"reader {name} is not expected here (asserted in test_availability)")
-    bridge.set_reader(name)
-    return name
-
-
 @pytest.fixture
-def view_on(path, reader):
-    """The per-path view function for ``path`` (the path's own global state untouched),
-    reading with ``reader``."""
+def view_on(path):
+    """The per-path view function for ``path`` (the path's own global state untouched)."""
     return {"owned": bridge.view_owned, "borrow": bridge.view_borrow,
             "fallback": bridge.view_fallback}[path]
 
@@ -37,4 +25,3 @@ def view_on(path, reader):
 def _restore_path():
     yield
     bridge.set_path("auto")
-    bridge.set_reader("auto")

@@ -112,42 +112,11 @@ def test_native_loop_returns_ns_per_call(path):
     assert 0 < ns < 1e6
 
 
-def test_native_loop_takes_the_reader(path, reader):
-    assert 0 < bridge._bridge._native_loop(torch.ones(4), path, 1000, reader=reader) < 1e6
-    with pytest.raises(ValueError, match="reader must be one of"):
-        bridge._bridge._native_loop(torch.ones(4), path, 1, reader="fast")
-
-
-def test_native_loop_says_when_the_batched_read_is_absent():
-    from bridge import _resolve, _select
-
-    try:
-        _select._resolve_again(hide={_resolve.GET_METADATA})
-        assert bridge.get_reader() == "getters"
-        with pytest.raises(bridge.PathUnavailableError, match="reader 'batched' is unavailable: "
-                           "no torch_tensor_get_metadata in libtorch"):
-            bridge._bridge._native_loop(torch.ones(4), "fallback", 1, reader="batched")
-        with pytest.raises(bridge.PathUnavailableError, match="reader 'batched'"):
-            bridge.set_reader("batched")
-        assert bridge.view(torch.ones(4)).shape == (4,)  # the getters still read
-    finally:
-        _select._resolve_again()
-
-
-def test_readers_give_the_same_view(path):
-    t = torch.randn(5, 7, dtype=torch.float64)[1:, ::2]
-    views = {}
-    for name, info in bridge.available_readers().items():
-        if info.available:
-            with bridge.using_reader(name):
-                views[name] = bridge.view(t)
-    assert len(set(map(repr, views.values()))) == 1, views
-
-
-def test_info_command_reports_readers():
+def test_info_command_reports_the_checks():
     out = subprocess.run([sys.executable, "-P", "-m", "bridge", "info"], check=True,
                          capture_output=True, text=True).stdout
-    assert "view() reads     " in out and "conj/neg bits    " in out, out
+    assert "metadata check   torch_borrow_custom_metadata (shim_ext/" in out, out
+    assert "conj/neg bits    " in out, out
 
 
 def test_info_command_reports_paths():

@@ -8,7 +8,7 @@ import torch
 
 import bridge
 from bridge import _support
-from helpers.expect import TORCH, auto_path, expected_paths, expected_readers
+from helpers.expect import TORCH, auto_path, expected_paths
 
 
 def test_availability_matches_this_torch():
@@ -73,12 +73,16 @@ def test_shim_ext_exports_the_entry_points_by_name():
 
     entry = ctypes.CDLL(_entry.__file__, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
     for name in ("torch_tensor_borrow_from_pyobject", "torch_is_conj", "torch_is_neg",
-                 "torch_tensor_get_metadata", "torch_tensor_borrow_metadata_from_pyobject",
                  "torch_borrow_set_impl"):
         assert getattr(entry, name), name
+    for name in ("torch_tensor_get_metadata", "torch_tensor_borrow_metadata_from_pyobject"):
+        with pytest.raises(AttributeError):  # the withdrawn batched read lives in bench/
+            getattr(entry, name)
     borrow = ctypes.CDLL(_borrow.__file__, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
-    assert borrow.torch_borrow_impl and borrow.torch_borrow_direct_from_pyobject
-    for name in ("torch_borrow_impl", "torch_borrow_direct_from_pyobject"):
+    assert (borrow.torch_borrow_impl and borrow.torch_borrow_direct_from_pyobject
+            and borrow.torch_borrow_custom_metadata)
+    for name in ("torch_borrow_impl", "torch_borrow_direct_from_pyobject",
+                 "torch_borrow_custom_metadata"):
         with pytest.raises(AttributeError):
             getattr(entry, name)
 
@@ -150,18 +154,6 @@ def test_setup_refuses_to_build_without_cffi():
         assert done.stdout.strip() == "torch-borrow-bridge"
 
 
-def test_readers_match_this_torch():
-    readers = bridge.available_readers()
-    assert {r: i.available for r, i in readers.items()} == expected_readers(), readers
-    for name, info in readers.items():
-        assert (info.origin is not None) == info.available and (info.reason is None) == info.available
-
-
-def test_auto_reader_prefers_the_batched_read():
-    bridge.set_reader("auto")
-    assert bridge.get_reader() == ("batched" if expected_readers()["batched"] else "getters")
-
-
 def test_shim_ext_load_refuses_a_build_for_another_torch():
     """``shim_ext.load()`` itself refuses a ``_borrow`` built for another torch (its
     THPVariable layout is that torch's), not only the bridge before it calls load()."""
@@ -172,67 +164,3 @@ def test_shim_ext_load_refuses_a_build_for_another_torch():
                          timeout=120)
     assert "refused: shim_ext was built for torch" in out.stdout, out.stdout + out.stderr
     assert "but torch 0.0.0+other is imported" in out.stdout
-
-
-def test_batched_read_fills_no_byte_past_the_callers_struct_size():
-    """The prototype's ``torch_tensor_get_metadata`` (``shim_ext/include/torch_borrow/
-    shim.h``) against callers of every size: one compiled against the first definition
-    (``sizeof`` 72, of which 66 bytes are fields) and one giving only those 66 bytes get
-    exactly those fields and not one byte more, and are told 66; a current one (80
-    bytes) gets the Python key and the storage's size too; a larger one is told 80. A
-    ``__torch_dispatch__`` tensor gets the key and nothing else (no sizes read), and is an
-    error for an older caller, which has no field for the key."""
-    import ctypes
-
-    from bridge import _bridge, _resolve
-
-    res = _resolve.resolve(_bridge.PYOBJECT_SIZE)
-    get = res.symbols.get(_resolve.GET_METADATA)
-    assert (get is not None) == expected_readers()["batched"]
-    if get is None:
-        return
-    # PYFUNCTYPE: called with the GIL held, as the borrow requires.
-    get_metadata = ctypes.PYFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)(
-        get.address)
-    borrow = ctypes.PYFUNCTYPE(ctypes.c_int32, ctypes.py_object,
-                               ctypes.POINTER(ctypes.c_void_p))(
-        res.symbols[_resolve.BORROW].address)
-    FIELDS, FIRST, CURRENT, ROOM, CANARY = 66, 72, 80, 96, 0xAB
-
-    def read(t, struct_size):
-        buf = (ctypes.c_uint8 * ROOM)(*([CANARY] * ROOM))
-        ctypes.c_uint64.from_buffer(buf).value = struct_size
-        h = ctypes.c_void_p()
-        assert borrow(t, ctypes.byref(h)) == 0
-        rc = get_metadata(h, ctypes.addressof(buf))
-        return rc, bytes(buf)
-
-    t = torch.randn(3, 4)[1:]
-    for older in (FIELDS, FIRST):
-        rc, out = read(t, older)
-        assert rc == 0 and int.from_bytes(out[:8], "little") == FIELDS, (older, rc)
-        assert out[FIELDS:] == bytes([CANARY]) * (ROOM - FIELDS), f"{older}: wrote past the fields"
-        assert int.from_bytes(out[8:16], "little") == t.data_ptr()
-    rc, current = read(t, CURRENT)
-    assert rc == 0 and int.from_bytes(current[:8], "little") == CURRENT
-    assert current[66] == 0  # is_python_dispatch
-    assert int.from_bytes(current[72:80], "little", signed=True) == t.untyped_storage().nbytes()
-    assert current[CURRENT:] == bytes([CANARY]) * (ROOM - CURRENT)
-    assert int.from_bytes(read(t, ROOM)[1][:8], "little") == CURRENT  # a newer caller: told 80
-
-    class Wrapper(torch.Tensor):
-        @staticmethod
-        def __new__(cls):
-            return torch.Tensor._make_wrapper_subclass(
-                cls, (3, 4), dtype=torch.float32, dispatch_sizes_strides_policy="sizes")
-
-        @classmethod
-        def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
-            raise AssertionError(f"Python ran during the read: {func}")
-
-    rc, keyed = read(Wrapper(), CURRENT)
-    assert rc == 0 and keyed[66] == 1 and keyed[8:66] == bytes(58) and keyed[72:80] == bytes(8)
-    for older in (FIELDS, FIRST):
-        rc, out = read(Wrapper(), older)
-        assert rc != 0, f"an older caller ({older} bytes) must get an error, not zeros"
-        assert out[8:] == bytes([CANARY]) * (ROOM - 8)

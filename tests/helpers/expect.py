@@ -31,13 +31,6 @@ def auto_path() -> str:
     return next(p for p in ("borrow", "owned", "fallback") if expected[p])
 
 
-def expected_readers() -> dict[str, bool]:
-    """Which metadata readers must be available: the getters on every supported torch;
-    the batched read (the prototype's ``torch_tensor_get_metadata``, not proposed) wherever shim_ext
-    provides the borrow, since the same library prototypes both."""
-    return {"getters": True, "batched": expected_paths()["borrow"]}
-
-
 def torch_answer(t: torch.Tensor) -> dict:
     """The metadata a view must report, from torch's own accessors."""
     return {

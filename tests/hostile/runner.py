@@ -32,12 +32,19 @@ def emit(**fields):
 
 
 def real_type(obj):
-    """obj's real type as a TypeError must name it: ``module.qualname``, the bare name for
-    builtins (``int``), ``None`` for None."""
-    tp = type(obj)
+    """obj's real type as a TypeError must name it: the type's C-level name (``tp_name``,
+    which the bridge reads so that no attribute of the class runs): ``module.Name`` for a
+    C type (``numpy.ndarray``), the bare name for a builtin (``int``) and for most classes
+    defined in Python (``MagicMock``); ``None`` for None. Read from the PyTypeObject, the
+    field after the PyVarObject header."""
+    import ctypes
+
+    from bridge import _bridge
+
     if obj is None:
         return "None"
-    return tp.__qualname__ if tp.__module__ == "builtins" else f"{tp.__module__}.{tp.__qualname__}"
+    name = ctypes.c_char_p.from_address(id(type(obj)) + _bridge.PYOBJECT_SIZE + 8).value
+    return name.decode("utf-8", "replace")
 
 
 # --- target: the bridge ---------------------------------------------------------------------

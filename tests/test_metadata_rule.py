@@ -1,0 +1,265 @@
+"""The borrow's rule: no Python runs during a view.
+
+``torch_tensor_borrow_from_pyobject`` refuses a tensor whose metadata is not plain C++
+state: the Python dispatch key, or sizes, strides, device or layout computed by a
+TensorImpl subclass or in Python (c10's ``custom_*`` / ``python_custom_*`` policies). With
+that, if the caller runs no Python between the borrow and the handle's last use, the
+stable getters on the handle run none either. The bridge makes the same check on the
+owned and pointer-trick paths (shim_ext's ``torch_borrow_custom_metadata``), so every
+path refuses the same tensors with the same message, before any getter.
+
+Each hostile tensor here counts every call of its ``__torch_dispatch__`` (and of an
+active ``TorchDispatchMode``'s): a refusal must come with a count of zero.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import warnings
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import bridge
+from bridge import _bridge, _resolve
+from helpers.expect import torch_answer, view_fields
+from helpers.parity import assert_parity, assert_refused_alike, paths_here
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+CALLS: list[str] = []  # every __torch_dispatch__ / mode call made while a case ran
+
+
+def _record(cls, func, types, args=(), kwargs=None):
+    CALLS.append(str(func))
+    raise AssertionError(f"Python ran during a view: {func}")
+
+
+class _Wrapper(torch.Tensor):
+    """A wrapper subclass (DTensor's shape) whose every dispatch is recorded."""
+    __torch_dispatch__ = classmethod(_record)
+
+
+def _wrapper(policy, device):
+    kwargs = {} if policy is None else {"dispatch_sizes_strides_policy": policy}
+    return torch.Tensor._make_wrapper_subclass(_Wrapper, (3, 4), dtype=torch.float32,
+                                               device=device, **kwargs)
+
+
+def _functional_around_wrapper(device):
+    """A C++ FunctionalTensorWrapper around a Python-sizes wrapper: no Python key and no
+    Python-custom bit on the outer TensorImpl, yet its sizes reach the inner
+    ``__torch_dispatch__``."""
+    return torch._to_functional_tensor(_wrapper("sizes", device))
+
+
+def _python_policy(kind, when):
+    """``_make_subclass(..., dispatch_<kind>=True)`` on a class that has no
+    ``__torch_dispatch__`` (``never``), or gains one after the instance exists
+    (``after``): torch decides the Python key once, when the object is made, but asks
+    the interpreter for the device / layout on every call."""
+    def make(device):
+        cls = type(f"Policy_{kind}_{when}", (torch.Tensor,), {})
+        t = torch.Tensor._make_subclass(cls, torch.zeros(4, device=device), False,
+                                        **{f"dispatch_{kind}": True})
+        if when == "after":
+            cls.__torch_dispatch__ = classmethod(_record)
+        return t
+    return make
+
+
+def _fake(device):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    return FakeTensorMode().from_tensor(torch.zeros(3, device=device))
+
+
+def _nested(layout):
+    def make(device):
+        with warnings.catch_warnings():  # "nested tensors are a prototype feature"
+            warnings.simplefilter("ignore")
+            return torch.nested.nested_tensor(
+                [torch.zeros(2, device=device), torch.zeros(3, device=device)], layout=layout)
+    return make
+
+
+PY_KEY = r"^this .*'s TensorImpl carries torch's Python dispatch key"
+SIZES = r"^this .*'s sizes and strides are computed by a TensorImpl subclass"
+DEVICE = r"^this .*'s device or layout is computed by a TensorImpl subclass or in Python"
+NESTED = r"^a nested tensor has no single pointer \+ strides description"
+
+#: name -> (maker(device), the refusal's pattern): each has a non-default policy or the key.
+REFUSED = {
+    "wrapper-no-policy": (lambda d: _wrapper(None, d), PY_KEY),
+    "wrapper-sizes-policy": (lambda d: _wrapper("sizes", d), PY_KEY),
+    "wrapper-strides-policy": (lambda d: _wrapper("strides", d), PY_KEY),
+    "functional-around-wrapper": (_functional_around_wrapper, SIZES),
+    "functional-plain": (lambda d: torch._to_functional_tensor(torch.zeros(3, device=d)),
+                         SIZES),
+    "dispatch-device-never": (_python_policy("device", "never"), DEVICE),
+    "dispatch-device-after": (_python_policy("device", "after"), DEVICE),
+    "dispatch-layout-never": (_python_policy("layout", "never"), DEVICE),
+    "dispatch-layout-after": (_python_policy("layout", "after"), DEVICE),
+    "fake-tensor": (_fake, PY_KEY),
+    "nested-strided": (_nested(torch.strided), NESTED),
+    "nested-jagged": (_nested(torch.jagged), PY_KEY),
+}
+
+
+class _Mode(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        CALLS.append(f"mode: {func}")
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.fixture(params=["no-mode", "mode"])
+def mode(request):
+    """Every case outside and inside a TorchDispatchMode that records what it sees."""
+    CALLS.clear()
+    if request.param == "mode":
+        with _Mode():
+            yield request.param
+    else:
+        yield request.param
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", REFUSED)
+def test_every_path_refuses_alike_and_runs_no_python(name, device, mode):
+    make, pattern = REFUSED[name]
+    t = make(device)
+    CALLS.clear()
+    bridge.reset_path_counts()
+    msg = assert_refused_alike(t)  # every path, view / set_path / _native_loop
+    assert CALLS == [], f"{name}: Python ran: {CALLS}"
+    assert set(bridge.path_counts().values()) == {0}
+    assert re.search(pattern, msg), msg
+
+
+def _borrow_fn():
+    res = _resolve.resolve(_bridge.PYOBJECT_SIZE)
+    assert _resolve.BORROW in res.symbols, "shim_ext builds on every supported torch"
+    fn = ctypes.PYFUNCTYPE(ctypes.c_int32, ctypes.py_object, ctypes.POINTER(ctypes.c_void_p))(
+        res.symbols[_resolve.BORROW].address)
+    what = res.symbols.get(_resolve.WHAT)
+    what = None if what is None else ctypes.CFUNCTYPE(ctypes.c_char_p)(what.address)
+    return fn, what
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", REFUSED)
+def test_the_c_entry_itself_refuses(name, device):
+    """Not only the bridge: the C function fails (AOTI_TORCH_FAILURE), leaves ``*ret``
+    as it was, names itself and the rule in torch's per-thread message, and runs no
+    Python."""
+    borrow, what = _borrow_fn()
+    t = REFUSED[name][0](device)
+    CALLS.clear()
+    sentinel = ctypes.c_void_p(0x5EED)
+    assert borrow(t, ctypes.byref(sentinel)) == 1
+    assert sentinel.value == 0x5EED
+    assert CALLS == []
+    if what is not None:
+        assert what().decode().startswith(
+            "torch_tensor_borrow_from_pyobject: the tensor's metadata is not plain C++ "
+            "state"), what()
+
+
+class _PlainSubclass(torch.Tensor):
+    pass
+
+
+#: Tensors whose metadata is plain C++ state: every path views them exactly.
+PLAIN = {
+    "tensor": lambda d: torch.arange(12.0, device=d).reshape(3, 4)[:, 1:],
+    "plain-subclass": lambda d: torch.arange(6.0, device=d).as_subclass(_PlainSubclass),
+    "parameter": lambda d: torch.nn.Parameter(torch.randn(4, 5, device=d)),
+    "requires-grad": lambda d: torch.randn(3, device=d, requires_grad=True) * 2,
+    "class-gains-dispatch-later": lambda d: _gains_dispatch_later(d),
+}
+
+
+def _gains_dispatch_later(device):
+    """A subclass without any Python policy that gains ``__torch_dispatch__`` after the
+    instance exists: its TensorImpl has no key and no policy, so torch never asks Python
+    for its metadata, and it is viewed."""
+    cls = type("Late", (torch.Tensor,), {})
+    t = torch.arange(4.0, device=device).as_subclass(cls)
+    cls.__torch_dispatch__ = classmethod(_record)
+    return t
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", PLAIN)
+def test_plain_tensors_still_borrow(name, device, mode):
+    t = PLAIN[name](device)
+    want = torch_answer(t)
+    views = {"owned": bridge.view_owned, "borrow": bridge.view_borrow,
+             "fallback": bridge.view_fallback}
+    CALLS.clear()
+    got = {p: view_fields(views[p](t)) for p in paths_here()}
+    assert CALLS == [], CALLS  # no view ran Python, not even the mode
+    assert got == {p: want for p in paths_here()}
+    assert_parity(t)
+    borrow, _ = _borrow_fn()
+    h = ctypes.c_void_p()
+    assert borrow(t, ctypes.byref(h)) == 0 and h.value == id(t) + _bridge.PYOBJECT_SIZE
+
+
+def test_plain_tensors_are_viewed_with_the_borrow_path():
+    t = torch.randn(2, 3)
+    assert bridge.view(t).path == "borrow" and view_fields(bridge.view(t)) == torch_answer(t)
+
+
+def test_swap_tensors_cannot_see_a_borrowed_handle():
+    """``torch.utils.swap_tensors`` refuses while the TensorImpl's use count is above one:
+    an owned handle raises the count, a borrowed one does not, so the swap goes through
+    under a live borrow (the handle then points at the other tensor: the contract calls it
+    unspecified, and the caller must not swap while it holds one)."""
+    borrow, _ = _borrow_fn()
+    a, b = torch.zeros(3), torch.ones(3)
+    h = ctypes.c_void_p()
+    assert borrow(a, ctypes.byref(h)) == 0
+    torch.utils.swap_tensors(a, b)  # no error: nothing counted the borrow
+    assert a.sum().item() == 3
+    res = _resolve.resolve(_bridge.PYOBJECT_SIZE)
+    if _resolve.OWNED not in res.symbols:
+        return  # torch < 2.14: no owned handle to compare with
+    owned_fn = ctypes.PYFUNCTYPE(ctypes.c_int32, ctypes.py_object,
+                                 ctypes.POINTER(ctypes.c_void_p))(res.symbols[_resolve.OWNED].address)
+    delete = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(res.symbols[_resolve.DELETE].address)
+    owned = ctypes.c_void_p()
+    assert owned_fn(a, ctypes.byref(owned)) == 0
+    try:
+        with pytest.raises(RuntimeError, match="use_count"):
+            torch.utils.swap_tensors(a, b)
+    finally:
+        delete(owned)
+    torch.utils.swap_tensors(a, b)  # the owned handle gone, the swap goes through
+
+
+def test_without_shim_ext_the_pointer_trick_is_not_offered():
+    """Without shim_ext's check nothing could tell a tensor whose getters run Python:
+    the pointer trick is then unavailable (with that reason), and the owned path views
+    plain ``torch.Tensor`` / ``Parameter`` only, refusing subclasses and the Python key."""
+    from bridge import _select
+    try:
+        paths = _select._resolve_again(hide={_resolve.HIDE_SHIM_EXT}).paths
+        assert not paths["fallback"].available
+        assert "needs shim_ext's torch_borrow_custom_metadata" in paths["fallback"].reason
+        with pytest.raises(bridge.PathUnavailableError, match="torch_borrow_custom_metadata"):
+            bridge.view_fallback(torch.ones(2))
+        if not paths["owned"].available:
+            return  # torch < 2.14
+        t = torch.randn(3, 4)
+        assert view_fields(bridge.view_owned(t)) == torch_answer(t)
+        with pytest.raises(BufferError, match="subclass, and without shim_ext's metadata check"):
+            bridge.view_owned(t.as_subclass(_PlainSubclass))
+        with pytest.raises(BufferError, match="without shim_ext's metadata check"):
+            bridge.view_owned(_python_policy("device", "after")("cpu"))
+        from hostile import cases
+        with pytest.raises(BufferError, match=PY_KEY):
+            bridge.view_owned(cases.exact_tensor_with_python_key(torch))
+    finally:
+        _select._resolve_again()
+    assert paths_here()  # restored
