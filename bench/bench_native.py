@@ -4,10 +4,10 @@ All timed in C loops, interleaved round by round in one measurement so every pai
 contenders can be compared round by round:
 
 - ``owned`` / ``borrow`` / ``fallback``: ``bridge._bridge._native_loop`` (type check,
-  handle, the metadata read with the batched call where this build has it, the bridge's
-  checks; the owned handle deleted): a view minus the Python call and the ``TensorView``
-  object; ``<path>_getters``: the same with the layout, seven ``aoti_torch_get_*`` reads,
-  the storage offset and ``torch_is_conj`` / ``torch_is_neg``, one call each;
+  handle, the metadata-policy check, the layout, seven ``aoti_torch_get_*`` reads, the
+  storage offset and size and ``torch_is_conj`` / ``torch_is_neg``, one call each, the
+  bridge's checks; the owned handle deleted): a view minus the Python call and the
+  ``TensorView`` object;
 - ``dlpack_dltensor``: ``DLPackExchangeAPI.dltensor_from_py_object_no_sync`` into a
   caller-owned ``DLTensor`` (+ the same type check, + reading the fields);
 - ``dlpack_managed``: ``managed_tensor_from_py_object_no_sync`` + its deleter;
@@ -17,9 +17,9 @@ contenders can be compared round by round:
 - ``conj_getter`` / ``conj_dispatcher``: the conjugate bit through the proposed
   ``torch_is_conj`` vs through ``torch_call_dispatcher("aten::is_conj")`` (which needs an
   owning copy of the borrowed handle): patch 0002's justification;
-- ``meta_<mode>``: the prototype's batched read (``torch_tensor_get_metadata``) through the
-  offset or a borrowed handle, and ``torch_tensor_borrow_metadata_from_pyobject`` in one
-  call: the RFC's choice between the two forms;
+- ``meta_<mode>``: the batched read (``batched_read.h``, withdrawn from the proposal)
+  through the offset or a borrowed handle, and ``torch_tensor_borrow_metadata_from_pyobject``
+  in one call: the evidence for its withdrawal;
 - the routes (``routes.ROUTES``, group 2c): every route a consumer has from the Python
   object to the metadata, today and after each internal fix (``internal_fixes``), the
   fixed ones with the interpreter fix installed for their loop only.
@@ -36,9 +36,6 @@ import views
 GROUP = "2 native: handle + metadata per call, C loop, 32x32 float32"
 PARTS_GROUP = "2b native parts: handle alone, seven getters alone, type check"
 PATH_NAMES = views.VIEWERS
-# The same loops reading with the getters (what consumers do today) where the rows above
-# read with the prototype's batched call when this build has it.
-GETTER_NAMES = tuple(f"{p}_getters" for p in PATH_NAMES)
 PEER_NAMES = ("dlpack_dltensor", "dlpack_managed", "typecheck")
 PART_NAMES = ("handle_owned", "handle_borrow", "handle_borrow_direct", "handle_fallback",
               "getters7",
@@ -55,15 +52,10 @@ def native_run(torch, bridge, available, native_peers, protocol, notes, device):
     notes["native_compiler"] = native_peers.compiler
     notes["dlpack_exchange_api"] = {"version": native_peers.dlpack_version,
                                     "unavailable": native_peers.dlpack_reason}
-    reader = "batched" if bridge.available_readers()["batched"].available else "getters"
-    notes["native_reader"] = reader
     contenders = []
     for p in PATH_NAMES:
         if available[p]:
-            contenders.append(interleave.native(
-                p, lambda n, p=p: core._native_loop(t, p, n, reader=reader)))
-            contenders.append(interleave.native(
-                f"{p}_getters", lambda n, p=p: core._native_loop(t, p, n, reader="getters")))
+            contenders.append(interleave.native(p, lambda n, p=p: core._native_loop(t, p, n)))
             contenders.append(interleave.native(
                 f"handle_{p}", lambda n, p=p: native_peers.handle_loop(p, t, n)))
     if native_peers.dlpack_reason is None:
@@ -116,7 +108,7 @@ def _record(benchmark, run, protocol, notes, name, group):
     interleave.record(benchmark, run[name], protocol.native_calls, path=name, level="native")
 
 
-@pytest.mark.parametrize("name", PATH_NAMES + GETTER_NAMES + PEER_NAMES)
+@pytest.mark.parametrize("name", PATH_NAMES + PEER_NAMES)
 def test_native(benchmark, native_run, protocol, notes, name):
     _record(benchmark, native_run, protocol, notes, name, GROUP)
 

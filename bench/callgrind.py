@@ -246,7 +246,7 @@ def by_function(split: dict) -> dict:
 #: The parts, in table order, with what each holds.
 PARTS = {
     "fill": "the metadata fill / getters (aoti_torch_get_*, toDLPackNonOwning, the batched fill)",
-    "type": "the type check",
+    "type": "the type check and the metadata-policy check (torch_borrow_custom_metadata)",
     "thread": "the attached-thread check (PyGILState_Check, or from CPython 3.12 the unchecked thread-state read)",
     "alloc": "allocation and free (malloc, free, new, delete)",
     "atomics": "refcount atomics out of line (intrusive_ptr release)",
@@ -269,11 +269,12 @@ INNER_RULES = (
     ("alloc", re.compile(r"^(malloc|free|_int_free|_int_malloc|cfree|tcache\w*|__libc_\w+|"
                          r"operator new|operator delete)")),
     ("thread", re.compile(r"^(PyGILState_Check|_?PyThreadState_(UncheckedGet|GetUnchecked))")),
-    ("type", re.compile(r"PyType_IsSubtype|THPVariable_Check|_bridge__gate$")),
+    ("type", re.compile(r"PyType_IsSubtype|THPVariable_Check|_bridge__gate$|"
+                        r"torch_borrow_custom_metadata|TensorImplPolicies")),
     ("atomics", re.compile(r"intrusive_ptr<.*>::(reset_not_null_|retain_|reset_)")),
     ("fill", re.compile(r"aoti_torch_get_|toDLPack|getDLDataType|getDLContext|DLDevice|"
-                        r"TensorImpl::has_storage|torch_is_(conj|neg)|fill_tensor_metadata|"
-                        r"torch_tensor_get_metadata|_bridge__fill$|_bridge__read_with$|memcpy")),
+                        r"TensorImpl::has_storage|torch_is_(conj|neg)|\(anonymous namespace\)::fill|"
+                        r"torch_tensor_get_metadata|memcpy")),
     ("entry", re.compile(r"torch_tensor_from_pyobject|torch_tensor_borrow|PyObjectConversion|"
                          r"BorrowConversion|ConversionImpl|aoti_torch_delete_tensor_object|"
                          r"FromPyObjectNoSync|type_caster|dltensor_borrowed|[Dd]eleter|"

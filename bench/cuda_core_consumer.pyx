@@ -39,13 +39,14 @@ from cpython.object cimport PyObject, PyTypeObject, PyObject_TypeCheck
 from cuda.core._memoryview cimport StridedMemoryView
 from cuda.core._layout cimport _StridedLayout
 
-ctypedef void* AtenTensorHandle
-ctypedef int32_t (*from_pyobject_fn)(void*, AtenTensorHandle*) noexcept
-ctypedef int32_t (*delete_fn)(AtenTensorHandle) noexcept
-ctypedef int32_t (*get_ptr_fn)(AtenTensorHandle, void**) noexcept
-ctypedef int32_t (*get_i64_fn)(AtenTensorHandle, int64_t*) noexcept
-ctypedef int32_t (*get_i64p_fn)(AtenTensorHandle, int64_t**) noexcept
-ctypedef int32_t (*get_i32_fn)(AtenTensorHandle, int32_t*) noexcept
+# The stable ABI's types, declared once (shim_ext/include/torch_borrow/abi.h).
+from bridge._abi cimport AtenTensorHandle
+from bridge._abi cimport torch_borrow_delete_fn as delete_fn
+from bridge._abi cimport torch_borrow_from_pyobject_fn as from_pyobject_fn
+from bridge._abi cimport torch_borrow_get_i32_fn as get_i32_fn
+from bridge._abi cimport torch_borrow_get_i64_fn as get_i64_fn
+from bridge._abi cimport torch_borrow_get_i64p_fn as get_i64p_fn
+from bridge._abi cimport torch_borrow_get_ptr_fn as get_ptr_fn
 
 cdef from_pyobject_fn _owned = NULL
 cdef from_pyobject_fn _owned_prototype = NULL

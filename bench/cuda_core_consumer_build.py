@@ -31,7 +31,8 @@ import sys
 HERE = pathlib.Path(__file__).resolve().parent
 MODULE = "_bench_cuda_core_consumer"
 PYX = HERE / "cuda_core_consumer.pyx"
-SOURCES = (PYX, pathlib.Path(__file__).resolve())
+SOURCES = (PYX, pathlib.Path(__file__).resolve(), HERE.parent / "bridge" / "_abi.pxd",
+           HERE.parent / "shim_ext" / "include" / "torch_borrow" / "abi.h")
 #: the cuda-core .pxd files the consumer cimports (and what they cimport in turn)
 NEEDED_PXD = ("_memoryview.pxd", "_layout.pxd", "_dlpack.pxd", "_utils/cuda_utils.pxd")
 
@@ -110,11 +111,14 @@ def build(out: pathlib.Path) -> pathlib.Path:
     if stage.exists():
         shutil.rmtree(stage)
     _stage(pxd_src, stage / "cuda" / "core")
-    includes = [str(pxd_src)]  # _include/layout.hpp, _include/dlpack.h
+    # cuda.core's _include/layout.hpp and _include/dlpack.h; torch_borrow/abi.h, whose
+    # types bridge/_abi.pxd (found from the repository root) declares to Cython.
+    root = HERE.parent
+    includes = [str(pxd_src), str(root / "shim_ext" / "include")]
     ext = Extension(MODULE, [str(PYX)], language="c++", include_dirs=includes,
                     extra_compile_args=["-std=c++17", "-O2", "-Wno-unused-function"])
     tmp = out / "cython-tmp"
-    exts = cythonize([ext], include_path=[str(stage)], build_dir=str(tmp), quiet=True,
+    exts = cythonize([ext], include_path=[str(stage), str(root)], build_dir=str(tmp), quiet=True,
                      compiler_directives={"language_level": 3}, force=True)
     dist = Distribution({"ext_modules": exts})
     cmd = dist.get_command_obj("build_ext")

@@ -21,14 +21,15 @@
 
 #include <ATen/dlpack.h>
 
-typedef int32_t AOTITorchError;
-typedef struct AtenTensorOpaque* AtenTensorHandle;
-typedef AOTITorchError (*from_pyobject_fn)(void*, AtenTensorHandle*);
-typedef AOTITorchError (*delete_fn)(AtenTensorHandle);
-typedef AOTITorchError (*get_ptr_fn)(AtenTensorHandle, void**);
-typedef AOTITorchError (*get_i64_fn)(AtenTensorHandle, int64_t*);
-typedef AOTITorchError (*get_i64p_fn)(AtenTensorHandle, int64_t**);
-typedef AOTITorchError (*get_i32_fn)(AtenTensorHandle, int32_t*);
+/* The stable ABI's types (shim_ext/include/torch_borrow/abi.h) and the batched read's
+   struct (batched_read.h), each declared once; short names for this file. */
+#include "batched_read.h"
+typedef torch_borrow_from_pyobject_fn from_pyobject_fn;
+typedef torch_borrow_delete_fn delete_fn;
+typedef torch_borrow_get_ptr_fn get_ptr_fn;
+typedef torch_borrow_get_i64_fn get_i64_fn;
+typedef torch_borrow_get_i64p_fn get_i64p_fn;
+typedef torch_borrow_get_i32_fn get_i32_fn;
 
 static volatile uintptr_t peers_sink;
 static char peers_error[512];
@@ -354,29 +355,17 @@ done:
   return result;
 }
 
-/* The prototype's batched metadata read (measured, not proposed), three ways:
+/* The batched metadata read (batched_read.h: measured, not proposed), three ways:
  * mode 0: (char*)obj + offset (the pointer trick) + torch_tensor_get_metadata;
  * mode 1: torch_tensor_borrow_from_pyobject + torch_tensor_get_metadata;
- * mode 2: torch_tensor_borrow_metadata_from_pyobject, one call.
- * The struct mirrors shim_ext/include/torch_borrow/shim.h's TorchTensorMetadata. */
-typedef struct {
-  uint64_t struct_size;
-  void* data_ptr;
-  const int64_t* sizes;
-  const int64_t* strides;
-  int64_t dim;
-  int64_t storage_offset;
-  int32_t dtype, device_type, device_index, layout;
-  uint8_t is_conj, is_neg, is_python_dispatch;
-  int64_t storage_nbytes;
-} peers_metadata;
-typedef AOTITorchError (*get_metadata_fn)(AtenTensorHandle, peers_metadata*);
-typedef AOTITorchError (*metadata_from_pyobject_fn)(void*, peers_metadata*);
+ * mode 2: torch_tensor_borrow_metadata_from_pyobject, one call. */
+typedef TorchTensorMetadata peers_metadata;
+typedef torch_tensor_get_metadata_fn get_metadata_fn;
+typedef torch_tensor_borrow_metadata_fn metadata_from_pyobject_fn;
 
 static int metadata_once(int mode, uintptr_t get, uintptr_t borrow, uintptr_t from_obj,
                          void* obj, int64_t offset, peers_metadata* m) {
   AtenTensorHandle h = NULL;
-  m->struct_size = sizeof *m;
   if (mode == 2) return ((metadata_from_pyobject_fn)from_obj)(obj, m);
   if (mode == 0) {
     h = (AtenTensorHandle)((char*)obj + offset);

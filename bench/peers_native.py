@@ -54,6 +54,28 @@ def _module(torch_version: str):
     return built_module(peers_native_build, build_dir(torch_version))
 
 
+def _batched_read(torch, res):
+    """``(why not, [get_metadata, borrow, borrow_metadata])``: the batched read's
+    addresses (``batched_read.cpp``, built for this torch, reading through the borrow
+    the bridge resolved), or the reason it cannot run and zeros."""
+    import ctypes
+    import os
+
+    from bridge import _resolve
+
+    borrow = res.symbols.get(_resolve.BORROW)
+    if borrow is None:
+        return f"no {_resolve.BORROW}: {res.paths['borrow'].reason}", [0, 0, 0]
+    import batched_read_build
+
+    mod = built_module(batched_read_build, build_dir(torch.__version__.split("+")[0]))
+    mod.lib.batched_read_init(borrow.address)
+    lib = ctypes.CDLL(mod.__file__, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    addr = [ctypes.cast(getattr(lib, name), ctypes.c_void_p).value for name in (
+        "torch_tensor_get_metadata", "torch_tensor_borrow_metadata_from_pyobject")]
+    return None, [addr[0], borrow.address, addr[1]]
+
+
 class NativePeers:
     """The compiled loops, bound to one torch's symbols.
 
@@ -95,13 +117,7 @@ class NativePeers:
         #: why the direct-call row cannot run (None when it can)
         self.direct_reason = None if direct else why
         self._direct = direct.address if direct else 0
-        meta = [_resolve._lookup_prototype(name, libs, frozenset())[0] for name in (
-            "torch_tensor_get_metadata", _resolve.BORROW,
-            "torch_tensor_borrow_metadata_from_pyobject")]
-        #: why the batched reads cannot run (None when they can)
-        self.metadata_reason = (None if all(meta) else
-                                "no torch_tensor_get_metadata (libtorch or shim_ext)")
-        self._meta = [s.address if s else 0 for s in meta]
+        self.metadata_reason, self._meta = _batched_read(torch, res)
         # The extension build version torch_call_dispatcher expects: this torch's ABI.
         major, minor = (int(x) for x in torch.__version__.split(".")[:2])
         self._abi_version = (major << 56) | (minor << 48)
@@ -202,7 +218,7 @@ class NativePeers:
     METADATA_MODES = {"offset": 0, "borrow": 1, "from_pyobject": 2}
 
     def metadata_loop(self, mode: str, t, n: int) -> float:
-        """ns per batched metadata read (the prototype's, not proposed), ``mode``: ``offset`` =
+        """ns per batched metadata read (``batched_read.h``, not proposed), ``mode``: ``offset`` =
         ``(char*)t + sizeof(PyObject)`` + ``torch_tensor_get_metadata``; ``borrow`` =
         ``torch_tensor_borrow_from_pyobject`` + ``torch_tensor_get_metadata``;
         ``from_pyobject`` = ``torch_tensor_borrow_metadata_from_pyobject``, one call."""

@@ -16,7 +16,8 @@ import torch.utils.cpp_extension as cpp_extension
 
 HERE = pathlib.Path(__file__).resolve().parent
 MODULE = "_bench_peers"
-SOURCES = (HERE / "peers_native.c", pathlib.Path(__file__).resolve())
+SOURCES = (HERE / "peers_native.c", HERE / "batched_read.h", pathlib.Path(__file__).resolve(),
+           HERE.parent / "shim_ext" / "include" / "torch_borrow" / "abi.h")
 
 ffibuilder = cffi.FFI()
 ffibuilder.cdef(
@@ -45,7 +46,9 @@ ffibuilder.cdef(
 ffibuilder.set_source(
     MODULE,
     (HERE / "peers_native.c").read_text(),
-    include_dirs=cpp_extension.include_paths(),
+    # bench/ for batched_read.h, shim_ext/include for torch_borrow/abi.h.
+    include_dirs=[str(HERE), str(HERE.parent / "shim_ext" / "include"),
+                  *cpp_extension.include_paths()],
     # The full C API (PyGILState_*, PyCFunction_New), not the limited one cffi picks.
     define_macros=[("_CFFI_NO_LIMITED_API", None)],
     extra_compile_args=["-O2"],

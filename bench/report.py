@@ -168,12 +168,9 @@ LABELS = {
     "getters7": "seven aoti_torch_get_* alone",
     "conj_getter": "conj bit: torch_is_conj (patch 0002)",
     "conj_dispatcher": "conj bit: new owning handle + torch_call_dispatcher(aten::is_conj)",
-    "owned_getters": "owned + getters",
-    "borrow_getters": "borrow + getters",
-    "fallback_getters": "fallback + getters (what consumers do today)",
     "gil_check": "PyGILState_Check() alone",
     "handle_borrow_direct": "handle alone: the same, its implementation called directly (no vtable)",
-    "meta_offset": "batched: (char*)obj + sizeof(PyObject) + torch_tensor_get_metadata",
+    "meta_offset": "batched (withdrawn): (char*)obj + sizeof(PyObject) + torch_tensor_get_metadata",
     "meta_borrow": "batched: torch_tensor_borrow_from_pyobject + torch_tensor_get_metadata",
     "meta_from_pyobject": "batched: torch_tensor_borrow_metadata_from_pyobject (one call)",
     "nanobind_empty": "nanobind: empty() (no argument)",
@@ -182,30 +179,19 @@ LABELS = {
     "tvm_ffi_tensor": "tvm-ffi: f(t), one TensorView",
 }
 
-# The native loop's rows (``bench_native.py``): the bridge's ``_native_loop`` reads with the
-# batched call where the build has it (``evidence.native_reader``), the ``*_getters`` rows
-# with one getter per field; these labels say which (``READERS`` says what each is).
-READERS = {"batched": "the prototype's torch_tensor_get_metadata, one call for every field",
-           "getters": "one aoti_torch_get_* call per field"}
+# The native loop's rows (``bench_native.py``): the bridge's ``_native_loop`` on each path,
+# reading with one stable-ABI getter per field after the metadata-policy check.
 NATIVE_LABELS = {
-    "owned": "owned: torch_tensor_from_pyobject + {reader} + delete",
-    "borrow": "borrow: torch_tensor_borrow_from_pyobject + {reader}",
-    "fallback": "pointer trick (THPVariable offset) + {reader}",
-    "owned_getters": "owned: torch_tensor_from_pyobject + getters + delete",
-    "borrow_getters": "borrow: torch_tensor_borrow_from_pyobject + getters",
-    "fallback_getters": "pointer trick + getters (what consumers do today)",
+    "owned": "owned: torch_tensor_from_pyobject + getters + delete",
+    "borrow": "borrow: torch_tensor_borrow_from_pyobject + getters",
+    "fallback": "pointer trick (THPVariable offset) + getters",
 }
-
-
-def native_reader(r: "Results") -> str:
-    """``"batched read"`` or ``"getters"``: how this run's plain native rows read."""
-    return "getters" if r.evidence.get("native_reader") == "getters" else "batched read"
 
 
 def label(r: "Results", group: str, name: str) -> str:
     """The human label of contender ``name`` of ``group``: the tables' and the chart's."""
     if group == NATIVE and name in NATIVE_LABELS:
-        return NATIVE_LABELS[name].format(reader=native_reader(r))
+        return NATIVE_LABELS[name]
     return LABELS.get(name, name)
 
 
@@ -459,12 +445,12 @@ def launch_section(r: Results) -> str:
 TIME_GOALS = (
     ("G1", (PEERS, "view_read"), (PEERS, "python_attrs"), 0.50),
     ("G2", (PEERS, "borrow"), (PEERS, "data_ptr"), None),  # an instruction goal; time beside
-    ("G3", (NATIVE, "borrow"), (NATIVE, "fallback_getters"), 0.75),
+    ("G3", (NATIVE, "borrow"), (NATIVE, "fallback"), 0.75),
 )
 GOAL_WHAT = {
     "G1": "view(t) + reading ptr, shape, strides, dtype, device / the hand-written five-tuple",
     "G2": "view_borrow(t) / t.data_ptr()",
-    "G3": "native: borrow + batched read / pointer trick + getters",
+    "G3": "native: borrow + getters / pointer trick + getters",
 }
 
 
@@ -559,8 +545,8 @@ def routes_table(r: Results) -> str:
 # each against the borrow of the same run.
 PY_HEADLINE = ("borrow", "fallback", "owned", "empty", "data_ptr", "python_attrs", "view_read",
                "to_dlpack", "dunder_dlpack", "cuda_core", "nanobind_ndarray", "tvm_ffi_tensor")
-NATIVE_HEADLINE = ("borrow", "borrow_getters", "fallback", "fallback_getters", "owned",
-                   "owned_getters", "dlpack_dltensor", "dlpack_managed", "typecheck")
+NATIVE_HEADLINE = ("borrow", "fallback", "owned", "dlpack_dltensor", "dlpack_managed",
+                   "typecheck")
 
 
 @dataclass
@@ -671,9 +657,8 @@ def headline(r: Results) -> str:
         headline_table(r, py, r.peer_names(PY_HEADLINE) if py == PEERS else
                        ("borrow", "fallback", "owned")), "",
         "### Native C loop: the same metadata read in C, no Python call, ns per call", "",
-        f"One interleaved run (section 2); x vs borrow: as above, against borrow + "
-        f"{native_reader(r)}. Batched read: {READERS['batched']}; getters: "
-        f"{READERS['getters']}.", "",
+        "One interleaved run (section 2); x vs borrow: as above, against borrow + getters "
+        "(one stable-ABI call per field).", "",
         headline_table(r, NATIVE, NATIVE_HEADLINE)])
 
 
@@ -852,8 +837,7 @@ def markdown(r: Results, chart_name: str | None) -> str:
               group_table(r, SEED, ("owned", "borrow", "fallback"), "fallback"), "",
               seed_comparison(r), "",
               "## 2. Native per-call cost (C loops)", "",
-              group_table(r, NATIVE, ("owned", "borrow", "fallback", "owned_getters",
-                                      "borrow_getters", "fallback_getters", "dlpack_dltensor",
+              group_table(r, NATIVE, ("owned", "borrow", "fallback", "dlpack_dltensor",
                                       "dlpack_managed", "typecheck"), "borrow"), "",
               "Parts (same interleaved run):", "",
               group_table(r, PARTS, ("handle_owned", "handle_borrow", "handle_borrow_direct",

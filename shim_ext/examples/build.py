@@ -5,7 +5,8 @@
 - ``consumer.cpp`` -> ``borrow_consumer``: torch's headers for the declarations
   (``torch.utils.cpp_extension.include_paths()`` and ``shim_ext/include``),
   ``-std=c++20`` for torch >= 2.14 (their headers need it), ``-std=c++17`` before.
-- ``consumer.c`` -> ``borrow_consumer_c``: plain C11, its own declarations, no torch header.
+- ``consumer.c`` -> ``borrow_consumer_c``: plain C11, no torch header (``shim_ext/include``'s
+  ``torch_borrow/abi.h`` for the stable ABI's types).
 
 Neither links a torch library: each finds torch's functions with ``dlsym`` in what
 ``import torch`` loaded. ``import torch`` before importing them.
@@ -32,7 +33,7 @@ def command(source: str, out_dir: pathlib.Path) -> list[str]:
     common = ["-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-Wall", "-Wextra"]
     if source.endswith(".c"):
         return [os.environ.get("CC", "cc"), "-std=c11", *common, *python,
-                str(HERE / source), "-o", str(out), "-ldl"]
+                "-I" + str(HERE.parent / "include"), str(HERE / source), "-o", str(out), "-ldl"]
     import torch
     import torch.utils.cpp_extension as cpp_extension
     from packaging.version import Version

@@ -2,10 +2,11 @@
  * borrow_consumer_c_read) with no torch header. torch's headers are C++ only
  * (aoti_torch/c/macros.h declares AtenTensorHandle with `using`), but everything the
  * stable C ABI exports is extern "C" and AtenTensorHandle is an opaque pointer, so a C
- * consumer declares what it calls itself, below, copied from torch's headers and from
- * shim_ext/include/torch_borrow/shim.h. consumer.cpp explains each step; this file
- * keeps only what C does differently (a goto where C++ has a destructor).
- * Build: cc -std=c11 -shared -fPIC -I<Python include> consumer.c -ldl (build.py). */
+ * consumer takes the C types from shim_ext/include/torch_borrow/abi.h, which matches
+ * torch's declarations. consumer.cpp explains each step; this file keeps only what C
+ * does differently (a goto where C++ has a destructor).
+ * Build: cc -std=c11 -shared -fPIC -I<Python include> -Ishim_ext/include consumer.c -ldl
+ * (build.py). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -16,18 +17,18 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The stable C ABI, as torch declares it (aoti_torch/c/shim.h, stable/c/shim.h). */
-typedef struct AtenTensorOpaque* AtenTensorHandle;
-typedef int32_t AOTITorchError; /* 0: success */
-typedef AOTITorchError (*from_pyobject_fn)(void* py_obj, AtenTensorHandle* ret);
-typedef AOTITorchError (*delete_fn)(AtenTensorHandle);
-typedef AOTITorchError (*flag_fn)(AtenTensorHandle, bool*);
-typedef AOTITorchError (*ptr_fn)(AtenTensorHandle, void**);
-typedef AOTITorchError (*i64_fn)(AtenTensorHandle, int64_t*);
-typedef AOTITorchError (*i64p_fn)(AtenTensorHandle, int64_t**);
-typedef AOTITorchError (*i32_fn)(AtenTensorHandle, int32_t*);
-typedef int32_t (*code_fn)(void);
-typedef const char* (*what_fn)(void);
+/* The stable C ABI's types, as this project declares them once (torch_borrow/abi.h: no
+   torch header; they match torch's own declarations). Short names for this file. */
+#include <torch_borrow/abi.h>
+typedef torch_borrow_from_pyobject_fn from_pyobject_fn;
+typedef torch_borrow_delete_fn delete_fn;
+typedef torch_borrow_get_flag_fn flag_fn;
+typedef torch_borrow_get_ptr_fn ptr_fn;
+typedef torch_borrow_get_i64_fn i64_fn;
+typedef torch_borrow_get_i64p_fn i64p_fn;
+typedef torch_borrow_get_i32_fn i32_fn;
+typedef torch_borrow_code_fn code_fn;
+typedef torch_borrow_what_fn what_fn;
 
 enum { MAX_DIMS = 64, NCODES = 256 };
 
@@ -46,10 +47,9 @@ typedef struct Api {
   int8_t itemsize[NCODES];
   i64_fn storage_size;
   PyObject* tensor_type; /* kept for good */
-  /* The C getter behind torch._C.TensorBase._python_dispatch: the TensorImpl's
-     Python dispatch key, read in C++ (no attribute lookup a subclass can answer). */
-  PyObject* (*python_key)(PyObject*, void*);
-  void* python_key_closure;
+  /* shim_ext's torch_borrow_custom_metadata: the borrow's refusal rule, for the owned
+     route (the borrow makes it itself). */
+  torch_borrow_custom_metadata_fn custom;
 } Api;
 
 static const Api* g_api; /* published with __atomic_* (release / acquire) */
@@ -95,8 +95,9 @@ static void* module_lib(PyObject* mod) { /* the loaded library of an extension m
 
 /* The prototype: check the torch _borrow was built for, register its implementation
  * with _entry (what shim_ext.load() does), take _entry's symbols. false: why says why. */
-static bool load_prototype(PyObject* torch, from_pyobject_fn* borrow,
-                           flag_fn* conj, flag_fn* neg, char* why, size_t n) {
+static bool load_prototype(PyObject* torch, from_pyobject_fn* borrow, flag_fn* conj,
+                           flag_fn* neg, torch_borrow_custom_metadata_fn* custom, char* why,
+                           size_t n) {
   PyObject* b = PyImport_ImportModule("shim_ext._borrow");
   if (!b) return take_error(why, n, "shim_ext._borrow does not import"), false;
   PyObject* ver = PyObject_GetAttrString(torch, "__version__");
@@ -126,8 +127,9 @@ static bool load_prototype(PyObject* torch, from_pyobject_fn* borrow,
   *borrow = (from_pyobject_fn)sym(elib, "torch_tensor_borrow_from_pyobject");
   *conj = (flag_fn)sym(elib, "torch_is_conj");
   *neg = (flag_fn)sym(elib, "torch_is_neg");
-  if (!set_impl || !impl || !*borrow || !*conj || !*neg) {
-    *borrow = NULL, *conj = *neg = NULL;
+  *custom = (torch_borrow_custom_metadata_fn)sym(blib, "torch_borrow_custom_metadata");
+  if (!set_impl || !impl || !*borrow || !*conj || !*neg || !*custom) {
+    *borrow = NULL, *conj = *neg = NULL, *custom = NULL;
     snprintf(why, n, "shim_ext's libraries lack an expected symbol");
     return false;
   }
@@ -165,16 +167,6 @@ static const Api* resolve(const char* only, bool flags) {
     return NULL;
   }
   a->tensor_type = tensor;
-  /* On the class, a getset attribute is its descriptor: looked up once, on
-     torch.Tensor itself, so no subclass takes part. */
-  PyObject* key = PyObject_GetAttrString(tensor, "_python_dispatch");
-  PyErr_Clear();
-  if (key && PyObject_TypeCheck(key, &PyGetSetDescr_Type)) {
-    PyGetSetDef* def = ((PyGetSetDescrObject*)key)->d_getset;
-    a->python_key = def ? def->get : NULL;
-    a->python_key_closure = def ? def->closure : NULL;
-  } /* the descriptor lives in torch.Tensor's dict for good */
-  Py_XDECREF(key);
   a->storage_size = (i64_fn)sym(lib, "aoti_torch_get_storage_size");
   a->layout = (i32_fn)sym(lib, "aoti_torch_get_layout");
   a->data_ptr = (ptr_fn)sym(lib, "aoti_torch_get_data_ptr");
@@ -196,34 +188,35 @@ static const Api* resolve(const char* only, bool flags) {
   }
   bool getters = a->layout && a->data_ptr && a->storage_offset && a->dim && a->sizes &&
       a->strides && a->dtype && a->device_type && a->device_index && strided && meta &&
-      a->storage_size && a->python_key;
+      a->storage_size;
 
   from_pyobject_fn torch_borrow = (from_pyobject_fn)sym(lib, "torch_tensor_borrow_from_pyobject");
   flag_fn conj = (flag_fn)sym(lib, "torch_is_conj"), neg = (flag_fn)sym(lib, "torch_is_neg");
   from_pyobject_fn proto_borrow = NULL;
   flag_fn proto_conj = NULL, proto_neg = NULL;
-  char proto_why[256] = "not needed: libtorch exports the borrow and the flags";
-  if (!torch_borrow || !conj || !neg) {
-    load_prototype(torch, &proto_borrow, &proto_conj, &proto_neg, proto_why,
-                   sizeof proto_why);
-  }
+  char proto_why[256] = "loaded";
+  /* Always: the owned route makes the borrow's check through shim_ext's helper. */
+  load_prototype(torch, &proto_borrow, &proto_conj, &proto_neg, &a->custom, proto_why,
+                 sizeof proto_why);
   from_pyobject_fn owned = (from_pyobject_fn)sym(lib, "torch_tensor_from_pyobject");
   a->del = (delete_fn)sym(lib, "aoti_torch_delete_tensor_object");
   if (!getters) {
-    snprintf(a->why, sizeof a->why, "libtorch_cpu lacks an aoti_torch_get_* getter or code, "
-             "or torch.Tensor its _python_dispatch getter");
+    snprintf(a->why, sizeof a->why, "libtorch_cpu lacks an aoti_torch_get_* getter or code");
   } else if (want(only, "libtorch") && torch_borrow) {
     a->route = "libtorch", a->borrow = torch_borrow;
   } else if (want(only, "prototype") && proto_borrow) {
     a->route = "prototype", a->borrow = proto_borrow;
-  } else if (want(only, "owned") && owned && a->del) {
+  } else if (want(only, "owned") && owned && a->del && a->custom) {
     a->route = "owned", a->owned = owned;
   } else {
     snprintf(a->why, sizeof a->why, "no route: libtorch: %s; prototype: %s; owned: %s",
              want(only, "libtorch") ? "libtorch_cpu exports no torch_tensor_borrow_from_pyobject"
                                     : "skipped",
              want(only, "prototype") ? proto_why : "skipped",
-             want(only, "owned") ? "libtorch_cpu exports no torch_tensor_from_pyobject (torch 2.14+)"
+             want(only, "owned") ? (owned ? "no torch_borrow_custom_metadata (shim_ext) to "
+                                            "refuse tensors whose getters run Python"
+                                          : "libtorch_cpu exports no torch_tensor_from_pyobject "
+                                            "(torch 2.14+)")
                                  : "skipped");
   }
   if (!flags) {
@@ -254,14 +247,6 @@ static const Api* get_api(void) {
 static int call_failed(const Api* a, const char* call) {
   if (PyErr_Occurred()) return -1;
   const char* w = a->what ? a->what() : NULL;
-  /* torch's text for a nested tensor ("Internal error: NestedTensorImpl doesn't
-     support sizes. Please file an issue.") asks for a bug report where there is none. */
-  if (w && strstr(w, "NestedTensorImpl")) {
-    PyErr_SetString(PyExc_BufferError,
-                    "a nested tensor has no single pointer + strides description; view its "
-                    "components (.unbind()) or a padded copy (.to_padded_tensor(0)) instead");
-    return -1;
-  }
   PyErr_Format(PyExc_BufferError, "%s failed: %s", call, w ? w : "no message");
   return -1;
 }
@@ -285,17 +270,18 @@ __attribute__((visibility("default"))) int borrow_consumer_c_read(PyObject* obj,
     PyErr_Format(PyExc_TypeError, "expected a torch.Tensor, got %s", tp->tp_name);
     return -1;
   }
-  /* 3. no Python dispatch key (a __torch_dispatch__ subclass may compute sizes,
-     strides or dim() in Python), read from the TensorImpl as torch's dispatcher
-     reads it, for every tensor: no attribute a subclass could answer. */
-  PyObject* k = a->python_key(obj, a->python_key_closure); /* C++ only */
-  if (!k) return -1;
-  bool python_key = k == Py_True;
-  Py_DECREF(k);
-  if (python_key) {
-    PyErr_Format(PyExc_BufferError, "%s carries torch's Python dispatch key: its metadata is "
-                 "computed in Python", tp->tp_name);
-    return -1;
+  /* 3. metadata that is plain C++ state: the borrow refuses any other tensor by itself
+     (a __torch_dispatch__ subclass, nested, functional: their getters may run Python);
+     the owned route asks shim_ext's helper the same question, in C++. */
+  if (a->owned) {
+    int32_t layout;
+    int32_t custom = a->custom(obj, &layout);
+    if (custom) {
+      PyErr_Format(PyExc_BufferError, "this %s's metadata is not plain C++ state "
+                   "(torch_borrow_custom_metadata: 0x%x): its getters may run Python",
+                   tp->tp_name, (unsigned)custom);
+      return -1;
+    }
   }
   if (!a->is_conj) { /* 4. refuse rather than guess the conj / neg bits */
     PyErr_Format(PyExc_BufferError, "cannot read the conjugate / negative bits: %s", a->no_flags);

@@ -43,6 +43,7 @@
 // Declarations only (nothing below calls these names directly): decltype(&f)
 // makes the compiler check every looked-up pointer against torch's own header.
 #include <torch/csrc/inductor/aoti_torch/c/shim.h>
+#include <torch_borrow/abi.h>  // torch_borrow_custom_metadata's type (prototype-only)
 #include <torch_borrow/shim.h> // the borrow and torch_is_conj / torch_is_neg
 
 namespace {
@@ -62,7 +63,6 @@ F sym(void* lib, const char* name) {
 
 // Everything the first use finds; published once, never freed (a view on another
 // thread may still be reading it when _resolve replaces it).
-using getter = PyObject* (*)(PyObject*, void*);
 
 struct Api {
   const char* route = nullptr; // nullptr: no route; `why` says what is missing
@@ -85,10 +85,9 @@ struct Api {
   int32_t strided = -1, meta = -1;
   int8_t itemsize[kCodes] = {}; // bytes per dtype code; 0: not a dtype we view
   PyObject* tensor_type = nullptr; // torch.Tensor, kept for good
-  // The C getter behind torch._C.TensorBase._python_dispatch: the TensorImpl's
-  // Python dispatch key, read in C++ (no attribute lookup a subclass can answer).
-  getter python_key = nullptr;
-  void* python_key_closure = nullptr;
+  // shim_ext's torch_borrow_custom_metadata: the borrow's refusal rule, asked on the
+  // owned route (the borrow makes it by itself).
+  torch_borrow_custom_metadata_fn custom = nullptr;
   decltype(&aoti_torch_get_storage_size) storage_size = nullptr;
 };
 
@@ -146,7 +145,8 @@ std::string module_file(PyObject* mod) {
 // does, so no caller needs to know the prototype exists; registering is one store of
 // the same pointer, so it does not matter who (bridge, shim_ext.load(), us) goes first.
 // Returns "" on success, else why the prototype cannot be used.
-std::string load_prototype(PyObject* torch, FromPyObject* borrow, IsFlag* conj, IsFlag* neg) {
+std::string load_prototype(PyObject* torch, FromPyObject* borrow, IsFlag* conj, IsFlag* neg,
+                           torch_borrow_custom_metadata_fn* custom) {
   PyObject* b = PyImport_ImportModule("shim_ext._borrow");
   if (!b) return "shim_ext._borrow does not import (" + take_error() + ")";
   // _borrow has THPVariable's layout compiled in: refuse one built for another torch,
@@ -179,8 +179,9 @@ std::string load_prototype(PyObject* torch, FromPyObject* borrow, IsFlag* conj, 
   *borrow = sym<FromPyObject>(elib, "torch_tensor_borrow_from_pyobject");
   *conj = sym<IsFlag>(elib, "torch_is_conj");
   *neg = sym<IsFlag>(elib, "torch_is_neg");
-  if (!set_impl || !impl || !*borrow || !*conj || !*neg) {
-    *borrow = nullptr, *conj = *neg = nullptr;
+  *custom = sym<torch_borrow_custom_metadata_fn>(blib, "torch_borrow_custom_metadata");
+  if (!set_impl || !impl || !*borrow || !*conj || !*neg || !*custom) {
+    *borrow = nullptr, *conj = *neg = nullptr, *custom = nullptr;
     return "shim_ext's libraries lack an expected symbol";
   }
   set_impl(impl()); // what shim_ext.load() does
@@ -226,16 +227,6 @@ const Api* resolve(const char* only, bool flags) {
   }
   Api* a = new Api;
   a->tensor_type = tensor; // kept for good
-  // On the class, a getset attribute is its descriptor; looked up once, on
-  // torch.Tensor itself, so no subclass takes part.
-  PyObject* key = PyObject_GetAttrString(tensor, "_python_dispatch");
-  PyErr_Clear();
-  if (key && PyObject_TypeCheck(key, &PyGetSetDescr_Type)) {
-    PyGetSetDef* def = reinterpret_cast<PyGetSetDescrObject*>(key)->d_getset;
-    a->python_key = def ? def->get : nullptr;
-    a->python_key_closure = def ? def->closure : nullptr;
-  } // the descriptor lives in torch.Tensor's dict for good: our reference is dropped
-  Py_XDECREF(key);
   a->storage_size = sym<decltype(a->storage_size)>(lib, "aoti_torch_get_storage_size");
   a->layout = sym<decltype(a->layout)>(lib, "aoti_torch_get_layout");
   a->data_ptr = sym<decltype(a->data_ptr)>(lib, "aoti_torch_get_data_ptr");
@@ -257,34 +248,34 @@ const Api* resolve(const char* only, bool flags) {
   }
   bool getters = a->layout && a->data_ptr && a->storage_offset && a->dim && a->sizes &&
       a->strides && a->dtype && a->device_type && a->device_index && strided && meta &&
-      a->storage_size && a->python_key;
+      a->storage_size;
 
   auto want = [only](const char* r) { return !only || std::string(only) == r; };
   FromPyObject torch_borrow = sym<FromPyObject>(lib, "torch_tensor_borrow_from_pyobject");
   IsFlag conj = sym<IsFlag>(lib, "torch_is_conj"), neg = sym<IsFlag>(lib, "torch_is_neg");
   FromPyObject proto_borrow = nullptr;
   IsFlag proto_conj = nullptr, proto_neg = nullptr;
-  std::string proto_why = "not needed: libtorch exports the borrow and the flags";
-  if (!torch_borrow || !conj || !neg) {
-    proto_why = load_prototype(torch, &proto_borrow, &proto_conj, &proto_neg);
-  }
+  // Always: the owned route makes the borrow's check through shim_ext's helper.
+  std::string proto_why = load_prototype(torch, &proto_borrow, &proto_conj, &proto_neg,
+                                         &a->custom);
   FromPyObject owned = sym<FromPyObject>(lib, "torch_tensor_from_pyobject");
   a->del = sym<decltype(a->del)>(lib, "aoti_torch_delete_tensor_object");
   if (!getters) {
-    a->why = "libtorch_cpu lacks an aoti_torch_get_* getter or code, or torch.Tensor its "
-             "_python_dispatch getter";
+    a->why = "libtorch_cpu lacks an aoti_torch_get_* getter or code";
   } else if (want("libtorch") && torch_borrow) {
     a->route = "libtorch", a->borrow = torch_borrow;
   } else if (want("prototype") && proto_borrow) {
     a->route = "prototype", a->borrow = proto_borrow;
-  } else if (want("owned") && owned && a->del) {
+  } else if (want("owned") && owned && a->del && a->custom) {
     a->route = "owned", a->owned = owned;
   } else {
     auto skip = [&](const char* r, const std::string& why) { return want(r) ? why : "skipped"; };
     a->why = "no route: libtorch: " +
         skip("libtorch", "libtorch_cpu exports no torch_tensor_borrow_from_pyobject") +
         "; prototype: " + skip("prototype", proto_borrow ? "" : proto_why) + "; owned: " +
-        skip("owned", "libtorch_cpu exports no torch_tensor_from_pyobject (torch 2.14+)");
+        skip("owned", owned ? "no torch_borrow_custom_metadata (shim_ext) to refuse tensors "
+                              "whose getters run Python"
+                            : "libtorch_cpu exports no torch_tensor_from_pyobject (torch 2.14+)");
   }
   // The flags read any handle, borrowed or owned: libtorch's first, else the prototype's.
   if (!flags) {
@@ -321,12 +312,6 @@ int fail(PyObject* type, const std::string& msg) {
 int call_failed(const Api* a, const char* call) {
   if (PyErr_Occurred()) return -1; // Python code behind the call raised: keep that
   const char* w = a->what ? a->what() : nullptr;
-  // torch's text for a nested tensor ("Internal error: NestedTensorImpl doesn't
-  // support sizes. Please file an issue.") asks for a bug report where there is none.
-  if (w && std::strstr(w, "NestedTensorImpl"))
-    return fail(PyExc_BufferError,
-                "a nested tensor has no single pointer + strides description; view its "
-                "components (.unbind()) or a padded copy (.to_padded_tensor(0)) instead");
   return fail(PyExc_BufferError, std::string(call) + " failed: " + (w ? w : "no message"));
 }
 
@@ -369,19 +354,17 @@ extern "C" __attribute__((visibility("default"))) int borrow_consumer_read(
   if (!PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject*>(a->tensor_type))) {
     return fail(PyExc_TypeError, std::string("expected a torch.Tensor, got ") + tp->tp_name);
   }
-  // 3. A tensor with torch's Python dispatch key (a __torch_dispatch__ subclass:
-  // wrapper subclasses, FakeTensor) may compute sizes, strides or dim() in Python,
-  // which may disagree with each other or change the tensor between two getters:
-  // refused. Decided as torch's dispatcher decides, from the TensorImpl, never from
-  // an attribute that a metaclass, descriptor or __getattr__ could answer; for every
-  // tensor, exact torch.Tensor included (its __torch_dispatch__ can be patched).
-  PyObject* k = a->python_key(obj, a->python_key_closure); // C++ only, no Python runs
-  if (!k) return -1;                                       // torch set the exception
-  bool python_key = k == Py_True;
-  Py_DECREF(k);
-  if (python_key) {
-    return fail(PyExc_BufferError, std::string(tp->tp_name) + " carries torch's Python "
-                "dispatch key: its metadata is computed in Python");
+  // 3. Metadata that is plain C++ state: the borrow refuses any other tensor by itself
+  // (a __torch_dispatch__ subclass, nested, functional, vmap-batched: their getters may
+  // run Python, which may change or free the tensor between two getters); the owned
+  // route asks shim_ext's helper the same question, in C++.
+  if (a->owned) {
+    int32_t layout = -1;
+    if (int32_t custom = a->custom(obj, &layout)) {
+      return fail(PyExc_BufferError, std::string("this ") + tp->tp_name + "'s metadata is not "
+                  "plain C++ state (torch_borrow_custom_metadata: " + std::to_string(custom) +
+                  "): its getters may run Python");
+    }
   }
   // 4. Without torch_is_conj / torch_is_neg a lazy conj() or neg view would read as
   // plain values: refuse every tensor rather than guess.

@@ -1,0 +1,51 @@
+"""cffi build script for ``_bench_batched_read`` (``batched_read.cpp``): the batched
+metadata read (``batched_read.h``), withdrawn from the proposal and kept as a measured
+route.
+
+Like ``owned_prototype_build.py``: compiled against the installed torch's headers into
+``peers_native.build_dir``. ``batched_read_init(address)`` registers the borrow it
+reads through (``torch_tensor_borrow_from_pyobject``, resolved by the bridge); the
+two read functions are called from the native loops by address (dlsym on the built
+module), with the GIL held.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import cffi
+import torch
+
+from internal_fixes_build import torch_cpp_options
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+MODULE = "_bench_batched_read"
+SOURCES = (HERE / "batched_read.cpp", HERE / "batched_read.h", pathlib.Path(__file__).resolve(),
+           HERE / "internal_fixes_build.py", ROOT / "shim_ext" / "include" / "torch_borrow" / "abi.h")
+
+# Only what Python calls: the struct and the two reads are batched_read.h's, found by
+# address (dlsym on the built module) by the native loops' wrapper.
+_DECLS = """
+    void batched_read_init(uintptr_t borrow);
+"""
+ffibuilder = cffi.FFI()
+ffibuilder.cdef(_DECLS)
+_options = torch_cpp_options(HERE / "batched_read.cpp", _DECLS, '"batched_read.h"')
+_options["include_dirs"].append(str(ROOT / "shim_ext" / "include"))
+ffibuilder.set_source(MODULE, **_options)
+
+
+def build(tmpdir: pathlib.Path) -> pathlib.Path:
+    """Compile ``_bench_batched_read`` into ``tmpdir``; returns the built module's path."""
+    tmpdir.mkdir(parents=True, exist_ok=True)
+    return pathlib.Path(ffibuilder.compile(tmpdir=str(tmpdir), verbose=False))
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.path.insert(0, str(HERE))
+    import peers_native
+
+    print(build(peers_native.build_dir(torch.__version__.split("+")[0])))
