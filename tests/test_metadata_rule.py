@@ -32,8 +32,14 @@ CALLS: list[str] = []  # every __torch_dispatch__ / mode call made while a case 
 
 
 def _record(cls, func, types, args=(), kwargs=None):
+    """Count the call and answer the metadata queries of a 3x4 float32 tensor (torch asks
+    them while it builds wrappers around one); anything else is not implemented."""
     CALLS.append(str(func))
-    raise AssertionError(f"Python ran during a view: {func}")
+    answers = {torch.ops.aten.sym_size.default: (3, 4), torch.ops.aten.sym_stride.default: (4, 1),
+               torch.ops.aten.size.default: (3, 4), torch.ops.aten.stride.default: (4, 1),
+               torch.ops.aten.sym_storage_offset.default: 0, torch.ops.aten.sym_numel.default: 12,
+               torch.ops.aten.dim.default: 2}
+    return answers.get(func, NotImplemented)
 
 
 class _Wrapper(torch.Tensor):
@@ -220,7 +226,8 @@ def test_swap_tensors_cannot_see_a_borrowed_handle():
     a, b = torch.zeros(3), torch.ones(3)
     h = ctypes.c_void_p()
     assert borrow(a, ctypes.byref(h)) == 0
-    torch.utils.swap_tensors(a, b)  # no error: nothing counted the borrow
+    assert a._use_count() == 1  # the borrow is not counted
+    torch.utils.swap_tensors(a, b)  # so nothing stops the swap
     assert a.sum().item() == 3
     res = _resolve.resolve(_bridge.PYOBJECT_SIZE)
     if _resolve.OWNED not in res.symbols:
@@ -231,7 +238,8 @@ def test_swap_tensors_cannot_see_a_borrowed_handle():
     owned = ctypes.c_void_p()
     assert owned_fn(a, ctypes.byref(owned)) == 0
     try:
-        with pytest.raises(RuntimeError, match="use_count"):
+        assert a._use_count() == 2  # the owned handle is counted
+        with pytest.raises(RuntimeError):  # torch's wording differs by version
             torch.utils.swap_tensors(a, b)
     finally:
         delete(owned)
