@@ -29,8 +29,8 @@ module leaves the GIL off on a ``--disable-gil`` build):
   acquire load: a view uses the old snapshot or the new one, never a mix. Snapshots
   are never freed (a view may still be reading one; they are replaced only when the
   bridge re-resolves, once per process outside the tests).
-- The per-path counters are atomic on a free-threaded build (plain increments under
-  the GIL, where they are exact already).
+- A view writes nothing shared: the per-path counters are per thread (``path_counts``
+  sums them), the snapshot is only read, and the view object is the caller's own.
 - Many threads may view the same tensors at once: each view is exact.
 - A view is *not* atomic with respect to a concurrent change of the same tensor's
   metadata (``t.data = ...``, ``t.set_(...)``, ``resize_``, in-place view ops,
@@ -182,27 +182,59 @@ cdef extern from *:
     #define bridge_store_ptr(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
     #define bridge_load_int(p) __atomic_load_n((p), __ATOMIC_RELAXED)
     #define bridge_store_int(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
-    /* Counters: atomic without a GIL; under the GIL a plain increment is exact and
-       costs nothing extra on the hot path. */
+    /* View counters, per thread: a view writes only its own thread's block (nothing
+       shared, so threads viewing at once never contend for a cache line, GIL or not).
+       Each block has one writer, so a relaxed load and store suffice; readers sum every
+       block with relaxed loads. A thread's block is made at its first view, pushed on a
+       list that is never shortened (a block outlives its thread: its counts stay in the
+       totals), and is one cache line of its own. */
     #ifdef Py_GIL_DISABLED
-    #define bridge_count(p) ((void)__atomic_fetch_add((p), 1, __ATOMIC_RELAXED))
-    #define bridge_counter(p) __atomic_load_n((p), __ATOMIC_RELAXED)
-    #define bridge_zero(p) __atomic_store_n((p), 0, __ATOMIC_RELAXED)
     #define BRIDGE_FREE_THREADED 1
     #else
-    #define bridge_count(p) ((void)++*(p))
-    #define bridge_counter(p) (*(p))
-    #define bridge_zero(p) ((void)(*(p) = 0))
     #define BRIDGE_FREE_THREADED 0
     #endif
+    typedef struct bridge_counts_block {
+        uint64_t n[3];
+        struct bridge_counts_block* next;
+    } __attribute__((aligned(64))) bridge_counts_block;
+    static bridge_counts_block* bridge_all_counts = NULL;  /* the list, pushed with CAS */
+    static __thread bridge_counts_block* bridge_my_counts = NULL;
+    __attribute__((noinline)) static bridge_counts_block* bridge_new_counts(void) {
+        bridge_counts_block* b = (bridge_counts_block*)aligned_alloc(64, sizeof *b);
+        if (b == NULL) return NULL;
+        memset(b, 0, sizeof *b);
+        b->next = __atomic_load_n(&bridge_all_counts, __ATOMIC_RELAXED);
+        while (!__atomic_compare_exchange_n(&bridge_all_counts, &b->next, b, 1,
+                                            __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+        }
+        bridge_my_counts = b;
+        return b;
+    }
+    static inline void bridge_count(int path) {
+        bridge_counts_block* b = bridge_my_counts;
+        if (__builtin_expect(b == NULL, 0) && (b = bridge_new_counts()) == NULL)
+            return;  /* out of memory: the view is made, not counted */
+        __atomic_store_n(&b->n[path], __atomic_load_n(&b->n[path], __ATOMIC_RELAXED) + 1,
+                         __ATOMIC_RELAXED);
+    }
+    static uint64_t bridge_counter(int path) {  /* every thread's views, ever */
+        uint64_t total = 0;
+        for (bridge_counts_block* b = __atomic_load_n(&bridge_all_counts, __ATOMIC_ACQUIRE);
+             b != NULL; b = b->next)
+            total += __atomic_load_n(&b->n[path], __ATOMIC_RELAXED);
+        return total;
+    }
+    static uintptr_t bridge_counts_address(void) {  /* this thread's block (tests) */
+        return (uintptr_t)bridge_my_counts;
+    }
     """
     void* bridge_load_ptr(void** p) noexcept nogil
     void bridge_store_ptr(void** p, void* v) noexcept nogil
     int bridge_load_int(int* p) noexcept nogil
     void bridge_store_int(int* p, int v) noexcept nogil
-    void bridge_count(uint64_t* p) noexcept nogil
-    uint64_t bridge_counter(uint64_t* p) noexcept nogil
-    void bridge_zero(uint64_t* p) noexcept nogil
+    void bridge_count(int path) noexcept nogil
+    uint64_t bridge_counter(int path) noexcept nogil
+    uintptr_t bridge_counts_address() noexcept nogil
     bint BRIDGE_FREE_THREADED
 
 #: Whether this module was compiled for a free-threaded CPython (Py_GIL_DISABLED).
@@ -253,7 +285,8 @@ cdef Installed* _state = &_nothing
 cdef list _kept = []
 
 cdef int _active = -1                  # path used by view(); -1 until chosen
-cdef uint64_t _counts[NPATHS]
+# What path_counts() subtracts: the totals at the last reset_path_counts() (under _counts_lock).
+cdef uint64_t _counts_base[NPATHS]
 
 
 cdef inline const Installed* _installed_state() noexcept nogil:
@@ -1051,7 +1084,7 @@ cdef TensorView _make(object obj, int path):
     v._path = path
     v._itemsize = st.itemsize[v._dtype]
     v._st = st
-    bridge_count(&_counts[path])
+    bridge_count(path)  # this thread's own counter: no shared write
     return v
 
 
@@ -1154,18 +1187,35 @@ def view_fallback(obj):
 
 
 # --- counters and diagnostics -----------------------------------------------------------------
-def path_counts():
-    """Views made per path since the last reset: ``{"owned": n, "borrow": n, "fallback": n}``.
+import threading as _threading
 
-    Exact under concurrent views: atomic counters on a free-threaded build."""
-    return {PATHS[i]: bridge_counter(&_counts[i]) for i in range(NPATHS)}
+_counts_lock = _threading.Lock()
+
+
+def path_counts():
+    """Views made per path since the last reset, by every thread:
+    ``{"owned": n, "borrow": n, "fallback": n}``.
+
+    Each thread counts its own views in a block of its own (a view writes nothing that
+    another thread writes), and this sums the blocks: exact once the viewing threads are
+    done, a moment's snapshot while they run."""
+    with _counts_lock:
+        return {PATHS[i]: bridge_counter(i) - _counts_base[i] for i in range(NPATHS)}
 
 
 def reset_path_counts():
-    """Zero the per-path view counters."""
+    """Start the per-path view counts again from zero (for every thread: it records the
+    totals, which ``path_counts`` subtracts; no thread's block is written)."""
     cdef int i
-    for i in range(NPATHS):
-        bridge_zero(&_counts[i])
+    with _counts_lock:
+        for i in range(NPATHS):
+            _counts_base[i] = bridge_counter(i)
+
+
+def _counts_block():
+    """The address of the calling thread's counter block (0 before its first view):
+    distinct per thread, so no two threads' views write the same memory."""
+    return bridge_counts_address()
 
 
 def _dtype_code(obj, int path):

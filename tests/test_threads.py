@@ -502,3 +502,34 @@ def test_with_the_gil_a_view_is_a_snapshot_while_another_thread_mutates(view_on,
     stop.set()
     mut.join()
     assert not errors, errors[:5]
+
+
+def test_a_view_writes_nothing_another_thread_writes():
+    """The borrow path's per-view writes are the view object (the caller's own), the
+    tensor's reference count (the view keeps the tensor alive) and the path counter,
+    which is per thread: each thread gets a counter block of its own at its first view,
+    at a distinct address, and ``path_counts()`` sums the blocks exactly."""
+    from bridge import _bridge
+
+    if "borrow" not in AVAILABLE:
+        pytest.fail("the borrow must be available on every supported torch")
+    t = torch.randn(4, 4)
+    bridge.reset_path_counts()
+    blocks, barrier = [], threading.Barrier(THREADS)
+
+    def work():
+        barrier.wait()  # all alive at once: no block address can be reused
+        before = _bridge._counts_block()
+        for _ in range(1000):
+            bridge.view_borrow(t)
+        blocks.append((before, _bridge._counts_block()))
+        barrier.wait()
+
+    threads = [threading.Thread(target=work) for _ in range(THREADS)]
+    [th.start() for th in threads]
+    [th.join() for th in threads]
+    assert all(before == 0 and after != 0 for before, after in blocks), blocks
+    addresses = [after for _, after in blocks]
+    assert len(set(addresses)) == THREADS, addresses
+    assert all(a % 64 == 0 for a in addresses)  # a cache line of its own
+    assert bridge.path_counts()["borrow"] == THREADS * 1000
