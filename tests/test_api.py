@@ -181,9 +181,25 @@ def _stale_child(code: str) -> str:
     return out.stdout
 
 
+def test_a_stale_shim_ext_leaves_no_path_without_the_owned_shim():
+    """Without the owned shim (torch < 2.14) a stale shim_ext leaves no path: the borrow
+    is refused, and the pointer trick needs shim_ext's metadata check. The error says
+    each path's reason, the rebuild command among them."""
+    if expected_paths()["owned"] or not expected_paths()["borrow"]:
+        pytest.skip("the owned shim exists here: test_auto_warns_once_... covers it")
+    out = _stale_child(
+        "try:\n    bridge.view(torch.zeros(2))\n"
+        "except bridge.PathUnavailableError as e:\n    print('refused:', e)\n")
+    assert out.startswith("refused: no path can run on this torch: "), out
+    assert "shim_ext was built for torch" in out and "pip install" in out, out
+    assert "needs shim_ext's torch_borrow_custom_metadata" in out, out
+
+
 def test_auto_warns_once_when_it_passes_over_a_stale_borrow():
     if not expected_paths()["borrow"]:
         pytest.skip("no borrow on this torch (asserted in test_availability)")
+    if not expected_paths()["owned"]:
+        pytest.skip("no owned shim: a stale shim_ext leaves no path (the test above)")
     out = _stale_child(
         "with warnings.catch_warnings(record=True) as w:\n"
         "    warnings.simplefilter('always')\n"
@@ -196,7 +212,7 @@ def test_auto_warns_once_when_it_passes_over_a_stale_borrow():
         "print(_info.report()['verdict'])\n")
     first, message, verdict = out.splitlines()[:3]
     count, path = first.split()
-    want = "owned" if expected_paths()["owned"] else "fallback"
+    want = "owned"
     assert (count, path) == ("1", want), out
     assert "shim_ext was built for torch" in message and "pip install" in message, message
     assert verdict.startswith(f"STALE: view() uses {want}, not the borrow"), verdict
