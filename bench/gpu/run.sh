@@ -69,7 +69,8 @@ PY
 # The machine gets a copy of the working tree, not a commit: fingerprint the sources that
 # are built and measured, so a result can be matched to the commit that holds them.
 echo "sources sha256: $(cat pyproject.toml setup.py bridge/*.py bridge/*.pyx shim_ext/*.py \
-  shim_ext/*.cpp shim_ext/include/torch_borrow/*.h bench/*.py bench/*.pyx bench/*.c bench/*.cpp tests/test_cuda.py \
+  shim_ext/*.cpp shim_ext/include/torch_borrow/*.h bench/*.py bench/*.pyx bench/*.c bench/*.cpp bench/*.h \
+  bridge/*.pxd tests/test_cuda.py tests/test_metadata_rule.py \
   tests/helpers/*.py | sha256sum | cut -c1-16)"
 
 step "wheels of .whl/ -> $SITE"
@@ -96,8 +97,8 @@ if [[ $MODE == two-gpu ]]; then
   step "tests needing two GPUs (device index 1)"
   "${PYTEST[@]}" tests/test_cuda.py -k "device_index_1 or two_devices" || FAILED+=(two-gpu-tests)
 else
-  step "tests: CUDA parity"
-  "${PYTEST[@]}" tests/test_cuda.py || FAILED+=(test_cuda)
+  step "tests: CUDA parity, and the borrow's rule on CUDA and CPU tensors"
+  "${PYTEST[@]}" tests/test_cuda.py tests/test_metadata_rule.py || FAILED+=(test_cuda)
   step "tests: CPU parity, api, availability, the internal fixes on this torch"
   "${PYTEST[@]}" tests/test_parity.py tests/test_api.py tests/test_availability.py \
     tests/test_internal_fixes.py \
