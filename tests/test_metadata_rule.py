@@ -206,7 +206,8 @@ def test_plain_tensors_still_borrow(name, device, mode):
     got = {p: view_fields(views[p](t)) for p in paths_here()}
     assert CALLS == [], CALLS  # no view ran Python, not even the mode
     assert got == {p: want for p in paths_here()}
-    assert_parity(t)
+    if device == "cpu":  # the parity helper reads the bytes through the pointer
+        assert_parity(t)
     borrow, _ = _borrow_fn()
     h = ctypes.c_void_p()
     assert borrow(t, ctypes.byref(h)) == 0 and h.value == id(t) + _bridge.PYOBJECT_SIZE
