@@ -142,6 +142,26 @@ def test_the_built_code_is_the_patched_files(fixes, tmp_path):
     assert (built / name).read_text() == (tmp_path / name).read_text()
 
 
+def test_the_patch_is_found_by_what_it_changes(tmp_path, monkeypatch):
+    """A series renumbered and retitled (the PyInterpreter patch first, another subject
+    line) still builds the same code: the patch is the one whose diff changes the file."""
+    original = patched_interpreter.interpreter_patch()
+    want = patched_interpreter.extract()["pieces"]
+    for p in patched_interpreter.PATCHES.glob("*.patch"):
+        text = p.read_text()
+        name = p.name
+        if p == original:
+            name = "0001-Let-attached-threads-skip-the-GIL-in-refcounting.patch"
+            text = text.replace("[PATCH 3/3]", "[PATCH 1/3]")
+        (tmp_path / name).write_text(text)
+    monkeypatch.setattr(patched_interpreter, "PATCHES", tmp_path)
+    assert patched_interpreter.interpreter_patch().name.startswith("0001-Let-attached")
+    assert patched_interpreter.extract()["pieces"] == want
+    (tmp_path / "0009-copy.patch").write_text(original.read_text())
+    with pytest.raises(patched_interpreter.ExtractionError, match="exactly one patch"):
+        patched_interpreter.interpreter_patch()
+
+
 # --- the stand-in for main's SafeGilScopedAcquire, on its own ----------------------------
 @pytest.mark.parametrize("where, expected", [
     # attached: pybind11 nests (a counter), the thread still holds the GIL after
