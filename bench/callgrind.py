@@ -336,7 +336,14 @@ def routes_section(plan: dict, dumps: dict) -> list[str]:
              "(`bench/routes.py`): torch's own functions (status *today*), the same with an "
              "internal fix (`bench/internal_fixes.cpp`: the interpreter fix installed for the "
              "loop, or the DLPack prototype), and the proposed functions (*new ABI*). "
-             "*(part)* rows are pieces of a route.", "",
+             "*(part)* rows are pieces of a route. The interpreter fix rows run "
+             "the patch's own `incref` / `decref`, cut out of the patched "
+             "`torch/csrc/PyInterpreter.cpp` at build time (`bench/patched_interpreter.py`) "
+             "and compiled against torch 2.15's headers with a working stand-in for main's "
+             "`torch::detail::SafeGilScopedAcquire` (`bench/safe_gil_stand_in.h`): the "
+             "patch's code on torch 2.15 with a stand-in guard, not a build of PyTorch's "
+             "main branch. The rows marked *emulation* run the earlier hand-written copy of "
+             "the same test (its slow path torch 2.15's own methods).", "",
              "| route | status | instructions per call | ratio to pointer trick + getters | "
              "ratio to borrow + batched | repeat check |",
              "|---|---|---:|---:|---:|---:|"]
@@ -351,6 +358,7 @@ def routes_section(plan: dict, dumps: dict) -> list[str]:
                   ("fallback_getters", "borrow_batched")]
         lines.append(f"| {label} | {route.status} | {c:.1f} | {ratios[0]} | {ratios[1]} | "
                      f"{rep:+d} |")
+    lines += patch_vs_emulation(got)
     lines += ["", "## Attribution", "",
               "Each route's instructions per call by part. Every self cost callgrind reports "
               f"(with {SEPARATE_CALLERS} levels of callers, `--separate-callers`) goes to one "
@@ -369,6 +377,29 @@ def routes_section(plan: dict, dumps: dict) -> list[str]:
         lines.append(f"| {route.label} | " + " | ".join(f"{parts[k]:.0f}" for k in PARTS) +
                      f" | {c:.0f} |")
     return lines + [""]
+
+
+#: (route with the patch's code, the same route with the emulation)
+PATCH_VS_EMULATION = (("owned_fixed", "owned_fixed_emulation"),
+                      ("dlpack_no_sync_fixed", "dlpack_no_sync_fixed_emulation"))
+
+
+def patch_vs_emulation(got: dict) -> list[str]:
+    """Lines saying, per pair of ``PATCH_VS_EMULATION`` counted here, the patch's code
+    against the emulation (instructions per call and the difference)."""
+    import routes
+
+    lines = []
+    for patch, emulation in PATCH_VS_EMULATION:
+        if patch in got and emulation in got:
+            a, b = got[patch][0], got[emulation][0]
+            what = routes.BY_NAME[patch].label.removesuffix(" + interpreter fix")
+            lines.append(f"- {what} + interpreter fix: the patch's code {a:.1f} instructions "
+                         f"per call, the emulation {b:.1f}: {a - b:+.1f} ({a / b - 1:+.1%}).")
+    if lines:
+        lines = ["", "The interpreter fix, the patch's code against the emulation (same run):",
+                 ""] + lines
+    return lines
 
 
 def totals(plan: dict, dumps: dict) -> dict:

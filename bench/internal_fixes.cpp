@@ -10,10 +10,18 @@
 //    c10::impl::PyInterpreter's vtable into ConcretePyInterpreterVTable::
 //    incref / decref (torch/csrc/PyInterpreter.cpp), which acquire the GIL
 //    even when the calling thread already has an attached thread state.
-//    fixes_interpreter_install() points the interpreter's `vtable_` at a copy
-//    of torch's own vtable in which those two slots skip the acquisition when
-//    the thread has an attached thread state and Python is not finalizing (patch 0003's few-line change to PyInterpreter.cpp) and call
-//    torch's own method otherwise.
+//    fixes_interpreter_install(code) points the interpreter's `vtable_` at a
+//    copy of torch's own vtable in which those two slots are replaced by one of:
+//    - kPatch (0, the default): the patch's own incref / decref
+//      (proposal/patches/, the one that changes PyInterpreter.cpp), cut out of
+//      the patched file at build time and compiled here against a working
+//      stand-in for main's torch::detail::SafeGilScopedAcquire
+//      (patched_interpreter.cpp, safe_gil_stand_in.h): attached and not
+//      finalizing -> Py_INCREF / Py_DECREF; otherwise the guard, which refuses
+//      (leaks) while Python is finalizing;
+//    - kEmulation (1): fixed_incref / fixed_decref below, a hand-written copy of
+//      the same test that forwards the slow path to torch 2.15's own method
+//      (pybind11::gil_scoped_acquire) and counts both paths.
 //    Every other slot is torch's own function pointer, copied, so every other
 //    method behaves exactly as torch's. fixes_interpreter_uninstall() puts
 //    torch's vtable back. The copy and the object that points at it are
@@ -48,6 +56,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <thread>
@@ -55,14 +65,30 @@
 
 #include <ATen/DLConvertor.h>
 #include <ATen/dlpack.h>
+#include <vector>
+
 #include <c10/core/impl/PyInterpreter.h>
 #include <c10/core/impl/PyInterpreterHooks.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/python_headers.h>
 
+#include "safe_gil_stand_in.h" // the guard on its own, probed across finalization
+
+// patched_interpreter.cpp: the patch's own incref / decref (null when the
+// member-pointer layout is not the Itanium ABI's).
+void* patched_interpreter_incref_slot();
+void* patched_interpreter_decref_slot();
+const char* patched_interpreter_patch();
+extern "C" void fixes_guard_counts(std::uint64_t* out);
+
 namespace {
 
 using c10::impl::PyInterpreterVTable;
+
+// Which code fills the two slots (fixes_interpreter_install's argument).
+constexpr int kPatch = 0;
+constexpr int kEmulation = 1;
+int installed_code = -1; // while installed: kPatch or kEmulation
 
 char last_error[512];
 
@@ -135,7 +161,7 @@ inline bool finalizing() {
 }
 #endif
 
-// Patch 0003's attached_thread_state() (and the borrow's test): a non-null
+// The emulation of the patch's attached_thread_state() (and the borrow's test): a non-null
 // thread-local state pointer on CPython 3.12+, PyGILState_Check() before.
 inline bool attached_thread_state() {
 #if PY_VERSION_HEX >= 0x030D0000
@@ -149,7 +175,7 @@ inline bool attached_thread_state() {
 
 // The fixed methods, called as members (`this` first). `self` is the fixed
 // object; torch's own method is called on torch's own object. The test is
-// patch 0003's (proposal/patches/): attached and not finalizing, where the
+// the interpreter patch's (proposal/patches/): attached and not finalizing, where the
 // existing path's guard decides as before.
 void fixed_incref(const PyInterpreterVTable* /*self*/, PyObject* pyobj) {
   if (!Py_IsInitialized()) {
@@ -242,7 +268,19 @@ void fixes_interpreter_layout(std::int64_t* out) {
 // copies a tensor while the table is filled; `vtable_` is then published with
 // a release store (torch writes it plainly, PyInterpreter::disarm). A native
 // thread copying tensors concurrently is the caller's to rule out.
-static int install_with_gil() {
+static int install_with_gil(int code) {
+  if (code != kPatch && code != kEmulation) {
+    set_error("code must be 0 (the patch's) or 1 (the emulation's)");
+    return -1;
+  }
+  void* incref_slot = code == kPatch ? patched_interpreter_incref_slot()
+                                     : reinterpret_cast<void*>(&fixed_incref);
+  void* decref_slot = code == kPatch ? patched_interpreter_decref_slot()
+                                     : reinterpret_cast<void*>(&fixed_decref);
+  if (incref_slot == nullptr || decref_slot == nullptr) {
+    set_error("the patch's incref / decref have no plain address (not the Itanium C++ ABI?)");
+    return -1;
+  }
   c10::impl::PyInterpreter* interp = c10::impl::getGlobalPyInterpreter();
   if (interp == nullptr || interp->vtable_ == nullptr) {
     set_error("no global PyInterpreter: import torch first");
@@ -261,17 +299,18 @@ static int install_with_gil() {
   }
   void* const* torch_vptr = *reinterpret_cast<void* const* const*>(current);
   std::memcpy(fixed_table, torch_vptr - 2, sizeof(void*) * (2 + n));
-  fixed_table[2 + inc] = reinterpret_cast<void*>(&fixed_incref);
-  fixed_table[2 + dec] = reinterpret_cast<void*>(&fixed_decref);
+  fixed_table[2 + inc] = incref_slot;
+  fixed_table[2 + dec] = decref_slot;
   fixed_object.vptr = &fixed_table[2];
   torch_vtable = current;
+  installed_code = code;
   __atomic_store_n(&interp->vtable_, fixed_vtable(), __ATOMIC_RELEASE);
   return 0;
 }
 
-int fixes_interpreter_install(void) {
+int fixes_interpreter_install(int code) {
   PyGILState_STATE g = PyGILState_Ensure();
-  int rc = install_with_gil();
+  int rc = install_with_gil(code);
   PyGILState_Release(g);
   return rc;
 }
@@ -303,9 +342,15 @@ int fixes_interpreter_uninstall(void) {
   return rc;
 }
 
+// -1: not installed; else the code installed (kPatch, kEmulation).
 int fixes_interpreter_installed(void) {
   c10::impl::PyInterpreter* interp = c10::impl::getGlobalPyInterpreter();
-  return interp != nullptr && interp->vtable_ == fixed_vtable();
+  return interp != nullptr && interp->vtable_ == fixed_vtable() ? installed_code : -1;
+}
+
+// The file name of the patch whose incref / decref kPatch installs.
+const char* fixes_patch_name(void) {
+  return patched_interpreter_patch();
 }
 
 // The address the interpreter's vtable_ holds now (torch's or ours).
@@ -354,6 +399,122 @@ int fixes_copy_on_foreign_thread(std::uintptr_t handle, std::int64_t n) {
     return -1;
   }
   return rc;
+}
+
+// Copy the at::Tensor behind `handle` (borrowed, of the Python object `obj`) n
+// times on the calling thread: attached (attach != 0: PyGILState_Ensure first,
+// as a C extension called from Python holds the GIL) or as called (cffi
+// releases the GIL: a Python thread with a detached thread state). While the
+// first copy is alive and the thread attached, *refcnt_during gets obj's
+// refcount (-1 when detached: it is not read without the GIL). 0 on success.
+int fixes_copy_here(std::uintptr_t handle, std::uintptr_t obj, std::int64_t n, int attach,
+                    std::int64_t* refcnt_during) {
+  const at::Tensor* tensor = reinterpret_cast<const at::Tensor*>(handle);
+  if (tensor == nullptr || obj == 0) {
+    set_error("null handle or object");
+    return -1;
+  }
+  PyGILState_STATE g{};
+  if (attach) {
+    g = PyGILState_Ensure();
+  }
+  *refcnt_during = -1;
+  int rc = 0;
+  try {
+    for (std::int64_t i = 0; i < n; i++) {
+      at::Tensor copy = *tensor; // incref_pyobject on 1 -> 2
+      if (i == 0 && attach) {
+        *refcnt_during = Py_REFCNT(reinterpret_cast<PyObject*>(obj));
+      }
+      if (!copy.defined()) {
+        rc = -1;
+      }
+    } // decref_pyobject on 2 -> 1
+  } catch (const std::exception& e) {
+    set_error(e.what());
+    rc = -1;
+  }
+  if (attach) {
+    PyGILState_Release(g);
+  }
+  return rc;
+}
+
+// --- copies alive across interpreter finalization --------------------------
+// For the child process of tests/test_internal_fixes.py: copies held in C++,
+// released (a) during finalization, by fixes_release_held() called from a
+// Python object's __del__ when the interpreter clears __main__, or (b) after
+// it, by an atexit handler (exit() runs it once Py_FinalizeEx has returned).
+// Each release reports to stderr what the interpreter fix saw, as one line.
+// CPython 3.11-3.13 (Py_FinalizeEx) mark the runtime finalizing and not
+// initialized in one step, before they clear the modules: both releases find
+// Py_IsInitialized() false.
+std::vector<at::Tensor> held[2]; // [0]: released in finalization, [1]: at exit
+std::vector<PyObject*> held_objects; // the objects of held[0], for their refcounts
+
+void report_guard(const char* when, long long refcnt_before, long long refcnt_after) {
+  std::uint64_t c[4];
+  fixes_guard_counts(c);
+  std::fprintf(stderr,
+               "%s: initialized=%d finalizing=%d refcnt_before=%lld refcnt_after=%lld "
+               "guard_constructed=%llu guard_acquired=%llu guard_refused=%llu\n",
+               when, Py_IsInitialized(), int(Py_IsFinalizing()), // a runtime flag: safe to read
+               refcnt_before, refcnt_after, (unsigned long long)c[0],
+               (unsigned long long)c[1], (unsigned long long)c[2]);
+  std::fflush(stderr);
+}
+
+// One stand-in guard on its own, here and now: does it convert to true?
+void report_probe(const char* when) {
+  bool ok;
+  {
+    torch::detail::SafeGilScopedAcquire gil;
+    ok = static_cast<bool>(gil);
+  }
+  std::fprintf(stderr, "%s: guard_true=%d\n", when, int(ok));
+  std::fflush(stderr);
+}
+
+void release_at_exit() {
+  report_guard("at-exit-before", -1, -1);
+  held[1].clear(); // decref_pyobject after finalization: the patch leaks
+  report_guard("at-exit-after", -1, -1);
+  report_probe("at-exit-probe");
+}
+
+// Hold one copy of the tensor behind `handle` (its Python object `obj`) until
+// finalization (which = 0) or exit (which = 1). With the GIL, as a C
+// extension holds it.
+int fixes_hold(std::uintptr_t handle, std::uintptr_t obj, int which) {
+  static bool registered = false;
+  PyGILState_STATE g = PyGILState_Ensure();
+  held[which ? 1 : 0].push_back(*reinterpret_cast<const at::Tensor*>(handle));
+  if (!which) {
+    held_objects.push_back(reinterpret_cast<PyObject*>(obj));
+  }
+  if (which && !registered) {
+    registered = std::atexit(release_at_exit) == 0;
+  }
+  PyGILState_Release(g);
+  return which && !registered ? -1 : 0;
+}
+
+// Release held[0] on this (attached) thread and report: called from __del__
+// while the interpreter finalizes.
+void fixes_release_held(void) {
+  PyGILState_STATE g = PyGILState_Ensure();
+  long long before = 0, after = 0;
+  for (PyObject* o : held_objects) {
+    before += Py_REFCNT(o);
+  }
+  report_guard("finalizing-before", before, -1);
+  held[0].clear(); // decref_pyobject on each 2 -> 1
+  for (PyObject* o : held_objects) {
+    after += Py_REFCNT(o); // leaked (refused) or not, each object is still alive
+  }
+  report_guard("finalizing-after", before, after);
+  report_probe("finalizing-probe");
+  PyGILState_Release(g);
 }
 
 // --- attached-thread-state tests, for tests/test_thread_checks.py -------------

@@ -4,13 +4,20 @@
 this module builds it (``internal_fixes_build.py``, into ``peers_native.build_dir``,
 beside the peers' loops: one folder per torch and interpreter) and wraps it:
 
-- ``InternalFixes.interpreter_fix()``: a context manager that, for its duration,
-  points the global ``c10::impl::PyInterpreter``'s ``vtable_`` at a copy of torch's
-  vtable whose ``incref`` / ``decref`` skip the GIL acquisition when the calling thread
-  has an attached thread state (patch 0003's test), and restores torch's vtable
-  on exit, an exception included. Source: ``c10/core/impl/PyInterpreter.h`` (the
-  ``vtable_`` member), ``c10/core/impl/PyInterpreterHooks.h``
-  (``getGlobalPyInterpreter``), ``torch/csrc/PyInterpreter.cpp`` (what it replaces).
+- ``InternalFixes.interpreter_fix(code="patch")``: a context manager that, for its
+  duration, points the global ``c10::impl::PyInterpreter``'s ``vtable_`` at a copy of
+  torch's vtable whose ``incref`` / ``decref`` skip the GIL acquisition when the calling
+  thread has an attached thread state and Python is not finalizing, and restores
+  torch's vtable on exit, an exception included. ``code="patch"`` (the default)
+  installs the patch's own ``incref`` / ``decref``, cut out of the patched
+  ``PyInterpreter.cpp`` at build time (``patched_interpreter.py``) and compiled against
+  torch 2.15 with a working stand-in for main's ``SafeGilScopedAcquire``
+  (``safe_gil_stand_in.h``): the patch's code on torch 2.15, not a build of main.
+  ``code="emulation"`` installs the earlier hand-written copy of the same test, whose
+  slow path is torch 2.15's own method (``pybind11::gil_scoped_acquire``). Source:
+  ``c10/core/impl/PyInterpreter.h`` (the ``vtable_`` member),
+  ``c10/core/impl/PyInterpreterHooks.h`` (``getGlobalPyInterpreter``),
+  ``torch/csrc/PyInterpreter.cpp`` (what it replaces).
 - ``InternalFixes.dlpack_api(check_attached)``: the address of a copy of torch's
   ``DLPackExchangeAPI`` whose ``dltensor_from_py_object_no_sync`` takes a borrowed
   reference (real-type check, ``THPVariable_Unpack``, ``at::toDLPackNonOwning``)
@@ -84,6 +91,9 @@ class InternalFixes:
         Address of torch's ``DLPackExchangeAPI`` (0 when torch has none).
     """
 
+    #: ``interpreter_fix``'s codes, by the number the C side takes
+    CODES = {"patch": 0, "emulation": 1}
+
     def __init__(self, torch):
         mod = _module(torch.__version__.split("+")[0])
         self._ffi, self._lib = mod.ffi, mod.lib
@@ -91,6 +101,8 @@ class InternalFixes:
         self._lib.fixes_interpreter_layout(out)
         self.layout = {"slots": out[0], "incref": out[1], "decref": out[2]}
         self.torch_api = torch_dlpack_api(torch)
+        #: the file name of the patch whose incref / decref ``code="patch"`` installs
+        self.patch_name = self._ffi.string(self._lib.fixes_patch_name()).decode()
 
     def _error(self) -> str:
         return self._ffi.string(self._lib.fixes_last_error()).decode(errors="replace")
@@ -98,31 +110,53 @@ class InternalFixes:
     # --- the interpreter fix ---------------------------------------------------------
     def installed(self) -> bool:
         """True while the fixed vtable is the global interpreter's."""
-        return bool(self._lib.fixes_interpreter_installed())
+        return self._lib.fixes_interpreter_installed() >= 0
+
+    def installed_code(self) -> str | None:
+        """``"patch"`` or ``"emulation"`` while installed, else None."""
+        code = self._lib.fixes_interpreter_installed()
+        return next((name for name, n in self.CODES.items() if n == code), None)
 
     def vtable_address(self) -> int:
         """The address ``PyInterpreter::vtable_`` holds now (torch's, or the fix's)."""
         return int(self._lib.fixes_interpreter_vtable())
 
     def counts(self) -> tuple[int, int]:
-        """``(fast, slow)``: calls of the fixed ``incref`` / ``decref`` since the module
-        was loaded that skipped the acquisition (attached thread) and that forwarded to
-        torch's own method, with its acquisition (no attached thread state)."""
+        """``(fast, slow)``: calls of the emulation's ``incref`` / ``decref``
+        (``code="emulation"``) since the module was loaded that skipped the acquisition
+        (attached thread) and that forwarded to torch's own method, with its acquisition
+        (no attached thread state). The patch's code counts nothing itself: see
+        ``guard_counts``."""
         out = self._ffi.new("uint64_t[2]")
         self._lib.fixes_interpreter_counts(out)
         return int(out[0]), int(out[1])
 
+    def guard_counts(self) -> dict[str, int]:
+        """What the stand-in ``SafeGilScopedAcquire`` did since the module was loaded:
+        ``constructed`` (every guard: the patch's slow path, one per incref / decref that
+        did not take the fast path), ``acquired`` (it held the GIL), ``refused_finalizing``
+        (Python finalizing or not initialized: nothing touched, the reference leaked) and
+        ``refused_exception`` (pybind11's acquisition threw)."""
+        out = self._ffi.new("uint64_t[4]")
+        self._lib.fixes_guard_counts(out)
+        names = ("constructed", "acquired", "refused_finalizing", "refused_exception")
+        return {name: int(out[i]) for i, name in enumerate(names)}
+
     @contextlib.contextmanager
-    def interpreter_fix(self):
+    def interpreter_fix(self, code: str = "patch"):
         """Install the interpreter fix for the ``with`` block; restore torch's on exit.
 
-        Raises ``FixError`` if it is already installed (no nesting: the outer block
-        would restore it early) or cannot be installed, and on exit if the
-        interpreter's vtable was replaced by someone else meanwhile (left alone then).
-        Install it only while no other thread copies tensors: ``vtable_`` is a plain
-        pointer.
+        ``code``: ``"patch"`` (default), the patch's own ``incref`` / ``decref`` with the
+        stand-in guard; ``"emulation"``, the hand-written copy that forwards the slow
+        path to torch 2.15's own methods. Raises ``ValueError`` for another ``code``;
+        ``FixError`` if a fix is already installed (no nesting: the outer block would
+        restore it early) or cannot be installed, and on exit if the interpreter's
+        vtable was replaced by someone else meanwhile (left alone then). Install it only
+        while no other thread copies tensors: ``vtable_`` is a plain pointer.
         """
-        rc = self._lib.fixes_interpreter_install()
+        if code not in self.CODES:
+            raise ValueError(f"code must be one of {sorted(self.CODES)}, not {code!r}")
+        rc = self._lib.fixes_interpreter_install(self.CODES[code])
         if rc == 1:
             raise FixError("the interpreter fix is already installed")
         if rc != 0:
@@ -145,6 +179,55 @@ class InternalFixes:
 
         if self._lib.fixes_copy_on_foreign_thread(id(t) + core.PYOBJECT_SIZE, n) != 0:
             raise FixError(self._error())
+
+    def copy_here(self, t, n: int, attach: bool) -> int | None:
+        """Copy ``t``'s ``at::Tensor`` ``n`` times on this thread, attached (``attach``:
+        the GIL taken first, as a C extension called from Python holds it) or detached
+        (the GIL released, as cffi calls run); returns ``t``'s refcount while the first
+        copy was alive (None when detached: not read without the GIL). ``t``: a plain
+        ``torch.Tensor`` (its ``at::Tensor`` at ``id(t) + sizeof(PyObject)``)."""
+        from bridge import _bridge as core
+
+        out = self._ffi.new("int64_t*")
+        if self._lib.fixes_copy_here(id(t) + core.PYOBJECT_SIZE, id(t), n, int(bool(attach)),
+                                     out) != 0:
+            raise FixError(self._error())
+        return None if out[0] < 0 else int(out[0])
+
+    def hold(self, t, until: str) -> None:
+        """Keep one C++ copy of ``t``'s ``at::Tensor`` until ``release_held()``
+        (``until="finalization"``) or until the process exits (``until="exit"``: an
+        atexit handler, which runs once the interpreter is finalized); each release
+        writes one line to stderr (``initialized=``, ``finalizing=``, the refcounts and
+        the guard's counts). For the finalization test's child process."""
+        from bridge import _bridge as core
+
+        which = {"finalization": 0, "exit": 1}[until]
+        if self._lib.fixes_hold(id(t) + core.PYOBJECT_SIZE, id(t), which) != 0:
+            raise FixError("cannot register the atexit handler")
+
+    def release_held(self) -> None:
+        """Drop the copies ``hold(..., "finalization")`` keeps, with the GIL, reporting to
+        stderr before and after."""
+        self._lib.fixes_release_held()
+
+    def guard_probe(self, where: str) -> dict[str, bool]:
+        """One stand-in ``SafeGilScopedAcquire`` on its own, on a thread that is
+        ``"attached"`` (this thread, GIL taken first), ``"detached"`` (this thread with
+        the GIL released) or ``"foreign"`` (a new native thread without a thread state):
+        ``{"true": the guard converts to true, "held_inside": PyGILState_Check() in its
+        scope, "held_after": PyGILState_Check() after it, "state_after": the thread has
+        a thread state after it}``."""
+        if where == "foreign":
+            bits = self._lib.fixes_guard_probe_on_foreign_thread()
+        elif where in ("attached", "detached"):
+            bits = self._lib.fixes_guard_probe_here(int(where == "attached"))
+        else:
+            raise ValueError(f"where must be attached, detached or foreign, not {where!r}")
+        if bits < 0:
+            raise FixError("the foreign thread could not start")
+        names = ("true", "held_inside", "held_after", "state_after")
+        return {name: bool(bits >> i & 1) for i, name in enumerate(names)}
 
     # --- attached-thread-state tests ---------------------------------------------------
     #: the tests ``thread_checks`` evaluates, by bit

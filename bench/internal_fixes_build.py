@@ -1,10 +1,16 @@
-"""cffi build script for ``_bench_internal_fixes`` (``internal_fixes.cpp``).
+"""cffi build script for ``_bench_internal_fixes`` (``internal_fixes.cpp`` and
+``patched_interpreter.cpp``).
 
-Out-of-line API mode, like ``peers_native_build.py``: ``build(tmpdir)`` compiles the
-C++ against the installed torch's headers and links ``libtorch_python`` (for
+Out-of-line API mode, like ``peers_native_build.py``: ``build(tmpdir)`` first cuts the
+interpreter fix's own ``incref`` / ``decref`` out of the patch
+(``patched_interpreter.write_include``: the patch that changes ``PyInterpreter.cpp``
+applied to the base copy, the definitions written to ``tmpdir/patched/``), then compiles
+the C++ against the installed torch's headers and links ``libtorch_python`` (for
 ``THPVariableClass``), ``libtorch_cpu`` (``at::toDLPackNonOwning``) and ``libc10``
 (``c10::impl::getGlobalPyInterpreter``) into ``tmpdir`` (``peers_native.build_dir``:
-``build/bench-<torch version>-<SOABI>/``, git-ignored). Benchmark-only: nothing the bridge imports.
+``build/bench-<torch version>-<SOABI>/``, git-ignored). A patch that no longer applies,
+or whose functions no longer compile, fails the build with the compiler's message.
+Benchmark-only: nothing the bridge imports.
 """
 
 from __future__ import annotations
@@ -12,13 +18,16 @@ from __future__ import annotations
 import pathlib
 
 import cffi
+import patched_interpreter
 import torch
 import torch.utils.cpp_extension as cpp_extension
 from packaging.version import Version
 
 HERE = pathlib.Path(__file__).resolve().parent
 MODULE = "_bench_internal_fixes"
-SOURCES = (HERE / "internal_fixes.cpp", pathlib.Path(__file__).resolve())
+SOURCES = (HERE / "internal_fixes.cpp", HERE / "patched_interpreter.cpp",
+           HERE / "safe_gil_stand_in.h", pathlib.Path(__file__).resolve(),
+           *patched_interpreter.sources())
 # torch 2.14+ headers use C++20 features; older ones build with C++17.
 _CXX_STD = "c++20" if Version(torch.__version__).release >= (2, 14) else "c++17"
 _TORCH_LIB = cpp_extension.library_paths()
@@ -26,7 +35,7 @@ _TORCH_LIB = cpp_extension.library_paths()
 _DECLS = """
     const char* fixes_last_error(void);
     void fixes_interpreter_layout(int64_t* out);
-    int fixes_interpreter_install(void);
+    int fixes_interpreter_install(int code);
     int fixes_interpreter_uninstall(void);
     int fixes_interpreter_installed(void);
     uintptr_t fixes_interpreter_vtable(void);
@@ -36,6 +45,14 @@ _DECLS = """
     int fixes_dltensor_once(uintptr_t api, uintptr_t obj, DLTensor* out);
     int fixes_thread_checks(int attach, int wait_us);
     int fixes_thread_checks_on_foreign_thread(void);
+    const char* fixes_patch_name(void);
+    void fixes_guard_counts(uint64_t* out);
+    int fixes_guard_probe_here(int attach);
+    int fixes_guard_probe_on_foreign_thread(void);
+    int fixes_copy_here(uintptr_t handle, uintptr_t obj, int64_t n, int attach,
+                        int64_t* refcnt_during);
+    int fixes_hold(uintptr_t handle, uintptr_t obj, int which);
+    void fixes_release_held(void);
 """
 ffibuilder = cffi.FFI()
 # DLTensor as ATen/dlpack.h (DLPack 1.x) declares it; cffi checks the layout.
@@ -74,14 +91,19 @@ def torch_cpp_options(cpp: pathlib.Path, decls: str, *includes: str) -> dict:
     )
 
 
-# DLTensor from torch's own header; the functions from internal_fixes.cpp.
-ffibuilder.set_source(MODULE, **torch_cpp_options(HERE / "internal_fixes.cpp", _DECLS,
-                                                  "<ATen/dlpack.h>"))
-
-
 def build(tmpdir: pathlib.Path) -> pathlib.Path:
-    """Compile ``_bench_internal_fixes`` into ``tmpdir``; returns the built module's path."""
+    """Cut the patch's ``incref`` / ``decref`` into ``tmpdir/patched/``, then compile
+    ``_bench_internal_fixes`` into ``tmpdir``; returns the built module's path. Raises
+    ``patched_interpreter.ExtractionError`` when the patch cannot be applied or cut."""
     tmpdir.mkdir(parents=True, exist_ok=True)
+    generated = tmpdir / "patched"
+    patched_interpreter.write_include(generated)
+    # DLTensor from torch's own header; the functions from internal_fixes.cpp and
+    # patched_interpreter.cpp (which includes the generated patched_interpreter.inc).
+    options = torch_cpp_options(HERE / "internal_fixes.cpp", _DECLS, "<ATen/dlpack.h>")
+    options["sources"].append(str(HERE / "patched_interpreter.cpp"))
+    options["include_dirs"].append(str(generated))
+    ffibuilder.set_source(MODULE, **options)
     return pathlib.Path(ffibuilder.compile(tmpdir=str(tmpdir), verbose=False))
 
 

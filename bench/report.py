@@ -854,7 +854,10 @@ def markdown(r: Results, chart_name: str | None) -> str:
               "pointer, ndim, sizes, strides, dtype, device type and index), today and after "
               "each internal fix, in one interleaved run (`bench/routes.py`; the `*_fixed` "
               "rows run torch's own functions with `bench/internal_fixes.cpp`'s interpreter "
-              "fix installed for their loop only). Instruction counts of the same routes: "
+              "fix installed for their loop only: the patch's own incref / decref, built from "
+              "the patch against torch 2.15 with a stand-in for main's SafeGilScopedAcquire, "
+              "not a build of main; the `*_fixed_emulation` rows the earlier hand-written "
+              "emulation). Instruction counts of the same routes: "
               "`make callgrind`.", "",
               routes_table(r), "",
               "## 3. Peers (Python level)", "",

@@ -12,7 +12,11 @@ elements), dtype, device type and index; the ``part`` rows are pieces of a route
 tensor ``t`` (``run(n)`` makes ``n`` calls in C and returns ns per call) and
 ``{name: why it cannot run here}``. The ``*_fixed`` routes run torch's own functions
 with the interpreter fix installed for the duration of the loop
-(``internal_fixes.InternalFixes.interpreter_fix``); the ``dlpack_borrowed*`` routes
+(``internal_fixes.InternalFixes.interpreter_fix``): the patch's own ``incref`` /
+``decref``, cut out of the patched ``PyInterpreter.cpp`` and compiled against torch 2.15
+with a stand-in for main's ``SafeGilScopedAcquire`` (the patch's code on torch 2.15, not
+a build of main); the ``*_fixed_emulation`` routes run the same loops with the earlier
+hand-written emulation of that fix instead, so both figures show; the ``dlpack_borrowed*`` routes
 call the DLPack prototype through the same consumer loop as torch's
 ``dltensor_from_py_object_no_sync``.
 """
@@ -39,9 +43,13 @@ class Route:
 
 ROUTES = (
     Route("owned", "owned: torch_tensor_from_pyobject + 7 getters + delete", "today"),
+    # The *_fixed rows keep their labels (proposal/render.py reads them): the patch's code.
     Route("owned_fixed", "owned + interpreter fix", "internal fix"),
+    Route("owned_fixed_emulation", "owned + interpreter fix (emulation)", "internal fix"),
     Route("dlpack_no_sync", "DLPack dltensor_from_py_object_no_sync", "today"),
     Route("dlpack_no_sync_fixed", "DLPack no_sync + interpreter fix", "internal fix"),
+    Route("dlpack_no_sync_fixed_emulation", "DLPack no_sync + interpreter fix (emulation)",
+          "internal fix"),
     Route("dlpack_managed", "DLPack managed_tensor_from_py_object_no_sync + deleter", "today"),
     Route("dlpack_managed_fixed", "DLPack managed + deleter + interpreter fix", "internal fix"),
     Route("dlpack_borrowed_checked",
@@ -76,19 +84,19 @@ def contenders(t, peers, fixes, paths: dict[str, bool],
     runs: dict[str, Callable[[int], float]] = {}
     why: dict[str, str] = {}
 
-    def fixed(loop):
+    def fixed(loop, code):
         def run(n):
-            with fixes.interpreter_fix():
+            with fixes.interpreter_fix(code):
                 return loop(n)
         return run
 
-    def add(name, loop, needs_fix=False, needs=None):
+    def add(name, loop, needs_fix=False, needs=None, code="patch"):
         if needs is not None:
             why[name] = needs
         elif needs_fix and fixes is None:
             why[name] = f"the internal fixes are not built: {fixes_reason}"
         else:
-            runs[name] = fixed(loop) if needs_fix else loop
+            runs[name] = fixed(loop, code) if needs_fix else loop
 
     owned = None if paths.get("owned") else "no torch_tensor_from_pyobject on this torch"
     borrow = None if paths.get("borrow") else "no torch_tensor_borrow_from_pyobject here"
@@ -97,8 +105,12 @@ def contenders(t, peers, fixes, paths: dict[str, bool],
     meta = peers.metadata_reason or borrow
     add("owned", lambda n: peers.route_loop("owned", t, n), needs=owned)
     add("owned_fixed", lambda n: peers.route_loop("owned", t, n), True, owned)
+    add("owned_fixed_emulation", lambda n: peers.route_loop("owned", t, n), True, owned,
+        code="emulation")
     add("dlpack_no_sync", lambda n: peers.dltensor_loop(t, n), needs=dlpack)
     add("dlpack_no_sync_fixed", lambda n: peers.dltensor_loop(t, n), True, dlpack)
+    add("dlpack_no_sync_fixed_emulation", lambda n: peers.dltensor_loop(t, n), True, dlpack,
+        code="emulation")
     add("dlpack_managed", lambda n: peers.managed_loop(t, n), needs=dlpack)
     add("dlpack_managed_fixed", lambda n: peers.managed_loop(t, n), True, dlpack)
     if fixes is not None and dlpack is None:

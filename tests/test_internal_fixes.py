@@ -4,9 +4,15 @@ and the DLPack prototype fills what torch's own function fills.
 - The interpreter fix (the global ``PyInterpreter``'s ``vtable_`` pointed, for a ``with``
   block, at a copy of torch's vtable whose ``incref`` / ``decref`` skip the GIL
   acquisition on an attached thread): installed only inside the block, restored on an
-  error, never nested; refcounts of the tensor and its storage unchanged after 10**6
-  owned handles and DLPack exchanges; the owned path's parity tests pass while it is
-  installed; a thread with no Python thread state still takes torch's own acquisition.
+  error, never nested, for both codes it installs. The patch's own code (the default):
+  built from the one patch that changes ``PyInterpreter.cpp``, line for line the patched
+  file's; its stand-in for main's ``SafeGilScopedAcquire`` acquires on attached, detached
+  and foreign threads and refuses once Python finalizes; the fast path (no guard) on an
+  attached thread, the guard on a native thread without a thread state, on a detached
+  Python thread and on the autograd engine's detached copies, with refcounts unchanged;
+  a child process that exits with copies alive leaks them cleanly. The emulation: every
+  attached call fast, a foreign thread's calls forwarded to torch's own methods. The
+  parity suite passes with each installed.
 - DLPack without the copy (``dltensor_from_py_object_no_sync`` with a real-type check and
   a borrowed reference, with and without the attached-thread check): field by field
   equal to torch's on every dtype and layout of the parity suite, refusing what torch's
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import importlib.util
 import pathlib
+import subprocess
 import sys
 import unittest.mock
 
@@ -37,9 +44,11 @@ if importlib.util.find_spec("cffi") is None:
     pytest.skip("no cffi in this environment (free-threaded CPython 3.13): the internal "
                 "fixes are built with cffi", allow_module_level=True)
 
-sys.path.append(str(pathlib.Path(__file__).resolve().parent.parent / "bench"))
+BENCH = pathlib.Path(__file__).resolve().parent.parent / "bench"
+sys.path.append(str(BENCH))
 
 import internal_fixes  # noqa: E402
+import patched_interpreter  # noqa: E402
 import peers_native  # noqa: E402
 
 N = 10**6
@@ -62,19 +71,33 @@ def refcounts(t):
 
 
 # --- the interpreter fix -----------------------------------------------------------------
+#: interpreter_fix's codes: the patch's own incref / decref (default), the emulation
+CODES = ("patch", "emulation")
+
+
 def test_layout_comes_from_the_installed_header(fixes):
     lay = fixes.layout
     assert 2 <= lay["incref"] < lay["decref"] < lay["slots"] <= 256, lay
 
 
-def test_installed_inside_the_block_only(fixes):
+@pytest.mark.parametrize("code", CODES)
+def test_installed_inside_the_block_only(fixes, code):
     torch_vtable = fixes.vtable_address()
-    assert not fixes.installed()
-    with fixes.interpreter_fix():
-        assert fixes.installed()
+    assert not fixes.installed() and fixes.installed_code() is None
+    with fixes.interpreter_fix(code):
+        assert fixes.installed() and fixes.installed_code() == code
         assert fixes.vtable_address() != torch_vtable
     assert not fixes.installed()
     assert fixes.vtable_address() == torch_vtable
+
+
+def test_the_default_is_the_patch_code(fixes):
+    with fixes.interpreter_fix():
+        assert fixes.installed_code() == "patch"
+    with pytest.raises(ValueError, match="code must be one of"):
+        with fixes.interpreter_fix("main"):
+            pass
+    assert not fixes.installed()
 
 
 def test_restored_when_the_block_raises(fixes):
@@ -89,13 +112,240 @@ def test_no_nesting(fixes):
     torch_vtable = fixes.vtable_address()
     with fixes.interpreter_fix():
         with pytest.raises(internal_fixes.FixError, match="already installed"):
-            with fixes.interpreter_fix():
+            with fixes.interpreter_fix("emulation"):
                 pass
-        assert fixes.installed()  # the failed inner block did not restore early
+        assert fixes.installed_code() == "patch"  # the failed inner block did not restore early
     assert fixes.vtable_address() == torch_vtable
 
 
-def test_attached_thread_skips_the_acquisition_and_refcounts_hold(fixes, peers):
+# --- the patch's code: cut out of the patch, not retyped ---------------------------------
+def test_the_built_code_is_the_patched_files(fixes, tmp_path):
+    """The module was built from the one patch that changes PyInterpreter.cpp: the
+    generated file holds, line for line, the patched file's incref, decref and the helper
+    they call, each different from the base's where the base has it."""
+    patch = patched_interpreter.interpreter_patch()
+    assert fixes.patch_name == patch.name
+    got = patched_interpreter.extract()
+    assert [name for name, _, _ in got["pieces"]] == [
+        "attached_thread_state", "ConcretePyInterpreterVTable::decref",
+        "ConcretePyInterpreterVTable::incref"]
+    patched = patched_interpreter.patched_text(patch).splitlines()
+    base = patched_interpreter.BASE.read_text()
+    for name, line, body in got["pieces"]:
+        lines = body.splitlines()
+        assert patched[line - 1:line - 1 + len(lines)] == lines, name
+        assert body not in base, f"{name} is the base's, not the patch's"
+    assert "attached_thread_state() && !Py_IsFinalizing()" in got["pieces"][1][2]
+    built = peers_native.build_dir(torch.__version__.split("+")[0]) / "patched"
+    patched_interpreter.write_include(tmp_path)
+    name = patched_interpreter.INCLUDE_NAME
+    assert (built / name).read_text() == (tmp_path / name).read_text()
+
+
+def test_the_patch_is_found_by_what_it_changes(tmp_path, monkeypatch):
+    """A series renumbered and retitled (the PyInterpreter patch first, another subject
+    line) still builds the same code: the patch is the one whose diff changes the file."""
+    original = patched_interpreter.interpreter_patch()
+    want = patched_interpreter.extract()["pieces"]
+    for p in patched_interpreter.PATCHES.glob("*.patch"):
+        text = p.read_text()
+        name = p.name
+        if p == original:
+            name = "0001-Let-attached-threads-skip-the-GIL-in-refcounting.patch"
+            text = text.replace("[PATCH 3/3]", "[PATCH 1/3]")
+        (tmp_path / name).write_text(text)
+    monkeypatch.setattr(patched_interpreter, "PATCHES", tmp_path)
+    assert patched_interpreter.interpreter_patch().name.startswith("0001-Let-attached")
+    assert patched_interpreter.extract()["pieces"] == want
+    (tmp_path / "0009-copy.patch").write_text(original.read_text())
+    with pytest.raises(patched_interpreter.ExtractionError, match="exactly one patch"):
+        patched_interpreter.interpreter_patch()
+
+
+# --- the stand-in for main's SafeGilScopedAcquire, on its own ----------------------------
+@pytest.mark.parametrize("where, expected", [
+    # attached: pybind11 nests (a counter), the thread still holds the GIL after
+    ("attached", {"true": True, "held_inside": True, "held_after": True, "state_after": True}),
+    # detached Python thread: takes the GIL, gives it back
+    ("detached", {"true": True, "held_inside": True, "held_after": False, "state_after": True}),
+    # a native thread Python never saw: a thread state made and deleted again
+    ("foreign", {"true": True, "held_inside": True, "held_after": False, "state_after": False}),
+])
+def test_stand_in_guard_acquires_on_every_live_thread(fixes, where, expected):
+    before = fixes.guard_counts()
+    assert fixes.guard_probe(where) == expected
+    after = fixes.guard_counts()
+    assert after["constructed"] - before["constructed"] == 1
+    assert after["acquired"] - before["acquired"] == 1
+    assert after["refused_finalizing"] == before["refused_finalizing"]
+# Its refusals (finalizing, finalized) are tested in a child process:
+# test_copies_alive_across_interpreter_finalization.
+
+
+# --- the patch's code installed: where the fast path is taken ----------------------------
+def guard_delta(fixes, before):
+    after = fixes.guard_counts()
+    return {k: after[k] - before[k] for k in after}
+
+
+def test_patch_fast_path_on_an_attached_thread(fixes, peers):
+    """Attached and not finalizing: 10**6 owned handles (2.14+), 10**6 DLPack exchanges and
+    1000 plain copies, each an at::Tensor copy reaching incref / decref: no guard is ever
+    constructed (the fast path), the object's refcount rises by one while a copy is alive,
+    as with torch's own methods, and nothing leaks or is freed early."""
+    t = torch.randn(32, 32)
+    assert t._use_count() == 1  # each copy takes the 1 -> 2 and 2 -> 1 steps
+    before = refcounts(t)
+    during_torch = fixes.copy_here(t, 1, attach=True)  # torch's own incref, for reference
+    loops = [lambda: peers.dltensor_loop(t, N)]
+    if expected_paths()["owned"]:
+        loops.append(lambda: peers.handle_loop("owned", t, N))
+    g0 = fixes.guard_counts()
+    with fixes.interpreter_fix():
+        during = fixes.copy_here(t, 1000, attach=True)
+        for loop in loops:
+            assert loop() > 0
+    assert guard_delta(fixes, g0) == dict.fromkeys(g0, 0)
+    assert during == during_torch
+    assert refcounts(t) == before
+
+
+@pytest.mark.parametrize("where", ["native thread without a thread state",
+                                   "Python thread, detached"])
+def test_patch_slow_path_without_an_attached_thread_state(fixes, where):
+    """A native thread Python never saw, and this thread with the GIL released: every
+    incref / decref constructs the guard, which acquires (2 per copy), and refcounts
+    hold."""
+    t = torch.randn(8)
+    assert t._use_count() == 1
+    before = refcounts(t)
+    g0 = fixes.guard_counts()
+    with fixes.interpreter_fix():
+        if where.startswith("native"):
+            fixes.copy_on_foreign_thread(t, 1000)
+        else:
+            assert fixes.copy_here(t, 1000, attach=False) is None
+    delta = guard_delta(fixes, g0)
+    assert (delta["constructed"], delta["acquired"]) == (2000, 2000), delta
+    assert delta["refused_finalizing"] == delta["refused_exception"] == 0
+    assert refcounts(t) == before
+
+
+def test_patch_on_autograd_engine_threads(fixes):
+    """A backward pass whose hooks copy tensors, with the patch's code installed. The
+    engine runs a CPU graph on the calling thread with the GIL released
+    (PythonEngine::execute), so its own copies of tensors that Python objects own (the
+    hooks' results) reach incref / decref detached: the guard (slow path); inside a hook
+    the thread is attached: copies there take the fast path. Gradients equal those of a
+    run without the fix; refcounts of the leaves and their gradients are unchanged by a
+    second identical pass."""
+    def run(install):
+        torch.manual_seed(0)
+        x = torch.randn(64, requires_grad=True)
+        w = torch.randn(64, requires_grad=True)
+        hook_deltas = []
+
+        def hook(g):
+            out = g * 1.0  # a tensor a Python object owns, handed back to the engine
+            g0 = fixes.guard_counts()
+            fixes.copy_here(out, 100, attach=True)
+            hook_deltas.append(guard_delta(fixes, g0)["constructed"])
+            return out
+
+        y = (x * w).sin()
+        y.register_hook(hook)
+        z = y * 2.0
+        z.register_hook(hook)
+        g0 = fixes.guard_counts()
+        if install:
+            with fixes.interpreter_fix():
+                z.sum().backward()
+        else:
+            z.sum().backward()
+        return x, w, hook_deltas, guard_delta(fixes, g0)
+
+    x0, w0, _, untouched = run(install=False)
+    x1, w1, hook_deltas, engine = run(install=True)
+    assert untouched["constructed"] == 0  # torch's own methods: the stand-in never runs
+    assert torch.equal(x1.grad, x0.grad) and torch.equal(w1.grad, w0.grad)
+    assert hook_deltas == [0, 0]  # in the hooks: attached, fast path only
+    assert engine["constructed"] > 0 and engine["constructed"] == engine["acquired"], engine
+    before = [refcounts(v) for v in (x1, w1, x1.grad, w1.grad)]
+    x1.grad = w1.grad = None
+    with fixes.interpreter_fix():
+        (x1 * w1).sin().mul(2.0).sum().backward()
+    assert [refcounts(v)[0] for v in (x1, w1)] == [b[0] for b in before[:2]]
+    assert [refcounts(v) for v in (x1.grad, w1.grad)] == before[2:]
+
+
+CHILD = """
+import sys
+import torch
+sys.path.insert(0, {bench!r})
+import internal_fixes
+fixes = internal_fixes.InternalFixes(torch)
+# Installed for good (not through the context manager, whose generator the interpreter
+# would close, and so uninstall, during finalization).
+assert fixes._lib.fixes_interpreter_install(fixes.CODES["patch"]) == 0
+kept_to_finalization = [torch.randn(4) for _ in range(3)]
+kept_to_exit = [torch.randn(4) for _ in range(2)]
+for t in kept_to_finalization:
+    fixes.hold(t, "finalization")
+for t in kept_to_exit:
+    fixes.hold(t, "exit")
+del t
+
+
+class Releaser:
+    def __init__(self, release):
+        self.release = release
+
+    def __del__(self):
+        self.release()
+
+
+_releaser = Releaser(fixes.release_held)  # cleared while the interpreter finalizes
+print("child: exiting with copies alive", flush=True)
+"""
+
+
+def parse_report(stderr: str) -> dict[str, dict[str, int]]:
+    """``{when: {key: int}}`` of the child's ``when: key=value ...`` lines."""
+    out = {}
+    for line in stderr.splitlines():
+        head, sep, rest = line.partition(": ")
+        if sep and "=" in rest and " " not in head:
+            out[head] = {k: int(v) for k, v in (kv.split("=") for kv in rest.split())}
+    return out
+
+
+def test_copies_alive_across_interpreter_finalization(fixes, tmp_path):
+    """A child process exits while C++ copies of its tensors are alive, the patch's code
+    installed. CPython (3.11 to 3.13, ``Py_FinalizeEx``) marks the runtime finalizing and
+    not initialized in one step, before it clears the modules; so copies released while
+    the interpreter finalizes (a __del__ run as __main__ is cleared) and copies released
+    after it (an atexit handler) both meet the patch's first test, ``Py_IsInitialized()``,
+    and return before the fast path's test: no guard, the reference leaked (the refcount
+    stays), as torch's own methods do. The guard on its own refuses in both states. The
+    child exits cleanly."""
+    script = tmp_path / "child.py"
+    script.write_text(CHILD.format(bench=str(BENCH)))
+    done = subprocess.run([sys.executable, "-P", str(script)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "child: exiting with copies alive" in done.stdout
+    rep = parse_report(done.stderr)
+    for when in ("finalizing", "at-exit"):
+        before, after = rep[f"{when}-before"], rep[f"{when}-after"]
+        assert (before["initialized"], before["finalizing"]) == (0, 1), rep
+        assert after["guard_constructed"] == before["guard_constructed"], rep
+        assert rep[f"{when}-probe"]["guard_true"] == 0, rep
+    before, after = rep["finalizing-before"], rep["finalizing-after"]
+    assert after["refcnt_after"] == before["refcnt_before"]  # leaked, not decremented
+
+
+# --- the emulation (code="emulation"): its own counters ----------------------------------
+def test_emulation_attached_thread_skips_the_acquisition_and_refcounts_hold(fixes, peers):
     """10**6 owned handles (2.14+) and 10**6 DLPack exchanges, each an at::Tensor copy:
     every incref / decref takes the fast path, and nothing leaks or is freed early."""
     t = torch.randn(32, 32)
@@ -104,7 +354,7 @@ def test_attached_thread_skips_the_acquisition_and_refcounts_hold(fixes, peers):
     loops = [lambda: peers.dltensor_loop(t, N)]
     if expected_paths()["owned"]:
         loops.append(lambda: peers.handle_loop("owned", t, N))
-    with fixes.interpreter_fix():
+    with fixes.interpreter_fix("emulation"):
         for loop in loops:
             assert loop() > 0
     fast, slow = fixes.counts()
@@ -114,36 +364,40 @@ def test_attached_thread_skips_the_acquisition_and_refcounts_hold(fixes, peers):
     assert refcounts(t) == before
 
 
-def test_a_thread_without_a_thread_state_still_acquires(fixes):
+def test_emulation_a_thread_without_a_thread_state_still_acquires(fixes):
     """Copies on a native thread that never attached a thread state go to torch's own
-    incref / decref (the acquisition), with the fix installed."""
+    incref / decref (the acquisition), with the emulation installed."""
     t = torch.randn(8)
     assert t._use_count() == 1  # so each copy takes the 1 -> 2 and 2 -> 1 steps
     before = refcounts(t)
     fast0, slow0 = fixes.counts()
-    with fixes.interpreter_fix():
+    g0 = fixes.guard_counts()
+    with fixes.interpreter_fix("emulation"):
         fixes.copy_on_foreign_thread(t, 1000)
     fast, slow = fixes.counts()
     assert (fast - fast0, slow - slow0) == (0, 2000)
+    assert guard_delta(fixes, g0)["constructed"] == 0  # torch's guard, not the stand-in
     assert refcounts(t) == before
 
 
 def test_without_the_fix_nothing_reaches_it(fixes):
     t = torch.randn(8)
-    counts = fixes.counts()
+    counts, guards = fixes.counts(), fixes.guard_counts()
     fixes.copy_on_foreign_thread(t, 100)
-    assert fixes.counts() == counts
+    fixes.copy_here(t, 100, attach=False)
+    assert fixes.counts() == counts and fixes.guard_counts() == guards
 
 
+@pytest.mark.parametrize("code", CODES)
 @pytest.mark.parametrize("layout", LAYOUTS, ids=lambda layout: layout.name)
 @pytest.mark.parametrize("dtype", VIEWABLE, ids=dtype_name)
-def test_parity_holds_with_the_fix_installed(fixes, dtype, layout):
+def test_parity_holds_with_the_fix_installed(fixes, dtype, layout, code):
     """The parity suite's dtype x layout cases, every path (owned included where torch
-    has it), while the fix is installed."""
+    has it), while the fix is installed (the patch's code, and the emulation)."""
     if cpu_allocation_error(dtype) is not None:
         pytest.skip(f"torch cannot allocate {dtype} on the CPU")
     t = layout.build(dtype)
-    with fixes.interpreter_fix():
+    with fixes.interpreter_fix(code):
         assert_parity(t)
 
 

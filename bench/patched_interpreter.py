@@ -1,0 +1,180 @@
+"""The interpreter fix's own code, cut out of the patch at build time (benchmark-only).
+
+``proposal/patches/`` holds one patch that changes ``torch/csrc/PyInterpreter.cpp``
+(``ConcretePyInterpreterVTable::incref`` / ``decref`` skip the GIL acquisition on an
+attached thread). This module applies that patch to the unmodified base copy,
+``proposal/upstream/torch/csrc/PyInterpreter.cpp``, in a temporary folder (``git
+apply``, as a maintainer would), and cuts out of the patched file, never retyped:
+
+- the definitions of ``ConcretePyInterpreterVTable::incref`` and ``::decref``;
+- the definition of every free function those bodies call that the patched file defines
+  and the base does not (the patch's ``attached_thread_state()``).
+
+``write_include(folder)`` writes them, with ``#line`` directives pointing at the patched
+file, into ``folder/patched_interpreter.inc``, which ``patched_interpreter.cpp`` compiles
+against torch 2.15's headers and ``safe_gil_stand_in.h`` (main's
+``torch::detail::SafeGilScopedAcquire`` is not in torch 2.15). The patch is found by
+what it changes, not by its file name, so a renumbered or retitled series still builds.
+Nothing here is used by the bridge.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pathlib
+import re
+import shutil
+import subprocess
+import tempfile
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+PATCHES = REPO / "proposal" / "patches"
+REL = "torch/csrc/PyInterpreter.cpp"
+BASE = REPO / "proposal" / "upstream" / REL
+INCLUDE_NAME = "patched_interpreter.inc"
+#: The methods taken from the patched file, in the order they are written out.
+METHODS = ("decref", "incref")
+
+
+class ExtractionError(RuntimeError):
+    """The patch or the patched file is not what the extraction expects (says what)."""
+
+
+def interpreter_patch() -> pathlib.Path:
+    """The one patch of ``proposal/patches/`` whose diff changes ``torch/csrc/PyInterpreter.cpp``.
+
+    Raises ``ExtractionError`` when none or more than one does."""
+    found = [p for p in sorted(PATCHES.glob("*.patch"))
+             if f"+++ b/{REL}\n" in p.read_text(errors="replace")]
+    if len(found) != 1:
+        raise ExtractionError(f"expected exactly one patch in {PATCHES} that changes {REL}, "
+                              f"found {[p.name for p in found]}")
+    return found[0]
+
+
+def sources() -> list[pathlib.Path]:
+    """What the extracted code depends on, for a build's is-it-stale check: every patch
+    (which one changes the file is decided at build time), the base and this module.
+    Never raises, so importing a build script that lists these cannot fail."""
+    return [*sorted(PATCHES.glob("*.patch")), BASE, pathlib.Path(__file__).resolve()]
+
+
+def patched_text(patch: pathlib.Path) -> str:
+    """The base ``PyInterpreter.cpp`` with ``patch`` applied (``git apply``, only that file)."""
+    with tempfile.TemporaryDirectory(prefix="patched-interpreter-") as tmp:
+        target = pathlib.Path(tmp) / REL
+        target.parent.mkdir(parents=True)
+        shutil.copyfile(BASE, target)
+        done = subprocess.run(["git", "apply", f"--include={REL}", str(patch)], cwd=tmp,
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise ExtractionError(f"{patch.name} does not apply to {BASE}: {done.stderr.strip()}")
+        return target.read_text()
+
+
+def _skip_literal(text: str, i: int) -> int:
+    """Index after the comment or string/char literal starting at ``i`` (``i`` if none)."""
+    if text.startswith("//", i):
+        end = text.find("\n", i)
+        return len(text) if end < 0 else end
+    if text.startswith("/*", i):
+        end = text.find("*/", i + 2)
+        if end < 0:
+            raise ExtractionError("unterminated comment")
+        return end + 2
+    if text[i] in "\"'":
+        quote, j = text[i], i + 1
+        while j < len(text) and text[j] != quote:
+            j += 2 if text[j] == "\\" else 1
+        return j + 1
+    return i
+
+
+def definition(text: str, head: re.Pattern) -> tuple[int, str]:
+    """``(line number, text)`` of the one definition whose first line matches ``head``
+    (at column 0, ending in ``{``), up to its matching closing brace; braces inside
+    comments and literals are skipped."""
+    matches = list(head.finditer(text))
+    if len(matches) != 1:
+        raise ExtractionError(f"expected one definition matching {head.pattern!r}, "
+                              f"found {len(matches)}")
+    start = matches[0].start()
+    i, depth = text.index("{", start), 0
+    while i < len(text):
+        j = _skip_literal(text, i)
+        if j != i:
+            i = j
+            continue
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return text.count("\n", 0, start) + 1, text[start:i + 1]
+        i += 1
+    raise ExtractionError(f"no closing brace for {head.pattern!r}")
+
+
+def _method_head(name: str) -> re.Pattern:
+    return re.compile(rf"^void ConcretePyInterpreterVTable::{name}\(PyObject\* pyobj\) const \{{",
+                      re.M)
+
+
+def _function_head(name: str) -> re.Pattern:
+    return re.compile(rf"^[A-Za-z_][\w:<>\s\*&]*?\b{re.escape(name)}\(\)\s*(noexcept\s*)?\{{", re.M)
+
+
+def extract() -> dict:
+    """The patch's incref / decref and their new helpers.
+
+    Returns ``{"patch": file name, "patch_sha256": ..., "base_sha256": ..., "pieces":
+    [(name, first line in the patched file, text), ...]}``, helpers first. Raises
+    ``ExtractionError`` when a method is missing, unchanged by the patch, or calls a
+    helper that the patched file does not define."""
+    patch = interpreter_patch()
+    patched, base = patched_text(patch), BASE.read_text()
+    methods = []
+    for name in METHODS:
+        line, body = definition(patched, _method_head(name))
+        _, before = definition(base, _method_head(name))
+        if body == before:
+            raise ExtractionError(f"{patch.name} leaves ConcretePyInterpreterVTable::{name} "
+                                  "unchanged: nothing of the patch to build")
+        methods.append((f"ConcretePyInterpreterVTable::{name}", line, body))
+    helpers = []
+    called = sorted({m for _, _, body in methods
+                     for m in re.findall(r"\b([a-z_][a-z0-9_]*)\(\)", body)})
+    for name in called:
+        if _function_head(name).search(patched) and not _function_head(name).search(base):
+            line, body = definition(patched, _function_head(name))
+            helpers.append((name, line, body))
+    if not helpers:
+        raise ExtractionError(f"the patched incref / decref call no function that {patch.name} "
+                              f"adds (looked for: {called})")
+    return {"patch": patch.name,
+            "patch_sha256": hashlib.sha256(patch.read_bytes()).hexdigest(),
+            "base_sha256": hashlib.sha256(BASE.read_bytes()).hexdigest(),
+            "pieces": helpers + methods}
+
+
+def write_include(folder: pathlib.Path) -> dict:
+    """Write ``folder/patched_interpreter.inc`` (the pieces, each under a ``#line`` naming
+    its line in the patched file); returns ``extract()``'s answer."""
+    got = extract()
+    lines = [f"// Generated by bench/patched_interpreter.py: {got['patch']} applied to",
+             f"// proposal/upstream/{REL} (sha256 {got['base_sha256'][:16]}...), these",
+             "// definitions cut out of the patched file, unedited. Do not edit; rebuild.",
+             f"#define PATCHED_INTERPRETER_PATCH \"{got['patch']}\""]
+    for name, line, body in got["pieces"]:
+        lines += [f"// {name}", f'#line {line} "{REL} (patched by {got["patch"]})"', body]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / INCLUDE_NAME).write_text("\n".join(lines) + "\n")
+    return got
+
+
+if __name__ == "__main__":
+    import sys
+
+    out = write_include(pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else pathlib.Path("."))
+    for name, line, _ in out["pieces"]:
+        print(f"{out['patch']}: {name} (patched file line {line})")
