@@ -75,7 +75,9 @@ def _address(sym) -> int:
 
 
 class Consumer:
-    """The built consumer, every address installed (see the module docstring).
+    """The built consumer, every address installed (see the module docstring). The
+    extension holds one set of addresses per process: the newest ``Consumer`` installs
+    its own (all of them must agree unless ``prototypes`` differ).
 
     Attributes
     ----------
@@ -90,7 +92,10 @@ class Consumer:
         Where a new result handle becomes a Python tensor.
     """
 
-    def __init__(self, torch):
+    def __init__(self, torch, prototypes: bool = False):
+        """``prototypes``: use 2.14's owned shim and ``torch_tensor_to_pyobject`` built for
+        this torch even where torch exports its own (what a torch < 2.14 gets; the tests
+        run that path on every torch)."""
         import fallback_ops_build as fb
 
         from bridge import _bridge as core
@@ -126,7 +131,7 @@ class Consumer:
                 self.reasons[route] = reason
 
         # The owned handle: torch's own where it has one, else 2.14's built for it.
-        if res.paths["owned"].available:
+        if res.paths["owned"].available and not prototypes:
             addresses["owned"] = res.symbols[_resolve.OWNED].address
             owned_reason, owned_label = None, (
                 f"owned (torch_tensor_from_pyobject, torch {torch.__version__})")
@@ -148,7 +153,7 @@ class Consumer:
             # op_loop borrows its handles once: without a borrow nothing is measured.
             raise Unavailable(f"no borrowed handle: {borrow.reason}")
 
-        to_py = look("torch_tensor_to_pyobject")
+        to_py = None if prototypes else look("torch_tensor_to_pyobject")
         if to_py is not None:
             addresses["to_pyobject"] = to_py.address
             self.to_pyobject = f"torch_tensor_to_pyobject ({to_py.origin})"

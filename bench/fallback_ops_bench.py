@@ -23,13 +23,15 @@ the order rotating) of:
 so round ``r`` of a route pairs with round ``r`` of the op (``fallback_ops_report.py``:
 the handles' share of the op, per round). At 32x32 also ``call:<route>``: the
 Python-level call ``call(op, route, *tensors)`` (what a user's code pays end to end),
-interleaved per op. Every route's result is checked equal to torch's own
+interleaved per op. torch's intra-op threads: ``$FALLBACK_OPS_THREADS`` when set (the
+runner sets 1 by default), recorded in the JSON. Every route's result is checked equal to torch's own
 (``torch.equal``) before timing; which aten ops a ``TorchDispatchMode`` saw during each
 op, and whether the result records autograd, go into the JSON's evidence.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -40,12 +42,17 @@ import interleave
 SIZES = (32, 1024)
 GROUP_LOOPS = "F1 fallback shims: handles per call vs the op, native loops"
 GROUP_CALLS = "F2 fallback shims: Python-level call per route, 32x32"
+#: torch's intra-op threads for the run, when set (``fallback_ops_run.py --threads``)
+THREADS_ENV = "FALLBACK_OPS_THREADS"
 #: target time of one contender's round, ns (the op's calls per round follow from it)
 ROUND_NS = {True: 2e6, False: 20e6}
 
 
 @pytest.fixture(scope="module")
 def consumer(torch, notes):
+    threads = os.environ.get(THREADS_ENV)
+    if threads:
+        torch.set_num_threads(int(threads))
     try:
         c = fo.Consumer(torch)
     except fo.Unavailable as exc:

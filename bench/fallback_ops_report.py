@@ -234,7 +234,7 @@ def header_md(run: Run) -> list[str]:
               f"before timing: {sorted(info.get('checked', {}))}.",
               f"- Machine: {rp.cpu_line(bench) if bench else '?'}; Python {bench.get('python', '?')}"
               f"; torch intra-op threads {info.get('num_threads')}; load average at start / end "
-              f"{bench.get('load_average')} / {bench.get('load_average_at_end')}."]
+              f"{bench.get('load_average_at_start')} / {bench.get('load_average_at_end')}."]
     if dev.get("type") == "cuda":
         lines.append(f"- GPU: {dev.get('name')} (compute capability {dev.get('capability')}, "
                      f"{dev.get('memory_gib')} GiB), torch CUDA {dev.get('torch_cuda')}, driver "

@@ -14,6 +14,7 @@ repository root.
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 import sys
 
@@ -28,6 +29,10 @@ def main(argv=None) -> int:
     parser.add_argument("--stem", help="file name stem instead of the default")
     parser.add_argument("--callgrind", type=pathlib.Path,
                         help="fallback_ops_callgrind.py's JSON, for the instruction columns")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch's intra-op threads (default 1: on a small shared machine "
+                        "an idle pool's spinning and a busy neighbour make a 2-thread op "
+                        "stall for milliseconds; 0 leaves torch's default)")
     parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments after --")
     args = parser.parse_args(argv)
 
@@ -37,8 +42,12 @@ def main(argv=None) -> int:
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: torch.cuda.is_available() is false on this machine")
     sys.path.insert(0, str(HERE))
+    import fallback_ops_bench
     import fallback_ops_report
     import run
+
+    if args.threads:
+        os.environ[fallback_ops_bench.THREADS_ENV] = str(args.threads)
 
     version = torch.__version__.split("+")[0]
     if args.stem:
