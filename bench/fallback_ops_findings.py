@@ -77,27 +77,28 @@ def cg_figures(cg: dict) -> dict:
 
 
 def summary_table(cgf: dict, run: fr.Run | None) -> list[str]:
-    """Per op: instructions and ns per tensor argument, owned / owned + fix / borrow, the
-    handles alone and the whole call's difference to the baseline."""
+    """Per op and route, per tensor argument: instructions (handles alone, their
+    difference to the baseline, the whole call's difference) and the same in ns at
+    32x32 (median [95% interval])."""
     figs = fr.figures(run) if run else {}
-    lines = ["| op | tensors | route | handles alone per argument: instructions | ns (32x32) | "
-             "whole call minus baseline per argument: instructions | ns at 32x32 | ns at "
-             "1024x1024 |", "|---|---:|---|---:|---:|---:|---:|---:|"]
+    lines = ["| op | tensors | route | instructions: handles alone | handles minus baseline | "
+             "whole call minus baseline | ns (32x32): handles alone | handles minus baseline | "
+             "whole call minus baseline |", "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
     for op, row in cgf.items():
         for i, route in enumerate(fo.ROUTES):
             if route not in row["handles"]:
                 continue
-            lead = f"| {op} | {row['k']} |" if i == 0 else "| | |"
-            t = {size: figs.get(op, {}).get(size, {}).get("routes", {}).get(route, {})
-                 for size in (32, 1024)}
-            ns_h = f"{t[32]['handles_per_arg'][0]:.1f}" if t[32] else ""
-            wm = row["whole_minus"].get(route)
-            ns_w = {s: fr._ci(t[s]["minus_borrow_per_arg"]) if "minus_borrow_per_arg" in t[s]
-                    else "" for s in (32, 1024)}
+            mark = "" if row["exact"] else " (counts vary from call to call)"
+            lead = f"| {op}{mark} | {row['k']} |" if i == 0 else "| | |"
+            t = figs.get(op, {}).get(32, {}).get("routes", {}).get(route, {})
+            hm, wm = row["handles_minus"].get(route), row["whole_minus"].get(route)
             base = f" (vs {fr.BASE_WORDS[route]})" if route in fr.BASE_WORDS else ""
-            lines.append(f"{lead} {fr.ROUTE_WORDS[route]}{base} | {row['handles'][route]:.0f} | "
-                         f"{ns_h} | {'' if wm is None else f'{wm:+.0f}'} | {ns_w[32]} | "
-                         f"{ns_w[1024]} |")
+            lines.append(
+                f"{lead} {fr.ROUTE_WORDS[route]}{base} | {row['handles'][route]:.0f} | "
+                f"{'' if hm is None else f'{hm:+.0f}'} | {'' if wm is None else f'{wm:+.0f}'} | "
+                f"{fr._ci(t['handles_per_arg']) if t else ''} | "
+                f"{fr._ci(t['handles_minus_borrow_per_arg']) if 'handles_minus_borrow_per_arg' in t else ''} | "
+                f"{fr._ci(t['minus_borrow_per_arg']) if 'minus_borrow_per_arg' in t else ''} |")
     return lines
 
 
@@ -164,12 +165,21 @@ def render(cg: dict, run: fr.Run | None, gpu: list[pathlib.Path]) -> str:
     inexact = [op for op in cgf if op not in ops_exact]
     torch_v, py_v = cg["torch"], cg["python"]
     op_share = [cgf[op]["whole_minus"]["owned"] * cgf[op]["k"] / cgf[op]["op"] for op in ops_exact]
-    max_big = None
+    fix_owned = [(cgf[op]["whole"]["owned"] - cgf[op]["whole"]["owned_fixed"]) / cgf[op]["k"]
+                 for op in ops_exact if "owned_fixed" in cgf[op]["whole"]]
+    big_h, big_zero, op_big, small_h = [], [], [], []
     if run:
-        big = [r["routes"]["owned"]["minus_borrow_share"][0] for sizes in fr.figures(run).values()
-               for size, r in sizes.items() if size == 1024 and "owned" in r["routes"]
-               and "minus_borrow_share" in r["routes"]["owned"]]
-        max_big = 100 * max(abs(x) for x in big) if big else None
+        for op, sizes in fr.figures(run).items():
+            for size, r in sizes.items():
+                o, b = r["routes"].get("owned", {}), r["routes"].get("borrow", {})
+                if not o or not b:
+                    continue
+                h = o["handles_share"][0] - b["handles_share"][0]
+                (big_h if size == 1024 else small_h).append(100 * h)
+                if size == 1024:
+                    op_big.append(r["op_ns"][0])
+                    lo, hi = o["minus_borrow_share"][1:]
+                    big_zero.append(lo <= 0 <= hi)
     lines = [
         "# Findings: a consumer that needs the handle, ATen ops through torch's C fallback "
         "shims",
@@ -221,8 +231,9 @@ def render(cg: dict, run: fr.Run | None, gpu: list[pathlib.Path]) -> str:
         "handle's allocation, free and entry points, not the Python object's incref. The "
         "interpreter fix, on the other hand, makes that incref cheaper wherever it is paid: "
         f"the borrow with the fix saves {rng([-x for x in w_fix_borrow])} instructions per "
-        "argument over the borrow without it (the owned handle with the fix likewise)."
-        + (f" ({', '.join(inexact)}: its counts vary from call to call, repeat checks not "
+        "argument over the borrow without it, the owned handle with the fix "
+        f"{rng(fix_owned)} over the owned one without it."
+        + (f" ({', '.join(inexact)}: their counts vary from call to call, repeat checks not "
            "0, and are left out of these ranges.)" if inexact else ""),
         "",
     ]
@@ -233,11 +244,16 @@ def render(cg: dict, run: fr.Run | None, gpu: list[pathlib.Path]) -> str:
                   "interval]):", ""]
         lines += shares_table(run) + [""]
         lines += [
-            "Whether it matters: at 1024x1024 every op takes milliseconds here and the "
-            "handles are far below a thousandth of it; the whole-call difference is lost in "
-            "the op's own variation. At 32x32 the ops take microseconds, and what owned "
-            "costs over the borrow is the share in the tables above; in instructions, whose "
-            "count does not depend on load, the whole-call difference per call is "
+            f"Whether it matters: at 1024x1024 the ops take {fr._us(min(op_big))} to "
+            f"{fr._us(max(op_big))} here and owned handles cost at most {max(big_h):.2g}% of "
+            "the op over borrowed ones; the whole-call difference "
+            + ("is not told apart from zero for any op" if all(big_zero) else
+               "is mostly lost in the op's own variation") + ". At 32x32 the ops take "
+            "microseconds; owned handles alone cost "
+            f"{rng(small_h, '{:.2g}')}% of the op over borrowed ones, the whole call's "
+            "difference is the first share column above (its intervals are wide on this "
+            "shared machine); in instructions, whose count does not depend on load, the "
+            "whole-call difference per call is "
             + ", ".join(f"{op} {x:.1%}" for op, x in zip(ops_exact, op_share))
             + " of the op alone.", ""]
     lines += ["## What runs Python, and autograd", ""]
@@ -320,8 +336,11 @@ def render(cg: dict, run: fr.Run | None, gpu: list[pathlib.Path]) -> str:
         f"without the interpreter fix, not the {rng(h_owned)} the handles alone would "
         "suggest: the kernels pay the Python object's incref themselves after a borrowed "
         f"handle. In instructions that is {rng(op_share, '{:.1%}')} of a 32x32 CPU op here"
-        + (f"; in time, at 1024x1024, at most {max_big:.2g}% of the op" if max_big is not None
-           else "") + ". The interpreter fix saves "
+        + (f"; at 1024x1024 the owned handles alone cost at most {max(big_h):.2g}% of the op "
+           "over borrowed ones, and the whole-call difference "
+           + ("is not told apart from zero for any op (every interval includes 0)"
+              if all(big_zero) else "is mostly lost in the op's own variation")
+           if big_h else "") + ". The interpreter fix saves "
         f"{rng([-x for x in w_fix_borrow])} instructions per argument on either route, with "
         "no new ABI.",
         "",
