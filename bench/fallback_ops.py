@@ -90,6 +90,9 @@ class Consumer:
         exports none); ``shim_reasons[(op, device)]`` says why one is missing.
     to_pyobject : str
         Where a new result handle becomes a Python tensor.
+    torch_messages : bool
+        Whether errors carry torch's own message (torch 2.13+); before, they say torch
+        gave none.
     """
 
     def __init__(self, torch, prototypes: bool = False):
@@ -122,6 +125,9 @@ class Consumer:
             if sym is None and key != "what":
                 raise Unavailable(f"torch {torch.__version__} exports no {name}")
             addresses[key] = _address(sym)
+        #: whether a failed shim call carries torch's message (torch 2.13+ exports
+        #: torch_exception_get_what_without_backtrace; before, torch only logs it)
+        self.torch_messages = bool(addresses["what"])
         self.available, self.reasons, self.labels = {}, {}, {}
 
         def mark(route, reason, label):

@@ -159,14 +159,23 @@ def test_autograd_not_recorded_by_device_shims(consumer, device, op):
 def test_errors_carry_torch_messages(consumer, route):
     shim_or_fail(consumer, "add", "cpu")
     shim_or_fail(consumer, "mm_out", "cpu")
+
+    def torch_says(text):  # before torch 2.13 torch logs the message and returns 1
+        if consumer.torch_messages:
+            return text
+        return r"no message \(this torch exports no torch_exception_get_what_without_backtrace\)"
+
     a = torch.zeros(2)
-    with pytest.raises(RuntimeError, match=r"tensor argument 2 \(object\).*expected "
-                                           r"torch\.Tensor, got object"):
+    # the owned prototype (torch < 2.14) keeps its own message; the borrow has torch's
+    refusal = (r"expected torch\.Tensor, got object"
+               if consumer.torch_messages or route.startswith("owned") else torch_says(""))
+    with pytest.raises(RuntimeError, match=r"tensor argument 2 \(object\).*" + refusal):
         consumer.call("add", route, a, object())
-    with pytest.raises(RuntimeError, match=r"add: The size of tensor a \(2\) must match"):
+    with pytest.raises(RuntimeError,
+                       match=r"add: " + torch_says(r"The size of tensor a \(2\) must match")):
         consumer.call("add", route, a, torch.zeros(3))
-    with pytest.raises(RuntimeError, match=r"mm_out: mm: mat1 and mat2 shapes cannot be "
-                                           r"multiplied"):
+    with pytest.raises(RuntimeError, match=r"mm_out: " + torch_says(
+            r"mm: mat1 and mat2 shapes cannot be multiplied")):
         consumer.call("mm_out", route, torch.zeros(2, 2), torch.zeros(2, 3), torch.zeros(2, 3))
     with pytest.raises(TypeError, match="add takes 2 tensors, got 1"):
         consumer.call("add", route, a)
