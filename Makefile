@@ -132,6 +132,29 @@ bench-report: $(VENVS)/torch-$(TORCH)/.bench  ## redo tables and chart from the 
 # benchmark report comes from the JSON this writes beside the markdown.
 callgrind: $(VENVS)/torch-$(TORCH)/.built  ## instructions per call of every route (by part), path and goal -> bench/results/callgrind-torch-<v>.{md,json}
 	$(call py,$(TORCH)) bench/callgrind.py --out bench/results --stem callgrind-$(RESULT_TAG)torch-$(TORCH)
+	$(call py,$(TORCH)) bench/fallback_ops_callgrind.py --out bench/results \
+	  --stem callgrind-fallback-ops-$(RESULT_TAG)torch-$(TORCH)
+
+# ATen ops called from C through torch's generated fallback shims on tensors from Python,
+# input handles owned / owned + interpreter fix / borrowed (bench/fallback_ops*.py):
+# the instruction counts (committed as they come out), then the timed run into
+# bench/results/ (a quiet machine), which renders both into one report.
+.PHONY: callgrind-fallback-ops bench-fallback-ops bench-fallback-ops-quick findings-fallback-shims
+callgrind-fallback-ops: $(VENVS)/torch-$(TORCH)/.built  ## instructions per call of the fallback-shim consumer -> bench/results/callgrind-fallback-ops-torch-<v>.{md,json}
+	$(call py,$(TORCH)) bench/fallback_ops_callgrind.py --out bench/results \
+	  --stem callgrind-fallback-ops-$(RESULT_TAG)torch-$(TORCH)
+
+bench-fallback-ops: $(VENVS)/torch-$(TORCH)/.bench  ## the fallback-shim consumer timed -> bench/results/fallback-ops-torch-<v>.{md,json}
+	$(call py,$(TORCH)) bench/fallback_ops_run.py --out bench/results \
+	  --stem fallback-ops-$(RESULT_TAG)torch-$(TORCH) \
+	  $(if $(wildcard bench/results/callgrind-fallback-ops-$(RESULT_TAG)torch-$(TORCH).json),\
+	  --callgrind bench/results/callgrind-fallback-ops-$(RESULT_TAG)torch-$(TORCH).json)
+
+bench-fallback-ops-quick: $(VENVS)/torch-$(TORCH)/.bench  ## the same briefly, into bench/results/scratch/
+	$(call py,$(TORCH)) bench/fallback_ops_run.py --quick --out bench/results/scratch
+
+findings-fallback-shims: $(VENVS)/torch-$(TORCH)/.bench  ## proposal/findings-fallback-shims.md from the committed bench/results/*fallback-ops*
+	$(call py,$(TORCH)) bench/fallback_ops_findings.py --torch $(TORCH)
 
 test: $(addprefix test-,$(TEST_TORCH))  ## the suite on torch 2.15.0, 2.14.1 and 2.13.0 (or TORCH=..., PYTHON=...)
 

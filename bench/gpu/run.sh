@@ -15,6 +15,8 @@
 #   run.log                               everything printed, in order
 #   gpu-<gpu>-torch-<v>.{json,md,svg}     benchmarks, CUDA tensors on cuda:0
 #   gpu-<gpu>-host-cpu-torch-<v>.{...}    the same benchmarks, CPU tensors, same host
+#   fallback-ops-gpu-<gpu>[-host-cpu]-torch-<v>.{json,md}   ATen ops through the C
+#                                         fallback shims (bench/fallback_ops_run.py)
 #
 # Why the steps look this way:
 # - cffi and pycparser may be missing there and nothing may be fetchable: the cp312
@@ -119,6 +121,20 @@ print(run.default_stem(torch, "cuda").replace("-torch-", "-host-cpu-torch-"))')
   step "benchmarks: CPU tensors on the same host, for comparison"
   "$PYTHON" -P bench/run.py "${QUICK[@]}" --out "$OUT" ${GPU_STEM:+--stem "$GPU_STEM"} \
     || FAILED+=(bench-cpu)
+
+  # ATen ops through torch's C fallback shims (aoti_torch_cuda_* on CUDA tensors), input
+  # handles owned / owned + interpreter fix / borrowed: tests (CPU and CUDA tensors), then
+  # scenario F with CUDA tensors and with the host's CPU tensors.
+  step "fallback shims: tests (CPU and CUDA tensors)"
+  "${PYTEST[@]}" tests/test_fallback_ops.py || FAILED+=(fallback-ops-tests)
+  if [[ -n $GPU_STEM ]]; then
+    step "fallback shims: scenario F, CUDA tensors"
+    "$PYTHON" -P bench/fallback_ops_run.py "${QUICK[@]}" --device cuda --out "$OUT" \
+      || FAILED+=(fallback-ops-cuda)
+  fi
+  step "fallback shims: scenario F, CPU tensors on the same host"
+  "$PYTHON" -P bench/fallback_ops_run.py "${QUICK[@]}" --out "$OUT" \
+    ${GPU_STEM:+--stem "fallback-ops-$GPU_STEM"} || FAILED+=(fallback-ops-cpu)
 fi
 
 step "done"

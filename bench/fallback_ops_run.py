@@ -1,0 +1,80 @@
+"""Run scenario F (``fallback_ops_bench.py``: ATen ops through torch's C fallback shims,
+their input handles by route) and write its evidence: ``make bench-fallback-ops``.
+
+pytest-benchmark on ``bench/fallback_ops_bench.py`` alone (this folder's
+``conftest.py``: ``--quick``, ``--device``), JSON out, then ``fallback_ops_report.py`` on
+it (with the instruction counts of ``fallback_ops_callgrind.py`` when ``--callgrind``
+names their JSON). Files in ``--out`` (default the git-ignored ``bench/results/scratch/``):
+``<stem>.json`` (pytest-benchmark's, per-round samples and the mode probe included) and
+``<stem>.md``; ``<stem>`` is ``fallback-ops-torch-<v>`` (CPU) or
+``fallback-ops-gpu-<gpu>-torch-<v>`` (``--device cuda``). Run with ``python -P`` from the
+repository root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="briefly: checks the code runs")
+    parser.add_argument("--out", type=pathlib.Path, default=HERE / "results" / "scratch")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--stem", help="file name stem instead of the default")
+    parser.add_argument("--callgrind", type=pathlib.Path,
+                        help="fallback_ops_callgrind.py's JSON, for the instruction columns")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch's intra-op threads (default 1: on a small shared machine "
+                        "an idle pool's spinning and a busy neighbour make a 2-thread op "
+                        "stall for milliseconds; 0 leaves torch's default)")
+    parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments after --")
+    args = parser.parse_args(argv)
+
+    import pytest
+    import torch
+
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: torch.cuda.is_available() is false on this machine")
+    sys.path.insert(0, str(HERE))
+    import fallback_ops_bench
+    import fallback_ops_report
+    import run
+
+    if args.threads:
+        os.environ[fallback_ops_bench.THREADS_ENV] = str(args.threads)
+
+    version = torch.__version__.split("+")[0]
+    if args.stem:
+        stem = args.stem
+    elif args.device == "cuda":
+        stem = "fallback-ops-" + run.default_stem(torch, "cuda")
+    else:
+        stem = f"fallback-ops-torch-{version}"
+    args.out.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = args.out / f"{stem}.json", args.out / f"{stem}.md"
+    rc = pytest.main([
+        str(HERE / "fallback_ops_bench.py"), "-p", "no:cacheprovider",
+        "-o", "python_files=fallback_ops_bench.py", "-o", "python_functions=test_*",
+        "--rootdir", str(HERE), "-q", "-rs", "--benchmark-quiet",
+        f"--benchmark-json={json_path}", *(["--bench-quick"] if args.quick else []),
+        *(["--bench-device", args.device] if args.device != "cpu" else []),
+        *args.pytest_args])
+    if rc != 0:
+        print(f"benchmarks failed (pytest exit code {rc}); no report written", file=sys.stderr)
+        return int(rc)
+    report_args = [str(json_path), "--md", str(md_path)]
+    if args.callgrind:
+        report_args += ["--callgrind", str(args.callgrind)]
+    fallback_ops_report.main(report_args)
+    print(f"\nWritten:\n  {md_path}\n  {json_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
