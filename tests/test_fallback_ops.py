@@ -227,12 +227,11 @@ def _borrow_accepts(t) -> bool:
 def test_nested_tensor_refused_by_the_borrow(consumer):
     shim_or_fail(consumer, "median", "cpu")
     nt = torch.nested.nested_tensor([torch.zeros(2), torch.ones(3)])
-    if _borrow_accepts(nt):
-        # A borrow that accepts it hands the dense CPU kernel a NestedTensorImpl:
-        # torch's median shim then returns a value computed from nothing (tensor(0.)),
-        # through the owned handle too. The refusing borrow turns this into an error.
-        pytest.xfail("this build's borrow accepts nested tensors (the refusing borrow "
-                     "makes this an error)")
+    # A borrow that accepted it would hand the dense CPU kernel a NestedTensorImpl:
+    # torch's median shim then returns a value computed from nothing (tensor(0.)), as it
+    # does through the owned handle. The borrow refuses a tensor whose metadata is not
+    # plain C++ state, so the consumer gets an error instead.
+    assert not _borrow_accepts(nt)
     with pytest.raises(RuntimeError, match="borrow handle of tensor argument 1"):
         consumer.call("median", "borrow", nt)
 
