@@ -6,47 +6,57 @@ The patches are never edited by hand. This script copies the base tree
 scratch git repository, commits it, applies each change, runs PyTorch's own
 ``stable_shim_usage_linter.py`` to regenerate ``shim_function_versions.txt``
 exactly as upstream's lint does, commits, and runs ``git format-patch``. The
-code the patches add comes from the prototype, so the two cannot differ:
+series is in the order a maintainer can land it: the interpreter fix (no new
+ABI), conj/neg, then the borrow. The first two touch no common line and each
+applies alone on the base; the borrow's declarations and registry line follow
+conj/neg's (both join the end of main's 2.16 block), so it applies on top of
+conj/neg. The DLPack fix is not a patch: no stored upstream copy holds the body
+of ``dltensor_from_py_object_no_sync`` (``patch_src/sketches/dlpack-no-copy.md``).
+The code the patches add comes from the prototype, so the two cannot differ:
 
-0001 ``torch_tensor_borrow_from_pyobject``:
+0001, outside the stable ABI: ``torch/csrc/PyInterpreter.cpp``'s
+``ConcretePyInterpreterVTable::incref`` / ``decref`` skip the GIL acquisition when
+the calling thread has an attached thread state and Python is not finalizing;
+every other thread takes the existing path. The inserted lines are
+``patch_src/snippets/PyInterpreter-{attached,decref,incref}.cpp.txt``, placed
+right after each method's ``Py_IsInitialized()`` check.
+
+0002 ``torch_is_conj`` / ``torch_is_neg``: the ``shim.h 0002`` and
+``shim_common.cpp 0002`` blocks of shim_ext (after ``torch_has_storage``), the
+``torch::stable::Tensor::is_conj()/is_neg()`` methods (after ``has_storage()``,
+as that 2.14 getter came), an importable ``_interop`` module in
+``libtorch_agn_2_16_extension`` whose ``is_conj`` / ``is_neg`` call those methods
+on the tensor ``tensor_from_pyobject`` returns (no dispatcher call, so no
+Conjugate / Negative fallback touches the tensor first), its test, and the docs.
+
+0003 ``torch_tensor_borrow_from_pyobject`` (shim_ext's markers keep the number
+0001 of the first cut):
 - ``torch/csrc/stable/c/shim.h``: the ``shim.h 0001`` block of
   ``shim_ext/include/torch_borrow/shim.h``, byte for byte, at the end of main's
-  2.16 block;
-- ``torch/csrc/stable/pyobject.h``: the ``pyobject.h 0001`` block of
-  ``shim_ext/include/torch_borrow/pyobject.h`` (``tensor_borrow_from_pyobject``,
-  returning the raw borrowed ``AtenTensorHandle``: no new wrapper type);
+  2.16 block (after 0002's declarations);
+- ``torch/csrc/stable/pyobject.h``: the ``pyobject.h 0001`` block
+  (``tensor_borrow_from_pyobject``, returning the raw borrowed
+  ``AtenTensorHandle``: no new wrapper type);
+- ``c10/core/TensorImpl.h``: ``TensorImpl::has_custom_metadata()``, the public
+  accessor that shim_ext's ``torch_borrow/metadata_policy.h`` stands in for;
 - ``torch/csrc/PyObjectConversion{.h,.cpp}``: the vtable method, appended at the
   end of the interface, and its erroring no-op;
 - ``torch/csrc/PyObjectConversionPythonImpl.cpp``: the body of the prototype's
-  ``tensor_borrow_from_pyobject`` (``shim_ext/borrow.cpp``) as a method, with
-  2.15's real-type check and ``tensor_from_pyobject``'s messages, no helper;
+  ``tensor_borrow_from_pyobject`` (``shim_ext/borrow.cpp``) as a method, with the
+  prototype's spellings replaced by main's (``PROTOTYPE_SPELLINGS``): its own
+  thread-state and real-type check by a call of the class's
+  ``is_tensor_pyobject`` (2.15), its ``has_custom_metadata`` stand-in by the
+  accessor above;
 - ``torch/csrc/shim_common.cpp``: the ``shim_common.cpp 0001`` block of
-  ``shim_ext/borrow.cpp``, calling through the vtable, at the end of the Python
+  ``shim_ext/entry.cpp``, calling through the vtable, at the end of the Python
   interop section;
-- the docs note, the no-op gtest, and the interop test module + Python test in
-  ``libtorch_agn_2_16_extension`` (``proposal/patch_src``).
+- the docs, the no-op gtest, and the borrow's functions in 0002's ``_interop``
+  module, with its Python test.
 
-0002 ``torch_is_conj`` / ``torch_is_neg``: the ``shim.h 0002`` and
-``shim_common.cpp 0002`` blocks (after ``torch_has_storage``), the
-``torch::stable::Tensor::is_conj()/is_neg()`` methods (after ``has_storage()``,
-as that 2.14 getter came), an op test in ``libtorch_agn_2_16_extension`` with
-explicit wrappers in its ``ops.py`` (not through the ``__getattr__`` proxy, which
-not every stored ``ops.py`` has), and the docs.
-
-0003, a companion change outside the stable ABI: ``torch/csrc/PyInterpreter.cpp``'s
-``ConcretePyInterpreterVTable::incref`` / ``decref`` skip the GIL acquisition when the
-calling thread has an attached thread state (``PyGILState_Check()``) and Python is not
-finalizing; every other thread takes the existing path. The inserted lines are
-``patch_src/snippets/PyInterpreter-{decref,incref}.cpp.txt``, placed right after each
-method's ``Py_IsInitialized()`` check.
-
-The prototype's batched metadata read (``torch_tensor_get_metadata`` /
-``torch_tensor_borrow_metadata_from_pyobject``, ``TorchTensorMetadata``: the
-``prototype-only: batched read`` blocks of shim_ext's ``shim.h`` and ``entry.cpp``) was
-withdrawn from the series: with the DLPack no-copy fix (``patch_src/sketches/dlpack-no-copy.md``),
-torch's ``dltensor_from_py_object_no_sync`` costs about what the borrow plus the batched read
-cost (``bench/results/callgrind-torch-2.15.0.md``, Routes and Attribution), so no new
-metadata struct is proposed. shim_ext keeps the blocks: measured, not proposed.
+The prototype's batched metadata read (``TorchTensorMetadata``) is in no patch:
+it lives in ``bench/batched_read.cpp`` as a measured route; with the DLPack
+no-copy fix, ``dltensor_from_py_object_no_sync`` costs about what the borrow plus
+the batched read cost (``bench/results/callgrind-torch-2.15.0.md``).
 
 Inserted C++ (except the header blocks) is formatted with clang-format and
 PyTorch's root ``.clang-format`` (part of the base), on the inserted lines only. clang-format
@@ -78,19 +88,38 @@ ENTRY_CPP = ROOT / "shim_ext" / "entry.cpp"
 BLOCK_END_2_16 = "#endif // TORCH_FEATURE_VERSION >= TORCH_VERSION_2_16_0\n"
 VERSIONS_TXT = "torch/csrc/stable/c/shim_function_versions.txt"
 USAGE_LINTER = "tools/linter/adapters/stable_shim_usage_linter.py"
+# The author line is the submitter's: until one sends the series, it says so.
+# (.invalid is reserved, RFC 2606: no mail can reach it.)
+AUTHOR_PLACEHOLDER = ("SUBMITTER NAME (placeholder)",
+                      "submitter@example.invalid")
 # Reproducible commits: a patch must not change when nothing it holds changes.
 GIT_ENV = {
-    "GIT_AUTHOR_NAME": "torch_tensor_borrow_from_pyobject proposal",
-    "GIT_AUTHOR_EMAIL": "proposal@localhost",
+    "GIT_AUTHOR_NAME": AUTHOR_PLACEHOLDER[0],
+    "GIT_AUTHOR_EMAIL": AUTHOR_PLACEHOLDER[1],
     "GIT_AUTHOR_DATE": "2026-11-30T00:00:00+00:00",
-    "GIT_COMMITTER_NAME": "torch_tensor_borrow_from_pyobject proposal",
-    "GIT_COMMITTER_EMAIL": "proposal@localhost",
+    "GIT_COMMITTER_NAME": AUTHOR_PLACEHOLDER[0],
+    "GIT_COMMITTER_EMAIL": AUTHOR_PLACEHOLDER[1],
     "GIT_COMMITTER_DATE": "2026-11-30T00:00:00+00:00",
 }
 # The prototype's entry point reaches its Python-side half through its own
 # registered interface; libtorch's reaches libtorch_python's through upstream's.
 PROTOTYPE_CALL = "torch_borrow::detail::getBorrowConversionImpl()"
 VTABLE_CALL = "torch::detail::getPyObjectConversionImpl()"
+# The shim_ext markers of each stable-ABI patch: the numbers of the first cut,
+# in which the borrow was 0001 and conj/neg 0002.
+BORROW_MARK, CONJ_NEG_MARK = "0001", "0002"
+TENSOR_IMPL_H = "c10/core/TensorImpl.h"
+# The prototype's own check of what 2.15's is_tensor_pyobject checks (it builds
+# against torch 2.13 and 2.14 too), between these lines of the body; the patch
+# calls the class's is_tensor_pyobject instead.
+PROTOTYPE_IS_TENSOR_BEGIN = "  // BEGIN prototype is_tensor_pyobject\n"
+PROTOTYPE_IS_TENSOR_END = "  // END prototype is_tensor_pyobject\n"
+MAIN_IS_TENSOR = "  const bool is_tensor = is_tensor_pyobject(obj);\n"
+# Prototype spelling -> main's, in the PythonImpl body (outside that region).
+PROTOTYPE_SPELLINGS = {
+    "torch_borrow::detail::has_custom_metadata(*tensor.unsafeGetTensorImpl())":
+        "tensor.unsafeGetTensorImpl()->has_custom_metadata()",
+}
 
 
 def between(text: str, begin: str, end: str) -> str:
@@ -110,7 +139,7 @@ def pyobject_block() -> str:
     return between(PYOBJECT_H.read_text(), "// BEGIN pyobject.h 0001", "// END pyobject.h 0001")
 
 
-def python_impl_body() -> str:
+def prototype_impl_body() -> str:
     """The body of the prototype's tensor_borrow_from_pyobject, without its braces."""
     block = between(BORROW_CPP.read_text(), "// BEGIN PyObjectConversionPythonImpl.cpp body",
                     "// END PyObjectConversionPythonImpl.cpp body")
@@ -120,11 +149,25 @@ def python_impl_body() -> str:
     return "".join(lines[first + 1:last])
 
 
+def python_impl_body() -> str:
+    """The method body the patch adds: the prototype's, in main's spellings."""
+    body = prototype_impl_body()
+    start, end = body.find(PROTOTYPE_IS_TENSOR_BEGIN), body.find(PROTOTYPE_IS_TENSOR_END)
+    if start < 0 or end < start:
+        raise SystemExit("shim_ext/borrow.cpp: no prototype is_tensor_pyobject region")
+    body = body[:start] + MAIN_IS_TENSOR + body[end + len(PROTOTYPE_IS_TENSOR_END):]
+    for prototype, main in PROTOTYPE_SPELLINGS.items():
+        if body.count(prototype) != 1:
+            raise SystemExit(f"shim_ext/borrow.cpp: {prototype!r} occurs {body.count(prototype)} times")
+        body = body.replace(prototype, main)
+    return body
+
+
 def shim_common_block(patch: str) -> str:
     """The prototype's extern "C" entry points of ``patch``, as shim_common.cpp holds them."""
     block = between(ENTRY_CPP.read_text(), f"// BEGIN shim_common.cpp {patch}",
                     f"// END shim_common.cpp {patch}")
-    if patch == "0001" and PROTOTYPE_CALL not in block:
+    if patch == BORROW_MARK and PROTOTYPE_CALL not in block:
         raise SystemExit(f"shim_ext/entry.cpp no longer calls {PROTOTYPE_CALL!r}")
     block = block.replace(PROTOTYPE_CALL, VTABLE_CALL)
     return re.sub(r"^AOTITorchError ", "AOTI_TORCH_EXPORT AOTITorchError ", block, flags=re.M)
@@ -223,66 +266,24 @@ def run_usage_linter_writer(root: pathlib.Path) -> None:
     subprocess.run([sys.executable, "-c", code], cwd=root, check=True, capture_output=True)
 
 
-def apply_0001(tree: Tree) -> None:
-    """torch_tensor_borrow_from_pyobject, its vtable method, helper, docs and tests."""
-    tree.edit("torch/csrc/stable/c/shim.h", BLOCK_END_2_16, header_block("0001") + "\n",
-              before=True)
-    tree.edit("torch/csrc/stable/pyobject.h", "HIDDEN_NAMESPACE_END(torch, stable)",
-              pyobject_block() + "\n", before=True)
-    tree.edit("torch/csrc/PyObjectConversion.h",
-              "  virtual PyObject* device_to_pyobject(const at::Device& device) const = 0;\n",
-              (SNIPPETS / "PyObjectConversion.h.txt").read_text())
-    tree.edit("torch/csrc/PyObjectConversion.cpp", "};\n\nconst NoopPyObjectConversion noop_impl;",
-              (SNIPPETS / "PyObjectConversion.cpp.txt").read_text(), before=True)
-    body = "".join("  " + l if l.strip() else l for l in python_impl_body().splitlines(keepends=True))
-    method = ("\n  const at::Tensor& tensor_borrow_from_pyobject(PyObject* obj) const override {\n"
-              + body + "  }\n")
-    tree.edit("torch/csrc/PyObjectConversionPythonImpl.cpp",
-              "};\n\n// Registered once when libtorch_python is loaded", method, before=True, fmt=True)
-    tree.edit("torch/csrc/shim_common.cpp", "// Most other dtypes defined in",
-              shim_common_block("0001") + "\n", before=True, fmt=True)
-    tree.edit("docs/source/notes/libtorch_stable_abi.md",
-              "  `tensor_from_pyobject` (which errors on non-tensors)\n",
-              (SNIPPETS / "docs-bullet.md.txt").read_text())
-    tree.edit("docs/source/notes/libtorch_stable_abi.md", "\n## Migrating your kernel to the LibTorch",
-              (SNIPPETS / "docs-section.md.txt").read_text(), before=True)
-    tree.edit("test/cpp/shim/test_pyobject_conversion.cpp", "TEST(TorchPyObjectConversion, DtypeNoop",
-              (SNIPPETS / "test_pyobject_conversion.cpp.txt").read_text(), before=True)
-    for rel in NEW_0001:
-        tree.add(rel)
-    setup = "test/cpp_extensions/libtorch_agn_2_16_extension/setup.py"
-    end = "            extra_link_args=[],\n        )\n    ]\n"
-    tree.replace(setup, end, end.replace("        )\n    ]\n", "        ),\n")
-                 + (SNIPPETS / "setup.py.txt").read_text() + "    ]\n")
-    tree.regenerate_versions()
+# What the TensorImpl accessor reads: c10::TensorImpl's own policy bit-fields
+# (refresh_*_policy() folds the C++ custom_* and the Python python_custom_*
+# bits into them, symbolic sizes included) and the Python dispatch key.
+HAS_CUSTOM_METADATA = """
+  // Whether a metadata getter (sizes, strides, dim, numel, device, layout) may
+  // leave this TensorImpl's own fields: the Python dispatch key, or a
+  // non-default sizes/strides, device or layout policy, C++ or Python.
+  bool has_custom_metadata() const {
+    return is_python_dispatch() ||
+        sizes_strides_policy_ !=
+        static_cast<uint8_t>(SizesStridesPolicy::Default) ||
+        device_policy_ || layout_policy_;
+  }
+"""
+INTEROP = "test/cpp_extensions/libtorch_agn_2_16_extension/csrc/pyobject_interop_module.cpp"
 
 
-def apply_0002(tree: Tree) -> None:
-    """torch_is_conj / torch_is_neg, the Tensor methods, the op test and the docs."""
-    tree.edit("torch/csrc/stable/c/shim.h", BLOCK_END_2_16, header_block("0002") + "\n",
-              before=True)
-    tree.edit("torch/csrc/shim_common.cpp", "\n// Python interop conversions.",
-              "\n" + shim_common_block("0002"), before=True, fmt=True)
-    tree.edit("torch/csrc/stable/tensor_struct.h",
-              "    return has_storage;\n  }\n#endif // TORCH_FEATURE_VERSION >= TORCH_VERSION_2_14_0\n",
-              (SNIPPETS / "tensor_struct.h.txt").read_text())
-    tree.edit("docs/source/notes/libtorch_stable_abi.md", "\n## Migrating your kernel to the LibTorch",
-              (SNIPPETS / "docs-conj-neg.md.txt").read_text(), before=True)
-    # Explicit wrappers, as the package's own ops are wrapped; not the __getattr__
-    # proxy, which not every stored ops.py of the extension has: where it is, the
-    # wrappers go before it (the end of the explicit ones), else at the end.
-    ops = "test/cpp_extensions/libtorch_agn_2_16_extension/libtorch_agn_2_16/ops.py"
-    wrappers = (SNIPPETS / "ops.py.txt").read_text()
-    if "\ndef __getattr__(name):\n" in (tree.root / ops).read_text():
-        tree.edit(ops, "def __getattr__(name):\n", wrappers, before=True)
-    else:
-        tree.append(ops, "\n\n" + wrappers.rstrip("\n") + "\n")
-    for rel in NEW_0002:
-        tree.add(rel)
-    tree.regenerate_versions()
-
-
-def apply_0003(tree: Tree) -> None:
+def apply_interpreter_fix(tree: Tree) -> None:
     """The PyInterpreter incref/decref fast path for a thread with an attached thread state."""
     rel = "torch/csrc/PyInterpreter.cpp"
     tree.edit(rel, "struct ConcretePyInterpreterVTable final\n",
@@ -294,18 +295,82 @@ def apply_0003(tree: Tree) -> None:
               (SNIPPETS / "PyInterpreter-incref.cpp.txt").read_text(), fmt=True)
 
 
-# The series, in order: each patch's name and the function that writes it into the tree.
-SERIES = (("0001", apply_0001), ("0002", apply_0002), ("0003", apply_0003))
+def apply_conj_neg(tree: Tree) -> None:
+    """torch_is_conj / torch_is_neg, the Tensor methods, the _interop test module and the docs."""
+    tree.edit("torch/csrc/stable/c/shim.h", BLOCK_END_2_16, header_block(CONJ_NEG_MARK) + "\n",
+              before=True)
+    tree.edit("torch/csrc/shim_common.cpp", "\n// Python interop conversions.",
+              "\n" + shim_common_block(CONJ_NEG_MARK), before=True, fmt=True)
+    tree.edit("torch/csrc/stable/tensor_struct.h",
+              "    return has_storage;\n  }\n#endif // TORCH_FEATURE_VERSION >= TORCH_VERSION_2_14_0\n",
+              (SNIPPETS / "tensor_struct.h.txt").read_text())
+    tree.edit("docs/source/notes/libtorch_stable_abi.md", "\n## Migrating your kernel to the LibTorch",
+              (SNIPPETS / "docs-conj-neg.md.txt").read_text(), before=True)
+    for rel in NEW_CONJ_NEG:
+        tree.add(rel)
+    setup = "test/cpp_extensions/libtorch_agn_2_16_extension/setup.py"
+    end = "            extra_link_args=[],\n        )\n    ]\n"
+    tree.replace(setup, end, end.replace("        )\n    ]\n", "        ),\n")
+                 + (SNIPPETS / "setup.py.txt").read_text() + "    ]\n")
+    tree.regenerate_versions()
+
+
+def apply_borrow(tree: Tree) -> None:
+    """torch_tensor_borrow_from_pyobject, TensorImpl's accessor, the vtable method,
+    helper, docs and tests (on top of conj/neg)."""
+    tree.edit("torch/csrc/stable/c/shim.h", BLOCK_END_2_16, header_block(BORROW_MARK) + "\n",
+              before=True)
+    tree.edit("torch/csrc/stable/pyobject.h", "HIDDEN_NAMESPACE_END(torch, stable)",
+              pyobject_block() + "\n", before=True)
+    tree.edit(TENSOR_IMPL_H, "    return key_set_.has_all(c10::python_ks);\n  }\n",
+              HAS_CUSTOM_METADATA, fmt=True)
+    tree.edit("torch/csrc/PyObjectConversion.h",
+              "  virtual PyObject* device_to_pyobject(const at::Device& device) const = 0;\n",
+              (SNIPPETS / "PyObjectConversion.h.txt").read_text())
+    tree.edit("torch/csrc/PyObjectConversion.cpp", "};\n\nconst NoopPyObjectConversion noop_impl;",
+              (SNIPPETS / "PyObjectConversion.cpp.txt").read_text(), before=True)
+    body = "".join("  " + l if l.strip() else l for l in python_impl_body().splitlines(keepends=True))
+    method = ("\n  const at::Tensor& tensor_borrow_from_pyobject(PyObject* obj) const override {\n"
+              + body + "  }\n")
+    tree.edit("torch/csrc/PyObjectConversionPythonImpl.cpp",
+              "};\n\n// Registered once when libtorch_python is loaded", method, before=True, fmt=True)
+    tree.edit("torch/csrc/shim_common.cpp", "// Most other dtypes defined in",
+              shim_common_block(BORROW_MARK) + "\n", before=True, fmt=True)
+    tree.edit("docs/source/notes/libtorch_stable_abi.md",
+              "  `tensor_from_pyobject` (which errors on non-tensors)\n",
+              (SNIPPETS / "docs-bullet.md.txt").read_text())
+    tree.edit("docs/source/notes/libtorch_stable_abi.md", "\n## Migrating your kernel to the LibTorch",
+              (SNIPPETS / "docs-section.md.txt").read_text(), before=True)
+    tree.edit("test/cpp/shim/test_pyobject_conversion.cpp", "TEST(TorchPyObjectConversion, DtypeNoop",
+              (SNIPPETS / "test_pyobject_conversion.cpp.txt").read_text(), before=True)
+    tree.edit(INTEROP, "PyMethodDef methods[] = {\n",
+              (SNIPPETS / "interop-borrow-functions.cpp.txt").read_text(), before=True)
+    tree.edit(INTEROP, "    {nullptr, nullptr, 0, nullptr}};\n",
+              (SNIPPETS / "interop-borrow-methods.cpp.txt").read_text(), before=True)
+    for rel in NEW_BORROW:
+        tree.add(rel)
+    tree.regenerate_versions()
+
+
+# The series, in landing order: each patch's number, what it is, and the function
+# that writes it into the tree.
+SERIES = (("0001", "interpreter fix", apply_interpreter_fix),
+          ("0002", "conj/neg", apply_conj_neg),
+          ("0003", "borrow", apply_borrow))
+# The numbers of the first cut (borrow, conj/neg, interpreter fix), for the table
+# in proposal/README.md.
+FIRST_CUT = {"0001": "0003", "0002": "0002", "0003": "0001"}
 
 # Test files placed as upstream places them (libtorch_agn_2_15_extension's
-# pyobject_interop_module.cpp is the precedent for an importable _interop module).
-NEW_0001 = [
-    "test/cpp_extensions/libtorch_agn_2_16_extension/csrc/pyobject_interop_module.cpp",
-    "test/cpp_extensions/test_libtorch_agnostic_pyobject_borrow.py",
-]
-NEW_0002 = [
-    "test/cpp_extensions/libtorch_agn_2_16_extension/csrc/my_is_conj_neg.cpp",
+# pyobject_interop_module.cpp is the precedent for an importable _interop module;
+# no stored test_libtorch_agnostic.py has a class for the 2.14 to 2.16
+# extensions, so the tests are sibling files: BASE.toml's [[read]] rows).
+NEW_CONJ_NEG = [
+    INTEROP,
     "test/cpp_extensions/test_libtorch_agnostic_conj_neg.py",
+]
+NEW_BORROW = [
+    "test/cpp_extensions/test_libtorch_agnostic_pyobject_borrow.py",
 ]
 
 
@@ -316,15 +381,17 @@ def git(tree: pathlib.Path, *args: str, stdin: str | None = None) -> str:
 
 
 def commit_message(patch: str) -> str:
-    """The commit message of ``patch``: its text, then the base commit, named once.
+    """The commit message of ``patch``: its text, then what the base is, named once.
 
-    Each file's own commit, source and SHA-256 stay in ``upstream/BASE.toml``:
-    that is provenance for this repository, not for the message PyTorch reads.
+    The base is assembled (files from several commits and the torch 2.15.0
+    wheel's headers), so the line says so; each file's own commit, source and
+    SHA-256 stay in ``upstream/BASE.toml``.
     """
     with (HERE / "upstream" / "BASE.toml").open("rb") as f:
         manifest = tomllib.load(f)
     text = (SRC / f"{patch}-message.txt").read_text()
-    return text + f"\nBase: pytorch/pytorch main at {manifest['main_commit']}\n"
+    return text + (f"\nBase: assembled, see BASE.toml (pytorch/pytorch main at "
+                   f"{manifest['main_commit']} for the stable-shim files)\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -345,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
         git(root, "add", "-A")
         git(root, "commit", "-q", "-m", "base: the PyTorch files the patches touch or need")
         tree = Tree(root, clang_format)
-        for patch, apply in SERIES:
+        for patch, _, apply in SERIES:
             apply(tree)
             git(root, "add", "-A")
             git(root, "commit", "-q", "-F", "-", stdin=commit_message(patch))

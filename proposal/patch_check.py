@@ -4,25 +4,33 @@ Steps, each printed as it runs; the first failure ends the run with exit status 
 
 1. assemble the base (``upstream_base.py``) and commit it as ``main`` of a scratch
    repository; a clone of it (``origin`` = the base) gets the patches by ``git am``;
+   then the landing order (1b): each patch is applied on the base plus the ones
+   before it, the interpreter fix (0001) and conj/neg (0002) each alone on the
+   base, and after every step upstream's version linter must report nothing on
+   ``shim.h`` and the usage linter must write ``shim_function_versions.txt`` as
+   the tree has it; whether the borrow (0003) applies alone is printed (it is
+   not meant to: it applies on top of conj/neg);
 2. regenerate the patches with ``make_patch.py`` and compare them byte for byte
    with the committed ones; then build the series on each stored variant of a
-   touched file (BASE.toml's ``variant`` rows: the c10d stack's ``shim.h``, an
-   ``ops.py`` without the proxy): every anchor found, ``git am`` applies, the
+   touched file (BASE.toml's ``variant`` rows: the c10d stack's ``shim.h``):
+   every anchor found, ``git am`` applies, the
    version linter passes, and the output says whether the committed patches
    apply there as they are;
 3. compile every touched C++ file of libtorch (``shim_common.cpp``,
-   ``PyObjectConversion.cpp``, ``PyObjectConversionPythonImpl.cpp``) and a
+   ``PyObjectConversion.cpp``, ``PyObjectConversionPythonImpl.cpp``), a
    translation unit including the touched stable headers (``pyobject.h``,
-   ``tensor_struct.h``) with ``-std=c++20`` against the patched tree, then the
+   ``tensor_struct.h``) and one calling 0003's ``TensorImpl::has_custom_metadata()``
+   (the patched ``c10/core/TensorImpl.h`` comes first on the include path, so
+   every unit is compiled against it) with ``-std=c++20`` against the patched tree, then the
    torch 2.15.0 wheel's headers, at feature version 2.16 (a
    ``torch/headeronly/version.h`` for 2.16.0, as main's build generates from
    ``version.txt``); a missing internal header is reported by name;
-   0003's ``PyInterpreter.cpp`` likewise, where the only errors accepted are the
+   0001's ``PyInterpreter.cpp`` likewise, where the only errors accepted are the
    uses of ``torch::detail::SafeGilScopedAcquire``, which the stored copy takes
    and v2.15.0's headers lack (matched line by line); it is then compiled with a
    declaration-only stand-in for that class, and its ``incref`` / ``decref``
    must call ``PyGILState_Check`` before any GIL acquisition (``objdump -dr``);
-4. ``nm`` the objects: the new functions (0001, 0002) must be defined with C linkage
+4. ``nm`` the objects: the new functions (0002, 0003) must be defined with C linkage
    (``T torch_tensor_borrow_from_pyobject``), never mangled, and the prototype's
    withdrawn batched read (``torch_tensor_get_metadata``) must be absent;
 5. execute the patch's own code: link the patched ``shim_common.o``,
@@ -31,15 +39,14 @@ Steps, each printed as it runs; the first failure ends the run with exit status 
    to libtorch 2.15's copies; its PythonImpl registers itself when the library is
    loaded, as libtorch_python's does); build and run the patched gtest
    (``test_pyobject_conversion.cpp``, GoogleTest from Debian's libgtest-dev)
-   against a library of the libtorch half alone; build the patch's test modules
-   (``libtorch_agn_2_16._interop`` and ``_C`` from ``my_is_conj_neg.cpp``, abi3,
-   ``TORCH_TARGET_VERSION`` 2.16) linked against the test library first, with
-   the patched ``ops.py``; run the patch's two Python tests under pytest with
+   against a library of the libtorch half alone; build the patches' test module
+   (``libtorch_agn_2_16._interop``, abi3, ``TORCH_TARGET_VERSION`` 2.16) linked
+   against the test library first; run the patches' two Python tests under pytest with
    ``LD_DEBUG=bindings``, and require that the modules bound the new functions to
    the test library only and that the prototype (shim_ext) was never loaded.
-   The stored ``PyObjectConversionPythonImpl.cpp`` predates 2.15's pure virtual
-   ``is_tensor_pyobject``; for the test library only, an override that raises
-   is supplied (printed as such);
+   The stored ``PyObjectConversionPythonImpl.cpp`` predates 2.15's
+   ``is_tensor_pyobject``, which the borrow calls; for the test library only, a
+   stand-in written after v2.15.0's compiled method is supplied (printed as such);
 6. run upstream's ``stable_shim_version_linter.py`` and
    ``stable_shim_usage_linter.py`` on the patched files: no lint message, and
    the usage linter leaves ``shim_function_versions.txt`` as the patch has it;
@@ -87,11 +94,14 @@ PATCHES = sorted((HERE / "patches").glob("000*.patch"))
 LIBTORCH_SOURCES = ["torch/csrc/shim_common.cpp", "torch/csrc/PyObjectConversion.cpp",
                     "torch/csrc/PyObjectConversionPythonImpl.cpp"]
 STABLE_HEADERS = ["torch/csrc/stable/pyobject.h", "torch/csrc/stable/tensor.h"]
-PY_INTERPRETER = "torch/csrc/PyInterpreter.cpp"  # patch 0003
+PY_INTERPRETER = "torch/csrc/PyInterpreter.cpp"  # patch 0001
+TENSOR_IMPL_H = make_patch.TENSOR_IMPL_H  # patch 0003's accessor
 # The C functions the series adds to shim_common.cpp, with the patch that adds each.
-NEW_SYMBOLS = {"torch_tensor_borrow_from_pyobject": "0001", "torch_is_conj": "0002",
-               "torch_is_neg": "0002"}
-# The prototype's batched read, withdrawn from the series: shim_ext defines it, no patch does.
+NEW_SYMBOLS = {"torch_is_conj": "0002", "torch_is_neg": "0002",
+               "torch_tensor_borrow_from_pyobject": "0003"}
+# The patches that must apply alone on the base (the borrow applies on conj/neg).
+ALONE = ["0001", "0002"]
+# The prototype's batched read (bench/batched_read.cpp, a measured route): no patch defines it.
 WITHDRAWN_SYMBOLS = ["torch_tensor_get_metadata", "torch_tensor_borrow_metadata_from_pyobject"]
 INTEROP_SRC = "test/cpp_extensions/libtorch_agn_2_16_extension/csrc/pyobject_interop_module.cpp"
 PATCH_TEST = "test/cpp_extensions/test_libtorch_agnostic_pyobject_borrow.py"
@@ -148,6 +158,59 @@ def apply_patches(work: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
         git(tree, "am", "-q", "--keep-non-patch", "--whitespace=error-all", str(patch))
         print(f"applied {patch.name}")
     return base, tree
+
+
+def version_lint_counts(tree: pathlib.Path) -> tuple[int, bool]:
+    """At the tree's HEAD: the version linter's messages on shim.h (it judges the lines
+    HEAD~1..HEAD adds), and whether the usage linter writes the registry as it is."""
+    lint_out = run([sys.executable, "tools/linter/adapters/stable_shim_version_linter.py",
+                    "torch/csrc/stable/c/shim.h"], cwd=tree).stdout
+    messages = sum(1 for line in lint_out.splitlines() if line.strip())
+    versions = tree / make_patch.VERSIONS_TXT
+    committed = versions.read_bytes()
+    make_patch.run_usage_linter_writer(tree)
+    same = versions.read_bytes() == committed
+    versions.write_bytes(committed)
+    return messages, same
+
+
+def check_order(base: pathlib.Path, work: pathlib.Path) -> None:
+    """The landing order: each patch on the base plus the ones before it, and the
+    interpreter fix and conj/neg each alone on the base; the version linters after
+    every step. Also says whether the borrow applies alone (it is not meant to)."""
+    def stack(name: str, patches: list[pathlib.Path]) -> pathlib.Path | None:
+        tree = work / f"order-{name}"
+        run(["git", "clone", "-q", str(base), str(tree)])
+        for patch in patches:
+            done = run(["git", "-C", str(tree), "am", "-q", "--keep-non-patch",
+                        "--whitespace=error-all", str(patch)],
+                       env={**os.environ, **make_patch.GIT_ENV}, check=False)
+            if done.returncode != 0:
+                return None
+            messages, same = version_lint_counts(tree)
+            if messages or not same:
+                raise CheckFailed(f"{name}: after {patch.name[:4]} the version linter reports "
+                                  f"{messages} messages; registry as the usage linter writes "
+                                  f"it: {same}")
+        return tree
+
+    by_number = {p.name[:4]: p for p in PATCHES}
+    for i, patch in enumerate(PATCHES):
+        names = "+".join(p.name[:4] for p in PATCHES[:i + 1])
+        if stack(names, PATCHES[:i + 1]) is None:
+            raise CheckFailed(f"{patch.name} does not apply on the base plus {names}")
+        print(f"base + {names}: git am applies; version linter 0 messages and the registry "
+              "as the usage linter writes it, after each patch")
+    for number in ALONE:
+        if stack(f"{number}-alone", [by_number[number]]) is None:
+            raise CheckFailed(f"{by_number[number].name} does not apply alone on the base")
+        print(f"base + {number} alone: git am applies; version linter 0 messages, registry "
+              "as the usage linter writes it")
+    rest = [n for n in by_number if n not in ALONE]
+    for number in rest:
+        alone = stack(f"{number}-alone", [by_number[number]]) is not None
+        print(f"base + {number} alone: " + ("applies (not required)" if alone else
+              "does not apply, as expected: its shim.h and registry lines follow 0002's"))
 
 
 def check_reproducible(base: pathlib.Path, work: pathlib.Path) -> None:
@@ -268,16 +331,20 @@ def compile_one(source: pathlib.Path, obj: pathlib.Path, flags: list[str]) -> bo
 
 
 # What the test library (step 5) needs and the stored PyObjectConversionPythonImpl.cpp
-# lacks: an override of the pure virtual is_tensor_pyobject (2.15), without which its
-# class is abstract. Supplied by this script, in neither the patch nor the base; the
-# patch's tests never reach it (torch_is_tensor_pyobject), so it only raises.
+# lacks: main's is_tensor_pyobject (2.15), which the borrow calls. No stored copy of
+# the file has it, so this script supplies a stand-in, in neither the patch nor the
+# base, written after v2.15.0's compiled method (libtorch_python.so disassembled:
+# PyGILState_Check, then the null check, then THPVariableClass and PyType_IsSubtype).
 PYTHON_IMPL_ANCHOR = "};\n\n// Registered once when libtorch_python is loaded"
 SUPPLIED_IS_TENSOR_PYOBJECT = """
   // Supplied by proposal/patch_check.py (not in the patch, not in the stored
-  // base): v2.15.0's interface declares is_tensor_pyobject pure virtual, the
-  // stored copy predates it. Only makes the class concrete; never reached.
-  bool is_tensor_pyobject(PyObject* /*obj*/) const override {
-    TORCH_CHECK(false, "is_tensor_pyobject: supplied by make patch-check");
+  // base): a stand-in for main's is_tensor_pyobject, which the stored copy
+  // predates, as v2.15.0's compiled method behaves.
+  bool is_tensor_pyobject(PyObject* obj) const override {
+    TORCH_CHECK(PyGILState_Check(), "is_tensor_pyobject requires the GIL");
+    TORCH_CHECK(obj != nullptr, "is_tensor_pyobject: obj is null");
+    return THPVariableClass != nullptr &&
+        PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject*>(THPVariableClass));
   }
 """
 
@@ -297,8 +364,9 @@ def compile_python_impl_supplied(source: pathlib.Path, obj: pathlib.Path,
         raise CheckFailed(f"{source.name} with the supplied is_tensor_pyobject does not "
                           f"compile:\n{done.stderr[-6000:]}")
     print(f"compiled {source.name} for the test library with one method supplied: "
-          "is_tensor_pyobject, an override that only raises (the stored copy predates it; "
-          "without it the class is abstract); everything else as patched")
+          "is_tensor_pyobject, which the borrow calls and the stored copy (149ccf4d) "
+          "predates: a stand-in written after v2.15.0's compiled method (GIL check, null "
+          "check, real type); everything else as patched")
 
 
 # The stored PyInterpreter.cpp (02d90f32) takes torch::detail::SafeGilScopedAcquire
@@ -369,24 +437,24 @@ def check_fast_path(obj: pathlib.Path) -> None:
             raise CheckFailed(f"PyInterpreter.o: {name} does not test PyGILState_Check and "
                               f"Py_IsFinalizing before acquiring the GIL; it calls {calls}")
         shown = list(dict.fromkeys(c.split("(")[0] for c in calls[:acquire + 1]))
-        print(f"objdump PyInterpreter.o (0003): {name} calls {', '.join(shown)}, in that order "
+        print(f"objdump PyInterpreter.o (0001): {name} calls {', '.join(shown)}, in that order "
               "(the fast path's tests before the acquisition)")
 
 
 def compile_py_interpreter(tree: pathlib.Path, work: pathlib.Path, flags: list[str]) -> None:
-    """Patch 0003's PyInterpreter.cpp: compiled up to the base's known gap, then with a stand-in."""
+    """Patch 0001's PyInterpreter.cpp: compiled up to the base's known gap, then with a stand-in."""
     source, obj = tree / PY_INTERPRETER, work / "PyInterpreter.o"
     commit = next(row["commit"] for row in upstream_base.load_manifest()["file"]
                   if row["path"] == PY_INTERPRETER)[:8]
     done = run(["g++", *flags, "-c", str(source), "-o", str(obj)], check=False)
     if done.returncode == 0:
-        print(f"compiled {source.name} (0003)")
+        print(f"compiled {source.name} (0001)")
     else:
         uses = safe_gil_gap(source, done.stderr)
         if uses is None:
-            raise CheckFailed(f"{source.name} (0003) does not compile, and not only for the "
+            raise CheckFailed(f"{source.name} (0001) does not compile, and not only for the "
                               f"base's SafeGilScopedAcquire:\n{done.stderr[-6000:]}")
-        print(f"compiled {source.name} (0003) up to the base's one gap, not the patch's: its "
+        print(f"compiled {source.name} (0001) up to the base's one gap, not the patch's: its "
               f"{2 * len(uses)} errors are the {len(uses)} uses of "
               f"torch::detail::SafeGilScopedAcquire (lines {', '.join(map(str, uses))}), which "
               f"the stored copy ({commit}) takes from pytorch/pytorch#189128 and v2.15.0's "
@@ -396,9 +464,9 @@ def compile_py_interpreter(tree: pathlib.Path, work: pathlib.Path, flags: list[s
         done = run(["g++", *flags, "-include", str(stand_in), "-c", str(source), "-o", str(obj)],
                    check=False)
         if done.returncode != 0:
-            raise CheckFailed(f"{source.name} (0003) does not compile with a declaration of "
+            raise CheckFailed(f"{source.name} (0001) does not compile with a declaration of "
                               f"SafeGilScopedAcquire:\n{done.stderr[-6000:]}")
-        print(f"compiled {source.name} (0003) with a declaration-only stand-in for "
+        print(f"compiled {source.name} (0001) with a declaration-only stand-in for "
               "SafeGilScopedAcquire (#189128's interface: explicit operator bool): no error")
     check_fast_path(obj)
 
@@ -420,6 +488,15 @@ def compile_libtorch(tree: pathlib.Path, work: pathlib.Path) -> list[pathlib.Pat
                           + "void use(torch::stable::Tensor t) { (void)t.is_conj(); (void)t.is_neg(); }\n"
                           + "AtenTensorHandle borrow(void* o) { return torch::stable::tensor_borrow_from_pyobject(o); }\n")
     compile_one(headers_tu, work / "stable_headers.o", flags + [f"-DTORCH_TARGET_VERSION={TARGET_2_16}"])
+    # 0003's accessor, from the patched c10/core/TensorImpl.h (the tree comes first on
+    # the include path, so every unit above was compiled against it too).
+    impl_tu = work / "tensor_impl_accessor.cpp"
+    impl_tu.write_text("#include <c10/core/TensorImpl.h>\n"
+                       "bool custom(const c10::TensorImpl& impl) {\n"
+                       "  return impl.has_custom_metadata();\n}\n")
+    compile_one(impl_tu, work / "tensor_impl_accessor.o", flags)
+    print(f"  ({impl_tu.name}: c10::TensorImpl::has_custom_metadata() of the patched "
+          f"{TENSOR_IMPL_H}, which every unit above includes in place of the wheel's)")
     compile_py_interpreter(tree, work, flags)
     return objects
 
@@ -437,7 +514,7 @@ def check_symbols(objects: list[pathlib.Path]) -> None:
     if withdrawn:
         raise CheckFailed(f"shim_common.o defines the withdrawn batched read: {withdrawn}")
     print(f"nm shim_common.o: no {' / '.join(WITHDRAWN_SYMBOLS)} (the batched read, "
-          "prototype-only, is in no patch)")
+          "bench/batched_read.cpp's measured route, is in no patch)")
     demangled = run(["nm", "-C", "--defined-only", str(objects[1])]).stdout
     print("nm -C PyObjectConversion.o: " + next(
         l for l in demangled.splitlines() if "tensor_borrow_from_pyobject" in l).strip())
@@ -453,20 +530,16 @@ def check_symbols(objects: list[pathlib.Path]) -> None:
 TEST_LIBRARY = "libtorch_patched.so"
 NOOP_LIBRARY = "libtorch_patched_noop.so"
 EXTENSION = "test/cpp_extensions/libtorch_agn_2_16_extension"
-OPS_SRC = f"{EXTENSION}/csrc/my_is_conj_neg.cpp"
-OPS_PY = f"{EXTENSION}/libtorch_agn_2_16/ops.py"
-PATCH_TESTS = [PATCH_TEST, "test/cpp_extensions/test_libtorch_agnostic_conj_neg.py"]
+PATCH_TESTS = ["test/cpp_extensions/test_libtorch_agnostic_conj_neg.py", PATCH_TEST]
 # The test package's __init__: upstream's loads the extension's modules the same way
 # (importing torch first, which loads libtorch_python). Written by this script.
 TEST_PACKAGE_INIT = """\
-import pathlib
-
 import torch
 
-# _C holds STABLE_TORCH_LIBRARY ops only; _interop is an importable module. Both are
-# linked against the test library first, which registers its PythonImpl when loaded.
-torch.ops.load_library(pathlib.Path(__file__).with_name("_C.so"))
-from . import _interop, ops  # noqa: E402
+# _interop is an importable module, linked against the test library first, which
+# registers its PythonImpl when loaded. (The extension's _C holds no test of the
+# series: it is not built here.)
+from . import _interop  # noqa: E402
 """
 
 
@@ -549,19 +622,17 @@ def run_noop_gtest(tree: pathlib.Path, work: pathlib.Path, libdir: pathlib.Path)
 
 
 def build_test_modules(tree: pathlib.Path, work: pathlib.Path, libdir: pathlib.Path) -> pathlib.Path:
-    """libtorch_agn_2_16's _interop (0001) and _C (0002, my_is_conj_neg.cpp only) and the
-    patched ops.py, linked against the test library first; return the site directory."""
+    """libtorch_agn_2_16's _interop (0002's conj/neg functions, 0003's borrow ones),
+    linked against the test library first; return the site directory."""
     import torch.utils.cpp_extension as cpp_extension
 
     package = work / "site" / "libtorch_agn_2_16"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text(TEST_PACKAGE_INIT)
-    shutil.copyfile(tree / OPS_PY, package / "ops.py")
     flags = compile_flags(tree, work / "overlay") + [f"-DTORCH_TARGET_VERSION={TARGET_2_16}",
                                                      "-DPy_LIMITED_API=0x030a0000"]
     paths = cpp_extension.library_paths()
-    for name, source, extra in (("_interop", INTEROP_SRC, []),
-                                ("_C", OPS_SRC, ["-DSTABLE_LIB_NAME=libtorch_agn_2_16"])):
+    for name, source, extra in (("_interop", INTEROP_SRC, []),):
         out = package / f"{name}.so"
         done = run(["g++", *flags, *extra, "-shared", str(tree / source), "-o", str(out),
                     f"-L{libdir}", f"-Wl,-rpath,{libdir}", f"-l:{TEST_LIBRARY}",
@@ -571,7 +642,6 @@ def build_test_modules(tree: pathlib.Path, work: pathlib.Path, libdir: pathlib.P
             raise CheckFailed(f"libtorch_agn_2_16.{name} does not build:\n{done.stderr[-6000:]}")
         print(f"built site/libtorch_agn_2_16/{name}.so from {pathlib.Path(source).name} (abi3, "
               f"TORCH_TARGET_VERSION {TARGET_2_16}), linked to lib/{TEST_LIBRARY} first")
-    print(f"site/libtorch_agn_2_16/ops.py: the patched {OPS_PY}")
     return package.parent
 
 
@@ -752,7 +822,8 @@ CLANG_TIDY_NOT_REACHED = (
     "clang-diagnostic-error on a base line; PyInterpreter.cpp with step 3's "
     "SafeGilScopedAcquire stand-in. clang-diagnostic-missing-prototypes needs the "
     "warning on: -Wmissing-prototypes is passed. HeaderFilterRegex names repository-"
-    "relative paths; the patched tree's torch/csrc/ is passed as the header filter.")
+    "relative paths; the patched tree's torch/csrc/ and c10/core/TensorImpl.h are "
+    "passed as the header filter.")
 
 
 def find_clang_tidy() -> str:
@@ -785,7 +856,8 @@ def lint_clang_tidy(tree: pathlib.Path, work: pathlib.Path) -> int:
     units = [(tree / rel, []) for rel in LIBTORCH_SOURCES]
     units.append((work / TIDY_HEADER_TU, [f"-DTORCH_TARGET_VERSION={TARGET_2_16}"]))
     units.append((tree / PY_INTERPRETER, ["-include", str(work / "safe_gil_stand_in.h")]))
-    header_filter = f"^{re.escape(str(tree))}/torch/csrc/.*"
+    # torch/csrc/** as lintrunner's CLANGTIDY takes it, and 0003's c10/core/TensorImpl.h.
+    header_filter = f"^{re.escape(str(tree))}/(torch/csrc/.*|{re.escape(TENSOR_IMPL_H)})"
     total, opened = 0, set()
     for source, extra in units:
         done = run([clang_tidy, f"--header-filter={header_filter}",
@@ -845,6 +917,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         step("1. apply the patches to the reconstructed base (git am)")
         base, tree = apply_patches(work)
+        step("1b. the landing order: each patch on its predecessors, 0001 and 0002 alone "
+             "on the base, the version linters after each step")
+        check_order(base, work)
         step("2. regenerate the patches, and build them on the stored variants of main's "
              "2.16 block")
         check_reproducible(work / "base", work)

@@ -29,7 +29,8 @@ import types
 import unittest
 
 HERE = pathlib.Path(__file__).resolve().parent
-DEFAULT_PATCH = next(iter(sorted((HERE / "patches").glob("0001-*.patch"))), None)
+DEFAULT_PATCH = next(iter(sorted((HERE / "patches").glob(
+    "*-Add-torch_tensor_borrow_from_pyobject.patch"))), None)
 TEST_PATH = "test/cpp_extensions/test_libtorch_agnostic_pyobject_borrow.py"
 
 
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     """Extract the patch's test, run it against the stand-in, return 0 on success."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--patch", type=pathlib.Path, default=DEFAULT_PATCH,
-                        help="the format-patch file (default: proposal/patches/0001-*.patch)")
+                        help="the format-patch file (default: proposal/patches/0003-*-borrow_from_pyobject.patch)")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
 

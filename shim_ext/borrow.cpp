@@ -21,12 +21,18 @@ namespace torch_borrow {
 // Borrow the at::Tensor stored inside a Python torch.Tensor. The reference is
 // valid while obj is alive and its tensor is not replaced.
 const at::Tensor& tensor_borrow_from_pyobject(PyObject* obj) {
-  // This thread must have an attached thread state (with a GIL: hold it; on
-  // a free-threaded build that guards nothing else, and the caller keeps obj
-  // alive and unmutated while it reads), tested as cheaply as each CPython
-  // can: from 3.12 the thread's own state pointer is thread-local and NULL
-  // while detached; before, that pointer is the GIL holder's, whoever it is,
-  // so PyGILState_Check (a thread-specific lookup) stays.
+  TORCH_CHECK(
+      obj != nullptr,
+      "torch_tensor_borrow_from_pyobject: py_obj must not be null");
+  // is_tensor_pyobject (2.15) tests the real type, not isinstance(), which an
+  // object passes by claiming a __class__ it does not have: only a
+  // THPVariable's layout holds a tensor, and the reference below points into
+  // it.
+  // BEGIN prototype is_tensor_pyobject
+  // What 2.15's is_tensor_pyobject checks, spelled out for torch 2.13 and
+  // 2.14 (the patch calls that method): an attached thread state, then the
+  // real type. 3.12+ reads the thread-local state pointer; before, it names
+  // the GIL holder, whoever it is, so PyGILState_Check stays.
 #if PY_VERSION_HEX >= 0x030D0000
   const bool attached = PyThreadState_GetUnchecked() != nullptr;
 #elif PY_VERSION_HEX >= 0x030C0000
@@ -37,20 +43,12 @@ const at::Tensor& tensor_borrow_from_pyobject(PyObject* obj) {
   TORCH_CHECK(
       attached,
       "torch_tensor_borrow_from_pyobject requires the GIL to be held");
-  TORCH_CHECK(
-      obj != nullptr,
-      "torch_tensor_borrow_from_pyobject: py_obj must not be null");
-  TORCH_CHECK(
-      THPVariableClass != nullptr,
-      "torch_tensor_borrow_from_pyobject: torch.Tensor is not initialized");
-  // The real-type check of 2.15's is_tensor_pyobject, with
-  // tensor_from_pyobject's message: THPVariable_Check falls back to
-  // isinstance(), which an object passes by claiming a __class__ it does not
-  // have. Only an object whose type really derives from torch.Tensor has a
-  // THPVariable's layout, and the reference below points into it.
-  TORCH_CHECK(
+  const bool is_tensor = THPVariableClass != nullptr &&
       PyObject_TypeCheck(
-          obj, reinterpret_cast<PyTypeObject*>(THPVariableClass)),
+          obj, reinterpret_cast<PyTypeObject*>(THPVariableClass));
+  // END prototype is_tensor_pyobject
+  TORCH_CHECK(
+      is_tensor,
       "torch_tensor_borrow_from_pyobject: expected torch.Tensor, got ",
       Py_TYPE(obj)->tp_name);
   const at::Tensor& tensor = THPVariable_Unpack(obj);

@@ -32,14 +32,14 @@ PROPOSAL = ROOT / "proposal"
 PATCHES = sorted((PROPOSAL / "patches").glob("000*.patch"))
 ENTRY_CPP = ROOT / "shim_ext" / "entry.cpp"
 SHIM_H = ROOT / "shim_ext" / "include" / "torch_borrow" / "shim.h"
-# The stable-ABI patches (shim.h, shim_common.cpp); 0003 is a companion change inside
-# libtorch_python's PyInterpreter and touches neither.
-STABLE_ABI = ["0001", "0002"]
+# The series in landing order: the interpreter fix (a companion change inside
+# libtorch_python's PyInterpreter, no new ABI), then the two stable-ABI patches.
+INTERPRETER, CONJ_NEG, BORROW = "0001", "0002", "0003"
+STABLE_ABI = [CONJ_NEG, BORROW]
 PY_INTERPRETER = "torch/csrc/PyInterpreter.cpp"
-# The prototype's batched metadata read, withdrawn from the series: shim_ext keeps it
-# (measured, not proposed) between these markers, in shim.h and entry.cpp alike.
-WITHDRAWN_BEGIN = "// BEGIN prototype-only: batched read (withdrawn from the series)"
-WITHDRAWN_END = "// END prototype-only: batched read"
+# The prototype's batched metadata read is in no patch: bench/batched_read.cpp holds
+# it (a measured route), shim_ext no longer does.
+BATCHED_READ = ROOT / "bench" / "batched_read.cpp"
 WITHDRAWN_NAMES = ("TorchTensorMetadata", "torch_tensor_get_metadata",
                    "torch_tensor_borrow_metadata_from_pyobject", "borrow_metadata_batched")
 
@@ -53,6 +53,8 @@ def _load(name: str):
 
 make_patch = _load("make_patch")
 run_patch_test = _load("run_patch_test")
+# shim_ext's BEGIN/END markers keep the first cut's numbers.
+MARK = {CONJ_NEG: make_patch.CONJ_NEG_MARK, BORROW: make_patch.BORROW_MARK}
 
 
 def _stand_in_unavailable() -> str | None:
@@ -73,13 +75,13 @@ needs_stand_in = pytest.mark.skipif(_stand_in_unavailable() is not None,
 
 @pytest.fixture(scope="module")
 def patches() -> dict[str, str]:
-    assert [p.name[:4] for p in PATCHES] == [*STABLE_ABI, "0003"], PATCHES
+    assert [p.name[:4] for p in PATCHES] == [INTERPRETER, *STABLE_ABI], PATCHES
     return {p.name[:4]: p.read_text() for p in PATCHES}
 
 
 @pytest.fixture(scope="module")
 def patch_text(patches) -> str:
-    return patches["0001"]
+    return patches[BORROW]
 
 
 def file_section(patch: str, path: str) -> str:
@@ -107,10 +109,10 @@ def normalized(code: str) -> str:
     return "".join(re.sub(r"//+", " ", code).split())
 
 
-def prototype_shim_common(patch: str) -> str:
-    """The prototype's extern "C" block of ``patch``, in the form libtorch would hold it."""
-    block = make_patch.between(ENTRY_CPP.read_text(), f"// BEGIN shim_common.cpp {patch}",
-                               f"// END shim_common.cpp {patch}")
+def prototype_shim_common(mark: str) -> str:
+    """The prototype's extern "C" block of marker ``mark``, as libtorch would hold it."""
+    block = make_patch.between(ENTRY_CPP.read_text(), f"// BEGIN shim_common.cpp {mark}",
+                               f"// END shim_common.cpp {mark}")
     return block.replace(make_patch.PROTOTYPE_CALL, make_patch.VTABLE_CALL)
 
 
@@ -128,26 +130,49 @@ def method_body(cpp: str) -> str:
 
 # --- the patches are what they say ------------------------------------------------------------
 
-def test_patches_are_a_three_commit_series(patches):
-    assert "\nSubject: [PATCH 1/3] [stable ABI] Add torch_tensor_borrow_from_pyobject\n" in patches["0001"]
-    assert "\nSubject: [PATCH 2/3] [stable ABI] Add torch_is_conj and torch_is_neg\n" in patches["0002"]
-    assert ("\nSubject: [PATCH 3/3] Skip the GIL acquisition in PyInterpreter incref/decref\n"
-            " when the thread is attached\n") in patches["0003"]
+def test_patches_are_a_three_commit_series_in_landing_order(patches):
+    """The interpreter fix first, conj/neg, the borrow last; each commit holds only itself."""
+    assert ("\nSubject: [PATCH 1/3] Skip the GIL acquisition in PyInterpreter incref/decref\n"
+            " when the thread is attached\n") in patches[INTERPRETER]
+    assert "\nSubject: [PATCH 2/3] [stable ABI] Add torch_is_conj and torch_is_neg\n" in patches[CONJ_NEG]
+    assert "\nSubject: [PATCH 3/3] [stable ABI] Add torch_tensor_borrow_from_pyobject\n" in patches[BORROW]
     for text in patches.values():
         assert text.startswith("From 0000000000000000000000000000000000000000 ")
-    # 0001 is the borrow alone: nothing of the conj/neg getters rides along.
-    assert "torch_is_conj" not in patches["0001"].split("\n---\n", 1)[1]
+    # Nothing of the borrow rides in conj/neg, and the borrow adds nothing of conj/neg
+    # (its shim.h and registry hunks have conj/neg's lines as context only).
+    assert "borrow" not in patches[CONJ_NEG].split("\n---\n", 1)[1]
+    for path in re.findall(r"^diff --git a/(\S+) b/", patches[BORROW], flags=re.M):
+        assert "torch_is_conj" not in added_lines(patches[BORROW], path), path
+    assert "torch_is_conj(" in file_section(patches[BORROW], "torch/csrc/stable/c/shim.h")
+
+
+def test_author_is_an_explicit_placeholder(patches):
+    name, email = make_patch.AUTHOR_PLACEHOLDER
+    for text in patches.values():
+        assert f'From: "{name}" <{email}>' in text
+        assert email.endswith(".invalid") and "placeholder" in name
+        assert "localhost" not in text
 
 
 def test_commit_messages_are_in_pytorchs_style(patches):
-    """A summary, the motivation, a Test Plan, the base commit once; no per-file
+    """A summary, the motivation, a Test Plan that says what ran and where, then apart
+    what a PyTorch build must still show; what the base is, once; no per-file
     provenance (BASE.toml keeps it), no repeated lines, no path of this repository."""
     with (PROPOSAL / "upstream" / "BASE.toml").open("rb") as f:
         manifest = tomllib.load(f)
     for name, text in patches.items():
         message = text.split("\n---\n", 1)[0].split("\n\n", 1)[1]
-        assert "\nTest Plan:\n" in message, name
-        assert message.rstrip().endswith(f"Base: pytorch/pytorch main at {manifest['main_commit']}")
+        assert "\nTest Plan:\nWhat ran (Linux x86-64, g++ 12.2, CPython 3.11.7, torch 2.15.0 " \
+            "wheel; the\nRFC's companion repository, `make patch-check`; no PyTorch build):\n" \
+            in message, name
+        assert "\n\nWhat only a PyTorch build and CI can show:\n" in message, name
+        # No run that did not happen: a PyTorch test file is named only after that line.
+        ran = message.split("What only a PyTorch build", 1)[0]
+        assert "test/test_torch.py" not in ran and "test_autograd" not in ran, name
+        base_line = (f"Base: assembled, see BASE.toml (pytorch/pytorch main at "
+                     f"{manifest['main_commit']} for the stable-shim files)")
+        assert message.rstrip().endswith(base_line), name
+        message = message.rstrip()[:-len(base_line)]
         assert text.count(manifest["main_commit"]) == 1, name
         for row in manifest["file"]:
             if row["commit"] != manifest["main_commit"]:
@@ -176,40 +201,63 @@ def test_declarations_join_mains_2_16_block(patches):
         # No new block: the declarations go into main's existing 2.16 block.
         assert "#if TORCH_FEATURE_VERSION" not in added
         # One blank line between declarations (clang-format's MaxEmptyLinesToKeep: 1).
-        assert added.strip("\n") == make_patch.header_block(name).strip("\n")
+        assert added.strip("\n") == make_patch.header_block(MARK[name]).strip("\n")
         assert "\n\n\n" not in file_section(text, "torch/csrc/stable/c/shim.h").replace("\n+", "\n")
         hunk = file_section(text, "torch/csrc/stable/c/shim.h")
         assert "#endif // TORCH_FEATURE_VERSION >= TORCH_VERSION_2_16_0" in hunk.split("\n@@", 1)[1]
-    assert "AtenTensorHandle* ret); // returns borrowed reference" in make_patch.header_block("0001")
+    assert "AtenTensorHandle* ret); // returns borrowed reference" in \
+        make_patch.header_block(make_patch.BORROW_MARK)
 
 
 def test_header_comment_names_every_api_that_takes_ownership():
-    comment = make_patch.header_block("0001")
+    comment = make_patch.header_block(make_patch.BORROW_MARK)
     for api in ("aoti_torch_delete_tensor_object", "aoti_torch_assign_tensors",
                 "torch::stable::Tensor", "StableIValue", "torch_call_dispatcher", "StableList"):
         assert api in comment, api
     # As short as its neighbours: the details live in the docs note.
-    assert comment.count("\n") <= 12
+    assert sum(1 for line in comment.splitlines() if line.startswith("//")) <= 12
+    assert all(len(line) <= 80 for line in comment.splitlines())
 
 
 def test_the_contract_is_minimal():
-    """Valid while py_obj is alive and its tensor is not replaced; Python code may
-    invalidate it; unspecified after a replacement. No identity or representation."""
-    comment = " ".join(make_patch.header_block("0001").replace("//", " ").split())
-    for phrase in ("valid while py_obj is alive and its tensor is not replaced",
-                   "anything that may run Python code may invalidate it",
-                   "swap_tensors, `.data =` or set_() it is unspecified",
+    """An attached thread state, py_obj alive, no Python run by the caller between the
+    borrow and the handle's last use, failure = AOTI_TORCH_FAILURE with *ret unchanged,
+    and the rule on metadata. Nothing frozen: no message prefix, no CPython primitive,
+    no promise that a call without the GIL is refused, no storage paragraph, no set_()
+    grouped with replacing the tensor."""
+    comment = " ".join(make_patch.header_block(make_patch.BORROW_MARK).replace("//", " ").split())
+    for phrase in ("The caller has an attached thread state and keeps py_obj alive",
+                   "Fails (AOTI_TORCH_FAILURE, *ret unchanged)",
+                   "metadata is not plain C++ state (the Python dispatch key; sizes, strides, "
+                   "device or layout computed by a subclass or in Python)",
+                   "if the caller runs no Python between the borrow and the handle's last use, "
+                   "the stable getters on the handle run none either",
                    "torch::stable::Tensor::get()"):
         assert phrase in comment, phrase
     docs = " ".join((PROPOSAL / "patch_src" / "snippets" / "docs-section.md.txt").read_text().split())
-    for phrase in ("valid while the Python object is alive and its tensor is not replaced",
-                   "may invalidate it", "is unspecified", "`torch/csrc/inductor/aoti_torch/c/macros.h`",
+    contract = docs.split("#### Data pointers of tensors without memory", 1)[0]
+    for phrase in ("has an attached thread state", "keeps the Python object alive",
+                   "is valid until the caller runs Python code",
+                   "(`AOTI_TORCH_FAILURE`, `*ret` unchanged)",
+                   "not part of the contract (a build may check it in debug mode only)",
+                   "`torch/csrc/inductor/aoti_torch/c/macros.h`",
                    '"Returns a borrowed reference to the underlying AtenTensorHandle"',
                    "`torch/csrc/stable/tensor_struct.h`", "`aoti_torch_assign_tensors`",
                    "`StableIValue`", "`torch_call_dispatcher`", "`StableList`"):
-        assert phrase in docs, phrase
-    for frozen in ("always denotes", "show through it", "same handle:", "BorrowedTensor"):
-        assert frozen not in comment and frozen not in docs, frozen
+        assert phrase in contract, phrase
+    for frozen in ("set_", "swap_tensors", "PyGILState_Check", "PyThreadState_GetUnchecked",
+                   "storage", "torch_tensor_borrow_from_pyobject:", "always denotes",
+                   "BorrowedTensor"):
+        assert frozen not in comment and frozen not in contract, frozen
+    # The storage paragraph is a note of its own, about every handle.
+    assert "This holds for every handle, owned or borrowed" in docs
+
+
+def test_no_patch_test_promises_a_refusal_without_the_gil(patches):
+    """The thread check may become debug-only: no test of the series relies on it."""
+    for text in patches.values():
+        body = text.split("\n---\n", 1)[1]
+        assert "without_gil" not in body and "requires the GIL" not in body
 
 
 def test_patch_tests_do_not_freeze_the_representation(patch_text):
@@ -223,10 +271,10 @@ def test_patch_tests_do_not_freeze_the_representation(patch_text):
 
 def test_every_error_message_names_the_function(patches):
     """Each TORCH_CHECK message the series adds starts with the C function the caller called."""
-    cases = [("0001", "torch/csrc/shim_common.cpp", ("torch_tensor_borrow_from_pyobject",)),
-             ("0001", "torch/csrc/PyObjectConversionPythonImpl.cpp",
+    cases = [(BORROW, "torch/csrc/shim_common.cpp", ("torch_tensor_borrow_from_pyobject",)),
+             (BORROW, "torch/csrc/PyObjectConversionPythonImpl.cpp",
               ("torch_tensor_borrow_from_pyobject",)),
-             ("0002", "torch/csrc/shim_common.cpp", ("torch_is_conj", "torch_is_neg"))]
+             (CONJ_NEG, "torch/csrc/shim_common.cpp", ("torch_is_conj", "torch_is_neg"))]
     for patch, path, names in cases:
         added = added_lines(patches[patch], path)
         messages = re.findall(r'TORCH_CHECK\(\s*[^;]*?,\s*"([^"]*)"', added)
@@ -236,24 +284,20 @@ def test_every_error_message_names_the_function(patches):
 
 
 def test_registry_lists_the_new_functions_at_2_16(patches):
-    assert added_lines(patches["0001"], make_patch.VERSIONS_TXT) == \
+    assert added_lines(patches[BORROW], make_patch.VERSIONS_TXT) == \
         "torch_tensor_borrow_from_pyobject: TORCH_VERSION_2_16_0\n"
-    assert added_lines(patches["0002"], make_patch.VERSIONS_TXT) == \
+    assert added_lines(patches[CONJ_NEG], make_patch.VERSIONS_TXT) == \
         "torch_is_conj: TORCH_VERSION_2_16_0\ntorch_is_neg: TORCH_VERSION_2_16_0\n"
 
 
-def _withdrawn_block(path: pathlib.Path) -> str:
-    return make_patch.between(path.read_text(), WITHDRAWN_BEGIN, WITHDRAWN_END)
-
-
-def test_batched_read_is_prototype_only(patches):
-    """shim_ext keeps the batched read under prototype-only markers; no patch carries it,
-    and no marker in shim_ext names a patch the series no longer has."""
-    assert "TorchTensorMetadata" in _withdrawn_block(SHIM_H)
-    assert "AOTITorchError torch_tensor_get_metadata(" in _withdrawn_block(ENTRY_CPP)
+def test_batched_read_is_in_no_patch(patches):
+    """The batched read lives in bench/ (a measured route); shim_ext and the patches
+    hold none of it, and no marker in shim_ext names a block no patch takes."""
+    assert "TorchTensorMetadata" in BATCHED_READ.read_text()
     for path in (SHIM_H, ENTRY_CPP):
+        assert not any(name in path.read_text() for name in WITHDRAWN_NAMES), path.name
         numbers = set(re.findall(r"^// (?:BEGIN|END) \S+ (\d{4})$", path.read_text(), flags=re.M))
-        assert numbers == set(STABLE_ABI), (path.name, numbers)
+        assert numbers == set(MARK.values()), (path.name, numbers)
     for name, text in patches.items():
         for withdrawn in WITHDRAWN_NAMES:
             assert withdrawn not in text, (name, withdrawn)
@@ -274,12 +318,13 @@ def test_pyobject_helper_returns_the_raw_borrowed_handle(patch_text):
 # --- 0003: the PyInterpreter companion change ------------------------------------------------
 
 def _patched_py_interpreter(patch: str, tmp_path: pathlib.Path) -> tuple[str, str]:
-    """The vendored PyInterpreter.cpp, and the same file with 0003 applied (git apply)."""
+    """The vendored PyInterpreter.cpp, and the same file with the interpreter fix
+    applied alone (git apply)."""
     base = (PROPOSAL / "upstream" / PY_INTERPRETER).read_text()
     (tmp_path / PY_INTERPRETER).parent.mkdir(parents=True)
     (tmp_path / PY_INTERPRETER).write_text(base)
-    (tmp_path / "0003.patch").write_text(patch)
-    subprocess.run(["git", "apply", "0003.patch"], cwd=tmp_path, check=True, capture_output=True)
+    (tmp_path / "0001.patch").write_text(patch)
+    subprocess.run(["git", "apply", "0001.patch"], cwd=tmp_path, check=True, capture_output=True)
     return base, (tmp_path / PY_INTERPRETER).read_text()
 
 
@@ -289,15 +334,15 @@ def method(cpp: str, name: str) -> str:
     return cpp[start:cpp.index("\n}\n", start) + 3]
 
 
-def test_0003_touches_only_py_interpreter_and_adds_the_snippets(patches):
-    assert re.findall(r"^diff --git a/(\S+) b/", patches["0003"], flags=re.M) == [PY_INTERPRETER]
+def test_interpreter_fix_touches_only_py_interpreter_and_adds_the_snippets(patches):
+    assert re.findall(r"^diff --git a/(\S+) b/", patches[INTERPRETER], flags=re.M) == [PY_INTERPRETER]
     snippets = [(PROPOSAL / "patch_src" / "snippets" / f"PyInterpreter-{m}.cpp.txt").read_text()
                 for m in ("attached", "decref", "incref")]
-    assert normalized(added_lines(patches["0003"], PY_INTERPRETER)) == normalized("".join(snippets))
+    assert normalized(added_lines(patches[INTERPRETER], PY_INTERPRETER)) == normalized("".join(snippets))
 
 
-def test_0003_fast_path_comes_before_the_acquisition_in_incref_and_decref(patches, tmp_path):
-    base, patched = _patched_py_interpreter(patches["0003"], tmp_path)
+def test_interpreter_fix_fast_path_comes_before_the_acquisition(patches, tmp_path):
+    base, patched = _patched_py_interpreter(patches[INTERPRETER], tmp_path)
     for name, op in (("incref", "Py_INCREF(pyobj);"), ("decref", "Py_DECREF(pyobj);")):
         body = method(patched, name)
         initialized = body.index("if (!Py_IsInitialized())")
@@ -311,8 +356,8 @@ def test_0003_fast_path_comes_before_the_acquisition_in_incref_and_decref(patche
         assert "PyGILState_Check" not in method(patched, name)
 
 
-def test_0003_message_has_a_test_plan_and_no_figures(patches):
-    message = patches["0003"].split("\n---\n", 1)[0]
+def test_interpreter_fix_message_has_a_test_plan_and_no_figures(patches):
+    message = patches[INTERPRETER].split("\n---\n", 1)[0]
     assert "\nTest Plan:\n" in message
     assert "SafeGilScopedAcquire" in message and "Py_GIL_DISABLED" in message
     assert not re.search(r"\d\s*(?:instructions|ns|%)|\d\.\d+x\b", message)
@@ -364,25 +409,47 @@ def python_impl_method(patch_text: str) -> str:
 def test_python_impl_method_is_the_prototype_function(patch_text):
     assert normalized(method_body(python_impl_method(patch_text))) == \
         normalized(make_patch.python_impl_body())
-    # No helper rides along: the method is all the patch adds to the file, and its
-    # type check is 2.15's real-type test with tensor_from_pyobject's message form.
+    # No helper rides along: the method is all the patch adds to the file. Its type
+    # check is the class's own is_tensor_pyobject (2.15), not a copy of it, and its
+    # metadata rule is TensorImpl's accessor, which the same patch adds.
     added = added_lines(patch_text, "torch/csrc/PyObjectConversionPythonImpl.cpp")
     assert added.lstrip("\n").startswith("  const at::Tensor& tensor_borrow_from_pyobject(")
-    assert "PyObject_TypeCheck(" in added and "THPVariable_Check(" not in added
+    assert "const bool is_tensor = is_tensor_pyobject(obj);" in added
+    for copied in ("PyObject_TypeCheck(", "THPVariable_Check(", "PyGILState_Check",
+                   "THPVariableClass", "torch_borrow"):
+        assert copied not in added, copied
+    assert "!tensor.unsafeGetTensorImpl()->has_custom_metadata()," in added
     assert '"torch_tensor_borrow_from_pyobject: expected torch.Tensor, got ",' in added
+    accessor = added_lines(patch_text, make_patch.TENSOR_IMPL_H)
+    assert "  bool has_custom_metadata() const {" in accessor
+    for member in ("is_python_dispatch()", "sizes_strides_policy_", "device_policy_",
+                   "layout_policy_"):
+        assert member in accessor, member
+
+
+def test_the_prototype_spellings_are_what_the_patch_replaces():
+    """Every prototype spelling make_patch.py replaces is in the prototype's body once."""
+    body = make_patch.prototype_impl_body()
+    for prototype in make_patch.PROTOTYPE_SPELLINGS:
+        assert body.count(prototype) == 1, prototype
+    region = body.split(make_patch.PROTOTYPE_IS_TENSOR_BEGIN, 1)[1].split(
+        make_patch.PROTOTYPE_IS_TENSOR_END, 1)[0]
+    assert "PyObject_TypeCheck(" in region and "THPVariableClass != nullptr" in region
 
 
 @pytest.mark.parametrize("name", STABLE_ABI)
 def test_shim_common_entry_points_are_the_prototype_ones(patches, name):
-    assert normalized(patch_shim_common(patches[name])) == normalized(prototype_shim_common(name))
+    assert normalized(patch_shim_common(patches[name])) == \
+        normalized(prototype_shim_common(MARK[name]))
 
 
 def test_the_drift_check_sees_a_one_token_change(patch_text):
-    changed = prototype_shim_common("0001").replace(
+    changed = prototype_shim_common(make_patch.BORROW_MARK).replace(
         '"torch_tensor_borrow_from_pyobject: ret must not be null"', '"ret may be null"', 1)
-    assert changed != prototype_shim_common("0001")
+    assert changed != prototype_shim_common(make_patch.BORROW_MARK)
     assert normalized(patch_shim_common(patch_text)) != normalized(changed)
-    body = make_patch.python_impl_body().replace("PyObject_TypeCheck", "THPVariable_Check", 1)
+    body = make_patch.python_impl_body().replace("tensor.defined()", "true", 1)
+    assert body != make_patch.python_impl_body()
     assert normalized(method_body(python_impl_method(patch_text))) != normalized(body)
 
 
@@ -421,6 +488,12 @@ def test_the_patches_regenerate_identically(tmp_path):
                     "--out", str(tmp_path / "out")], check=True, capture_output=True)
     for patch in PATCHES:
         assert (tmp_path / "out" / patch.name).read_bytes() == patch.read_bytes()
+    # The landing order: the interpreter fix and conj/neg each apply alone on the base;
+    # the borrow applies on top of conj/neg, not alone.
+    alone = {patch.name[:4]: subprocess.run(
+        ["git", "apply", "--check", str(patch)], cwd=tmp_path / "base",
+        capture_output=True).returncode == 0 for patch in PATCHES}
+    assert alone == {INTERPRETER: True, CONJ_NEG: True, BORROW: False}, alone
 
 
 # --- (c) the patch's Python test, run against the prototype ------------------------------------
@@ -461,9 +534,10 @@ def _run_patch_test_against(interop: types.ModuleType, patch_text: str) -> "unit
 @needs_stand_in
 def test_patch_test_fails_against_a_shim_that_breaks_the_contract(patch_text):
     """A shim that trusts isinstance(), takes a reference per call (as an owned copy
-    that is never freed would), serves a stale snapshot after the tensor is replaced
-    and ignores the GIL must fail the patch's test: the test is not one that always
-    passes. (A new handle value per call breaks no contract: the test does not look.)"""
+    that is never freed would), lends tensors whose metadata may run Python and serves
+    a stale snapshot after the tensor is replaced must fail the patch's test: the test
+    is not one that always passes. (A new handle value per call breaks no contract: the
+    test does not look.)"""
     sys.path.insert(0, str(PROPOSAL / "stand_in"))
     try:
         from libtorch_agn_2_16 import _interop as real
@@ -480,11 +554,11 @@ def test_patch_test_fails_against_a_shim_that_breaks_the_contract(patch_text):
         return next(fresh)
 
     broken.borrow_handle = borrow_handle
-    broken.borrow_without_gil = lambda obj: 1
     broken.borrow_metadata = lambda obj: snapshots.setdefault(obj, real.borrow_metadata(obj))
     result = _run_patch_test_against(broken, patch_text)
     failed = {test.id().rsplit(".", 1)[1] for test, _ in result.failures + result.errors}
-    assert failed == {"test_non_tensors_are_refused_by_real_type", "test_refuses_without_the_gil",
+    assert failed == {"test_non_tensors_are_refused_by_real_type",
+                      "test_tensors_whose_metadata_may_run_python_are_refused",
                       "test_borrow_takes_no_reference", "test_a_new_borrow_reads_the_replaced_tensor"}
 
 

@@ -36,17 +36,16 @@ extern "C" {
 
 // BEGIN shim.h 0001
 // Borrow the at::Tensor a Python torch.Tensor holds: no allocation, no
-// refcount change. Fails for a tensor whose metadata is not plain C++ state
-// (the Python dispatch key; sizes, strides, device or layout computed by a
-// subclass or in Python): if the caller runs no Python between the borrow and
-// the handle's last use, the stable getters on the handle run none either.
-// The handle is valid while py_obj is alive and its tensor is not replaced;
-// anything that may run Python code may invalidate it, and after
-// torch.utils.swap_tensors, `.data =` or set_() it is unspecified. It has the
-// C type of an owning handle but is borrowed, as torch::stable::Tensor::get()
-// is: never delete it (aoti_torch_delete_tensor_object), wrap it in
-// torch::stable::Tensor, box it in a StableIValue (torch_call_dispatcher,
-// StableList) or pass it as the dst of aoti_torch_assign_tensors.
+// refcount change. The caller has an attached thread state and keeps py_obj
+// alive. Fails (AOTI_TORCH_FAILURE, *ret unchanged) for a non-tensor and for a
+// tensor whose metadata is not plain C++ state (the Python dispatch key; sizes,
+// strides, device or layout computed by a subclass or in Python): if the caller
+// runs no Python between the borrow and the handle's last use, the stable
+// getters on the handle run none either, and it stays valid that long. It is
+// borrowed, as torch::stable::Tensor::get() is: never delete it
+// (aoti_torch_delete_tensor_object), wrap it in torch::stable::Tensor, box it
+// in a StableIValue (torch_call_dispatcher, StableList) or pass it as the dst
+// of aoti_torch_assign_tensors.
 AOTI_TORCH_EXPORT AOTITorchError torch_tensor_borrow_from_pyobject(
     void* py_obj,
     AtenTensorHandle* ret); // returns borrowed reference

@@ -139,9 +139,20 @@ if not IS_WINDOWS:
                 with self.assertRaisesRegex(RuntimeError, "expected torch.Tensor"):
                     self.interop.borrow_handle(bad)
 
-        def test_refuses_without_the_gil(self):
-            with self.assertRaisesRegex(RuntimeError, "requires the GIL"):
-                self.interop.borrow_without_gil(torch.ones(1))
+        def test_tensors_whose_metadata_may_run_python_are_refused(self):
+            # The Python dispatch key (a __torch_dispatch__ subclass) and
+            # sizes computed by a TensorImpl subclass (a nested tensor).
+            class Dispatching(torch.Tensor):
+                @classmethod
+                def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+                    return func(*args, **(kwargs or {}))
+
+            for bad in (
+                torch.randn(2).as_subclass(Dispatching),
+                torch.nested.nested_tensor([torch.ones(2), torch.ones(3)]),
+            ):
+                with self.assertRaisesRegex(RuntimeError, "not plain C\\+\\+ state"):
+                    self.interop.borrow_handle(bad)
 
 
 if __name__ == "__main__":
