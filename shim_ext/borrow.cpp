@@ -1,5 +1,5 @@
 // The libtorch_python half of the prototype (shim_ext._borrow): the
-// implementation behind torch_tensor_borrow_from_pyobject, written as patch 0001
+// implementation behind torch_tensor_borrow_from_pyobject, written as the borrow patch
 // adds it to torch/csrc/PyObjectConversionPythonImpl.cpp, registered with the
 // libtorch half (shim_ext._entry, entry.cpp) by shim_ext.load(), the way
 // libtorch_python registers ConcretePyObjectConversion with libtorch at load.

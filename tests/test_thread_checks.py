@@ -1,6 +1,6 @@
 """The borrow's attached-thread-state test is correct where the cheaper-looking ones are not.
 
-The borrow (``shim_ext/borrow.cpp``, patch 0001) asks whether the calling thread has an
+The borrow (``shim_ext/borrow.cpp``, the borrow patch) asks whether the calling thread has an
 attached thread state: on CPython 3.12+ by reading the thread's own state pointer
 (``PyThreadState_GetUnchecked()``; ``_PyThreadState_UncheckedGet()`` on 3.12), which is
 thread-local and NULL while detached; before 3.12 with ``PyGILState_Check()``, because

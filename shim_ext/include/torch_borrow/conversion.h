@@ -3,7 +3,7 @@
 // the libtorch_python-side implementation (shim_ext._borrow, borrow.cpp), which
 // registers itself when shim_ext.load() imports it. Upstream's interface lives in
 // libtorch and cannot gain a method outside PyTorch, so the prototype has its own
-// with the method patch 0001 appends; the entry points then pay what the patch's
+// with the method the borrow patch appends; the entry points then pay what the patch's
 // would: a call into another library, a load of the registered pointer and a
 // virtual call.
 #pragma once
@@ -16,7 +16,7 @@ namespace torch_borrow::detail {
 struct BorrowConversionInterface {
   virtual ~BorrowConversionInterface() = default;
 
-  // The method patch 0001 appends to PyObjectConversionInterface.
+  // The method the borrow patch appends to PyObjectConversionInterface.
   virtual const at::Tensor& tensor_borrow_from_pyobject(PyObject* obj)
       const = 0;
 };

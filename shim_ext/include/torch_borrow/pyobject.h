@@ -1,4 +1,4 @@
-// Prototype of the C++ helper that patch 0001 adds to
+// Prototype of the C++ helper that the borrow patch adds to
 // torch/csrc/stable/pyobject.h, beside tensor_from_pyobject.
 //
 // The block between the BEGIN/END markers is, byte for byte, what the patch
