@@ -337,7 +337,7 @@ class Meta(ctypes.Structure):
 
 
 #: torch_borrow/consumer.h's status codes
-OK, NO_GIL, UNAVAILABLE, NOT_A_TENSOR, REFUSED, NO_TORCH = range(6)
+ST_OK, ST_NO_GIL, ST_UNAVAILABLE, ST_NOT_A_TENSOR, ST_REFUSED, ST_NO_TORCH = range(6)
 
 
 def _read_fn(consumer, dll):
@@ -350,8 +350,8 @@ def test_without_the_gil_nothing_is_touched(consumer):
     """The C entry point returns TORCH_BORROW_NO_GIL, raising nothing and reading nothing,
     when the calling thread holds no GIL (ctypes.CDLL releases it around the call)."""
     meta = Meta(dim=-7)
-    assert _read_fn(consumer, ctypes.CDLL)(torch.randn(3), ctypes.byref(meta)) == NO_GIL
-    assert meta.dim == -7 and meta.status == NO_GIL and b"GIL" in meta.message
+    assert _read_fn(consumer, ctypes.CDLL)(torch.randn(3), ctypes.byref(meta)) == ST_NO_GIL
+    assert meta.dim == -7 and meta.status == ST_NO_GIL and b"GIL" in meta.message
 
 
 @needs_route
@@ -361,15 +361,15 @@ def test_c_entry_point_with_the_gil(consumer):
     base = torch.randn(3, 4)
     t = base[1:]
     meta = Meta()
-    assert _read_fn(consumer, ctypes.PyDLL)(t, ctypes.byref(meta)) == OK
+    assert _read_fn(consumer, ctypes.PyDLL)(t, ctypes.byref(meta)) == ST_OK
     assert (meta.data, meta.dim, tuple(meta.sizes[:2]), tuple(meta.strides[:2]),
             meta.device_index, meta.itemsize, meta.storage_offset, meta.storage_nbytes) == (
         t.data_ptr(), 2, (2, 4), (4, 1), -1, 4, t.storage_offset(),
         t.untyped_storage().nbytes())
     conj = t.to(torch.complex64).conj()
-    assert _read_fn(consumer, ctypes.PyDLL)(conj, ctypes.byref(meta)) == REFUSED
-    assert meta.status == REFUSED and b"conjugate" in meta.message
-    assert _read_fn(consumer, ctypes.PyDLL)(3, ctypes.byref(meta)) == NOT_A_TENSOR
+    assert _read_fn(consumer, ctypes.PyDLL)(conj, ctypes.byref(meta)) == ST_REFUSED
+    assert meta.status == ST_REFUSED and b"conjugate" in meta.message
+    assert _read_fn(consumer, ctypes.PyDLL)(3, ctypes.byref(meta)) == ST_NOT_A_TENSOR
 
 
 # --- first use, in a fresh interpreter ---------------------------------------------------------

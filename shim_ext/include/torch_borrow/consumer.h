@@ -319,6 +319,75 @@ static inline void torch_borrow__devices(PyObject* torch, void* lib, torch_borro
   }
 }
 
+/* The bridge's dtype table (bridge/_resolve.py, code_tables): every dtype torch exposes
+   and can allocate, by the code a tensor of it reports through the route's handle, with
+   torch.dtype.itemsize; quantized (qint*, quint*: a scale and zero point) and sub-byte
+   (intN, uintN below 8 bits) dtypes left out. It adds to the aoti_torch_dtype_* table
+   the dtypes the stable ABI names no code for (bcomplex32, bits16, ...). A tensor torch
+   makes otherwise (under a mode: not a torch.Tensor) adds nothing. */
+static inline void torch_borrow__probe_dtypes(PyObject* torch, torch_borrow__api* a) {
+  PyObject* vars = PyObject_GetAttrString(torch, "__dict__");
+  PyObject* dtype_type = PyObject_GetAttrString(torch, "dtype");
+  PyObject* empty = PyObject_GetAttrString(torch, "empty");
+  PyObject* warnings = PyImport_ImportModule("warnings");
+  PyObject* cm = warnings ? PyObject_CallMethod(warnings, "catch_warnings", NULL) : NULL;
+  PyObject* entered = cm ? PyObject_CallMethod(cm, "__enter__", NULL) : NULL;
+  PyObject* ignored = entered ? PyObject_CallMethod(warnings, "simplefilter", "s", "ignore")
+                              : NULL;
+  PyObject* zero = Py_BuildValue("(i)", 0);
+  PyObject *key, *v;
+  Py_ssize_t pos = 0;
+  if (ignored && zero && vars && PyDict_Check(vars) && PyType_Check(dtype_type) && empty) {
+    while (PyDict_Next(vars, &pos, &key, &v)) {
+      PyObject *s, *size, *kw, *t;
+      const char* name;
+      long itemsize;
+      int skip;
+      if (!PyObject_TypeCheck(v, (PyTypeObject*)dtype_type)) continue;
+      s = PyObject_Str(v);
+      name = s ? PyUnicode_AsUTF8(s) : NULL;
+      skip = !name || strncmp(name, "torch.qint", 10) == 0 ||
+             strncmp(name, "torch.quint", 11) == 0 ||
+             ((strncmp(name, "torch.int", 9) == 0 && name[9] >= '1' && name[9] <= '7' &&
+               !name[10]) ||
+              (strncmp(name, "torch.uint", 10) == 0 && name[10] >= '1' && name[10] <= '7' &&
+               !name[11]));
+      Py_XDECREF(s);
+      size = skip ? NULL : PyObject_GetAttrString(v, "itemsize");
+      itemsize = size ? PyLong_AsLong(size) : -1;
+      Py_XDECREF(size);
+      kw = itemsize > 0 && itemsize < 128 ? Py_BuildValue("{sO}", "dtype", v) : NULL;
+      t = kw ? PyObject_Call(empty, zero, kw) : NULL; /* torch.empty(0, dtype=v) */
+      Py_XDECREF(kw);
+      if (t && Py_TYPE(t) == a->tensor_type) {
+        AtenTensorHandle h = NULL;
+        int32_t code = -1;
+        if (a->borrow ? a->borrow(t, &h) == 0 : a->owned && a->owned(t, &h) == 0) {
+          if (a->dtype(h, &code) == 0 && code >= 0 && code < TORCH_BORROW__NCODES &&
+              a->itemsize[code] == 0)
+            a->itemsize[code] = (int8_t)itemsize;
+          if (!a->borrow) a->del(h);
+        }
+      }
+      Py_XDECREF(t);
+      PyErr_Clear();
+    }
+  }
+  Py_XDECREF(zero);
+  Py_XDECREF(ignored);
+  if (entered) {
+    PyObject* r = PyObject_CallMethod(cm, "__exit__", "OOO", Py_None, Py_None, Py_None);
+    Py_XDECREF(r);
+  }
+  Py_XDECREF(entered);
+  Py_XDECREF(cm);
+  Py_XDECREF(warnings);
+  Py_XDECREF(empty);
+  Py_XDECREF(dtype_type);
+  Py_XDECREF(vars);
+  PyErr_Clear();
+}
+
 static inline int torch_borrow__want(const char* only, const char* route) {
   return !only || strcmp(only, route) == 0;
 }
@@ -419,6 +488,7 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
                       : "no torch_borrow_custom_metadata (shim_ext) to refuse tensors "
                         "whose getters run Python");
   }
+  if (a->route) torch_borrow__probe_dtypes(torch, a);
   if (!flags) {
     snprintf(a->no_flags, sizeof a->no_flags, "the flag getters were left out (flags == 0)");
   } else if (conj && neg) {
