@@ -579,16 +579,16 @@ static inline int torch_borrow__custom(torch_borrow_meta* m, PyObject* obj, int3
    a negative stride or offset (torch makes none) counts as outside. */
 static inline int torch_borrow__outside(const torch_borrow_meta* m) {
   int64_t i, last = m->storage_offset;
-  for (i = 0; i < m->dim; ++i)
-    if (m->sizes[i] == 0) return 0;
-  if (last < 0) return 1;
-  for (i = 0; i < m->dim; ++i) {
+  int empty = 0, past = last < 0;
+  for (i = 0; i < m->dim; ++i) { /* one pass: no elements wins over any extent */
     int64_t n = m->sizes[i] - 1, s = m->strides[i];
-    if (s < 0) return 1;
-    if (n > 0 && s > 0 && n > (INT64_MAX - last) / s) return 1;
-    last += n * s;
+    empty |= n < 0;
+    if (n <= 0 || past) continue;
+    if (s < 0 || (s > 0 && n > (INT64_MAX - last) / s)) past = 1;
+    else last += n * s;
   }
-  return last >= m->storage_nbytes / m->itemsize; /* (last + 1) * itemsize > nbytes */
+  if (empty) return 0;
+  return past || last >= m->storage_nbytes / m->itemsize; /* (last + 1) * itemsize > nbytes */
 }
 
 /* The reads and checks through one handle h (borrowed or owned: the caller deletes). */
@@ -663,11 +663,25 @@ static inline int torch_borrow__fill(const torch_borrow__api* a, AtenTensorHandl
   return TORCH_BORROW_OK;
 }
 
+/* Whether the calling thread has an attached thread state (holds the GIL; on
+   free-threaded CPython, is attached). 3.12+: the thread-local current thread state,
+   which is non-NULL exactly then; 3.11 keeps the current state in one global (the GIL
+   holder's), so only PyGILState_Check can compare it with this thread's. */
+static inline int torch_borrow__attached(void) {
+#if PY_VERSION_HEX >= 0x030D0000
+  return PyThreadState_GetUnchecked() != NULL;
+#elif PY_VERSION_HEX >= 0x030C0000
+  return _PyThreadState_UncheckedGet() != NULL;
+#else
+  return PyGILState_Check();
+#endif
+}
+
 static inline int torch_borrow_read(PyObject* obj, torch_borrow_meta* m) {
   const torch_borrow__api* a;
   AtenTensorHandle h = NULL;
   int rc;
-  if (!PyGILState_Check()) /* an attached thread state; nothing else is touched */
+  if (!torch_borrow__attached()) /* nothing else is touched without it */
     return torch_borrow__fail(m, TORCH_BORROW_NO_GIL, "the calling thread holds no GIL");
   a = __atomic_load_n(&torch_borrow__state, __ATOMIC_ACQUIRE);
   if (!a) { /* the first read: resolve (torch_borrow_init) */
