@@ -21,8 +21,9 @@ agree. Writes ``<out>/<stem>.json`` and ``.md`` (stem ``callgrind-consumer-<tag>
 tag ``cp313-`` etc. off CPython 3.11) with the ratio to the five reads and the target.
 
 Time (``--time``): the four statements interleaved (``interleave.measure``: warm-up, GC
-off, rounds in rotating order), best and median ns per call, and the paired ratio of
-``header_c`` to ``view_read`` (median of per-round ratios, with its spread) into
+off, rounds in rotating order), best and median ns per call, and the paired ratios of
+``header_c`` and ``header_tuples`` to ``view_read`` (median of per-round ratios, with
+their spread) into
 ``<out>/time-consumer-<tag>torch-<v>-<device>.json`` / ``.md``.
 """
 
@@ -178,13 +179,16 @@ def time_it(args) -> int:
     contenders = [interleave.statement(name, stmt, ns) for name, stmt in STATEMENTS.items()]
     samples = interleave.measure(contenders, args.rounds, args.calls, args.warmup)
     ns_per = samples  # {name: [ns per call, per round]}
-    paired = [a / b for a, b in zip(ns_per["header_c"], ns_per["view_read"])]
+    def paired(num):
+        r = [a / b for a, b in zip(ns_per[num], ns_per["view_read"])]
+        return {"median": statistics.median(r), "min": min(r), "max": max(r)}
+
     result = {"torch": torch.__version__, "python": sys.version.split()[0],
               "device": args.device, "route": c.route(), "rounds": args.rounds,
               "calls": args.calls, "warmup": args.warmup, "statements": STATEMENTS,
               "labels": LABELS, "ns_per_call": ns_per,
-              "header_c_over_view_read": {"median": statistics.median(paired),
-                                          "min": min(paired), "max": max(paired)}}
+              "header_c_over_view_read": paired("header_c"),
+              "header_tuples_over_view_read": paired("header_tuples")}
     stem = _stem("time-consumer", torch.__version__, sys.version_info) + f"-{args.device}"
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{stem}.json").write_text(json.dumps(result, indent=1) + "\n")
@@ -196,9 +200,11 @@ def time_it(args) -> int:
     for name, stmt in STATEMENTS.items():
         lines.append(f"| `{stmt}` | {LABELS[name]} | {min(ns_per[name]):.1f} | "
                      f"{statistics.median(ns_per[name]):.1f} |")
-    r = result["header_c_over_view_read"]
-    lines += ["", f"Paired, per round: {LABELS['header_c']} / {LABELS['view_read']} = "
-                  f"{r['median']:.3f}x median (range {r['min']:.3f}-{r['max']:.3f}x)."]
+    lines.append("")
+    for num in ("header_c", "header_tuples"):
+        r = result[f"{num}_over_view_read"]
+        lines.append(f"Paired, per round: {LABELS[num]} / {LABELS['view_read']} = "
+                     f"{r['median']:.3f}x median (range {r['min']:.3f}-{r['max']:.3f}x).")
     (args.out / f"{stem}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
