@@ -100,7 +100,9 @@
  * aoti_torch_get_data_ptr, _get_storage_offset, _get_dim, _get_sizes, _get_strides,
  * _get_dtype, _get_device_type, _get_device_index, _get_layout, _get_storage_size,
  * aoti_torch_layout_strided, aoti_torch_device_type_meta, aoti_torch_dtype_* (the
- * table below: a code torch lacks is left out), torch_exception_get_what_without_
+ * table below: a code torch lacks is left out; at init, every other dtype torch can
+ * allocate is added by the code an empty tensor of it reports, with torch.dtype.itemsize,
+ * as the bridge builds its table), torch_exception_get_what_without_
  * backtrace (2.13+, the failed getter's message), aoti_torch_delete_tensor_object and
  * torch_tensor_from_pyobject (2.14+, the owned route), torch_tensor_borrow_from_pyobject
  * and torch_is_conj / torch_is_neg (where torch has them); the device types torch names
