@@ -59,8 +59,15 @@ ABI = "t" if support.free_threaded() else ""
 ENV_KEY = hashlib.sha256(str(pathlib.Path(sys.prefix).resolve()).encode()).hexdigest()[:8]
 BUILD_BASE = (f"build/torch-{torch.__version__}-py{sys.version_info[0]}{sys.version_info[1]}"
               f"{ABI}-{ENV_KEY}")
-# The floor is the fallback's: the THPVariable offset proof holds from torch 2.10 on.
-DEPENDENCIES = ["torch>=2.10"]
+# The built package records the torch it was built for: shim_ext's _borrow reads
+# THPVariable with that torch's layout, so the wheel pins that release exactly, and
+# `pip install --upgrade torch` then reports the conflict instead of leaving a package
+# that refuses to load. The public version only (2.15.0, not 2.15.0+cpu): pip 23 finds no
+# solution for a local-tagged pin beside a constraint file's `torch==2.15.0` (the
+# Makefile's and the README's), and shim_ext.load() compares the local tag itself. Any
+# torch from 2.10 on builds (the fallback's floor: the THPVariable offset proof holds from
+# 2.10 on); the pin is whichever torch the build finds.
+DEPENDENCIES = [f"torch=={Version(torch.__version__).public}"]
 
 
 def _build_config():

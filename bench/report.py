@@ -155,6 +155,9 @@ LABELS = {
     "data_ptr": "t.data_ptr()",
     "python_attrs": "t.data_ptr(), t.shape, t.stride(), t.dtype, t.device",
     "view_read": "v = bridge.view(t); v.ptr, v.shape, v.strides, v.dtype, v.device_type/index",
+    # bench/consumer_header.py: shim_ext/examples/consumer.c on torch_borrow/consumer.h
+    "header_c": "consumer.h: torch_borrow_read(t, &m), every check, metadata kept in C",
+    "header_tuples": "consumer.h: the same read, returned as Python tuples",
     "to_dlpack": "torch.utils.dlpack.to_dlpack(t)",
     "dunder_dlpack": "t.__dlpack__()",
     "cuda_core": "cuda.core StridedMemoryView",

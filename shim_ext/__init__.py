@@ -13,12 +13,37 @@ with a minimal ``PyInit_`` module each (``pymodule.c``; free-threaded CPython 3.
   that indirection (a benchmark row).
 
 Nothing is imported here; ``load()`` does the work. Import torch first: both modules link
-against the libtorch that ``import torch`` loaded.
+against the libtorch that ``import torch`` loaded. A C or C++ consumer needs none of this
+module at run time: ``get_include()`` gives the folder of ``torch_borrow/consumer.h``, which
+does the look-up, the registration and every check itself.
 """
 
 from __future__ import annotations
 
 _loaded = None
+
+#: The command that rebuilds this package for the torch now installed (run it from the
+#: torch-borrow-bridge source folder): shim_ext's ``_borrow`` reads ``THPVariable`` with
+#: the layout of the torch it was compiled against. Kept in step with
+#: ``torch_borrow/consumer.h``'s ``TORCH_BORROW__REBUILD``.
+REBUILD = ("pip install --no-build-isolation --no-cache-dir --force-reinstall --no-deps "
+           "<the torch-borrow-bridge source folder>")
+
+
+def get_include() -> str:
+    """The folder to put on a C or C++ compiler's include path (``-I``) for
+    ``#include <torch_borrow/consumer.h>`` (and ``torch_borrow/abi.h``, the stable ABI's C
+    types): inside the installed package, as ``numpy.get_include()`` is.
+
+    Returns
+    -------
+    str
+        An absolute path; ``torch_borrow/consumer.h`` is in it. Needs no torch import
+        and no compiled module.
+    """
+    import os
+
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
 
 #: ``built_by()``'s answers.
 CFFI = "cffi"
@@ -62,7 +87,8 @@ def load():
         if torch is None or built != torch.__version__:
             running = f"torch {torch.__version__} is" if torch else "torch is not"
             raise ImportError(f"shim_ext was built for torch {built} but {running} "
-                              "imported: import the torch it was built for, or rebuild it")
+                              f"imported: import the torch it was built for, or rebuild "
+                              f"it for this one: {REBUILD}")
         if route == CFFI:
             _entry.lib.torch_borrow_set_impl(_borrow.lib.torch_borrow_impl())
         else:  # module-level functions, the implementation's address as an int

@@ -1,5 +1,6 @@
-"""The consumer examples (shim_ext/examples/consumer.cpp and its plain-C twin consumer.c),
-built against the running torch: they agree with torch's own accessors and the bridge,
+"""The consumer examples (shim_ext/examples/consumer.cpp, its plain-C twin consumer.c and
+the README's minimal.c), all three on torch_borrow/consumer.h, built against the running
+torch: they agree with torch's own accessors and the bridge,
 refuse what the bridge refuses with the same exception type, and take the route this torch
 must offer (libtorch's borrow, else the prototype's, else torch's owned shim).
 
@@ -34,7 +35,8 @@ _spec = importlib.util.spec_from_file_location("consumer_build",
                                                ROOT / "shim_ext" / "examples" / "build.py")
 build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(build)
-MODULES = sorted(build.EXAMPLES.values())  # borrow_consumer (C++), borrow_consumer_c (C)
+#: borrow_consumer (C++), borrow_consumer_c (C); minimal (the README's) has only view()
+MODULES = sorted(m for m in build.EXAMPLES.values() if m != "minimal")
 
 
 def _libtorch():
@@ -325,11 +327,17 @@ def test_shim_ext_built_for_another_torch_is_not_used(consumer, monkeypatch):
 
 
 class Meta(ctypes.Structure):
-    """BorrowConsumerMeta, as both examples declare it."""
+    """torch_borrow_meta (torch_borrow/consumer.h)."""
     _fields_ = [("data", ctypes.c_void_p), ("dim", ctypes.c_int64),
                 ("sizes", ctypes.c_int64 * 64), ("strides", ctypes.c_int64 * 64),
                 ("dtype", ctypes.c_int32), ("device_type", ctypes.c_int32),
-                ("device_index", ctypes.c_int32)]
+                ("device_index", ctypes.c_int32), ("itemsize", ctypes.c_int32),
+                ("storage_offset", ctypes.c_int64), ("storage_nbytes", ctypes.c_int64),
+                ("status", ctypes.c_int32), ("message", ctypes.c_char * 512)]
+
+
+#: torch_borrow/consumer.h's status codes
+ST_OK, ST_NO_GIL, ST_UNAVAILABLE, ST_NOT_A_TENSOR, ST_REFUSED, ST_NO_TORCH = range(6)
 
 
 def _read_fn(consumer, dll):
@@ -339,23 +347,29 @@ def _read_fn(consumer, dll):
 
 
 def test_without_the_gil_nothing_is_touched(consumer):
-    """The C entry point returns -2, raising nothing, when the calling thread holds no GIL
-    (ctypes.CDLL releases it around the call)."""
+    """The C entry point returns TORCH_BORROW_NO_GIL, raising nothing and reading nothing,
+    when the calling thread holds no GIL (ctypes.CDLL releases it around the call)."""
     meta = Meta(dim=-7)
-    assert _read_fn(consumer, ctypes.CDLL)(torch.randn(3), ctypes.byref(meta)) == -2
-    assert meta.dim == -7
+    assert _read_fn(consumer, ctypes.CDLL)(torch.randn(3), ctypes.byref(meta)) == ST_NO_GIL
+    assert meta.dim == -7 and meta.status == ST_NO_GIL and b"GIL" in meta.message
 
 
 @needs_route
 def test_c_entry_point_with_the_gil(consumer):
-    """What a kernel library calls from its own C code (ctypes.PyDLL keeps the GIL)."""
-    t = torch.randn(3, 4)[1:]
+    """What a kernel library calls from its own C code (ctypes.PyDLL keeps the GIL): the
+    fields, and a refusal as a status and a message, no exception set."""
+    base = torch.randn(3, 4)
+    t = base[1:]
     meta = Meta()
-    assert _read_fn(consumer, ctypes.PyDLL)(t, ctypes.byref(meta)) == 0
+    assert _read_fn(consumer, ctypes.PyDLL)(t, ctypes.byref(meta)) == ST_OK
     assert (meta.data, meta.dim, tuple(meta.sizes[:2]), tuple(meta.strides[:2]),
-            meta.device_index) == (t.data_ptr(), 2, (2, 4), (4, 1), -1)
-    with pytest.raises(BufferError, match="conjugate"):  # -1: the exception is set
-        _read_fn(consumer, ctypes.PyDLL)(t.to(torch.complex64).conj(), ctypes.byref(meta))
+            meta.device_index, meta.itemsize, meta.storage_offset, meta.storage_nbytes) == (
+        t.data_ptr(), 2, (2, 4), (4, 1), -1, 4, t.storage_offset(),
+        t.untyped_storage().nbytes())
+    conj = t.to(torch.complex64).conj()
+    assert _read_fn(consumer, ctypes.PyDLL)(conj, ctypes.byref(meta)) == ST_REFUSED
+    assert meta.status == ST_REFUSED and b"conjugate" in meta.message
+    assert _read_fn(consumer, ctypes.PyDLL)(3, ctypes.byref(meta)) == ST_NOT_A_TENSOR
 
 
 # --- first use, in a fresh interpreter ---------------------------------------------------------
@@ -376,7 +390,7 @@ def test_import_torch_first(built, name):
         except RuntimeError as exc:
             print(exc)
         """)
-    assert "import torch before the first view" in out
+    assert "import torch before the first read" in out
 
 
 @pytest.mark.skipif(not expected_paths()["borrow"], reason=str(_support.shim_ext_unsupported()))
@@ -406,16 +420,11 @@ def test_the_consumer_registers_the_prototype_itself(built, name, first):
 def test_nested_tensor_message_asks_for_no_bug_report(consumer, route):
     """Both consumers refuse a nested tensor before any getter (its metadata is not plain
     C++ state: the borrow refuses it by itself, the owned route asks shim_ext's check), so
-    torch's "Internal error ... Please file an issue" never reaches the user. Before
-    torch 2.13 (no torch_exception_get_what_without_backtrace) the borrow's refusal
-    carries no message."""
-    from bridge import _bridge, _resolve
-
+    torch's "Internal error ... Please file an issue" never reaches the user; the message
+    names the policy (shim_ext's torch_borrow_custom_metadata), on every torch."""
     if route == "owned":
         assert consumer._resolve("owned") == "owned"
-    has_message = _resolve.WHAT in _resolve.resolve(_bridge.PYOBJECT_SIZE).symbols
-    advice = (r"metadata is not plain C\+\+ state" if has_message or route == "owned"
-              else r"failed: no message$")
-    with pytest.raises(BufferError, match=advice) as info:
+    with pytest.raises(BufferError, match=r"metadata is not plain C\+\+ state \(custom or "
+                                          r"symbolic sizes") as info:
         consumer.view(_nested())
     assert "Please file an issue" not in str(info.value)

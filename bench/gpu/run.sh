@@ -118,6 +118,12 @@ print(run.default_stem(torch, "cuda").replace("-torch-", "-host-cpu-torch-"))')
     echo "no CUDA device: the CUDA benchmarks are not run"
     GPU_STEM=
   fi
+  step "consumer.h: the consumer examples' tests, and its row (time; CUDA tensors where present)"
+  "${PYTEST[@]}" tests/test_consumer_example.py tests/test_consumer_header.py \
+    || FAILED+=(consumer-header-tests)
+  CONSUMER_DEVICE=cpu; [[ -n $GPU_STEM ]] && CONSUMER_DEVICE=cuda
+  "$PYTHON" -P bench/consumer_header.py --no-count --time --device "$CONSUMER_DEVICE" \
+    ${QUICK:+--rounds 3 --calls 1000 --warmup 100} --out "$OUT" || FAILED+=(consumer-header-bench)
   step "benchmarks: CPU tensors on the same host, for comparison"
   "$PYTHON" -P bench/run.py "${QUICK[@]}" --out "$OUT" ${GPU_STEM:+--stem "$GPU_STEM"} \
     || FAILED+=(bench-cpu)

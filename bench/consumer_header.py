@@ -1,0 +1,240 @@
+"""The consumer built on ``torch_borrow/consumer.h``, measured beside the hand-written reads.
+
+    python -P bench/consumer_header.py --out bench/results             # instructions
+    python -P bench/consumer_header.py --time --out bench/results      # and time
+
+Four Python-level statements on ``t`` (a 32x32 float32 tensor; on ``--device cuda`` a CUDA
+one), each compiled by ``timeit``:
+
+- ``five_tuple``: the hand-written five reads, ``(t.data_ptr(), t.shape, t.stride(),
+  t.dtype, t.device)``;
+- ``view_read``: ``bridge.view(t)`` and reading the same fields from the view;
+- ``header_c``: ``read(t)`` of ``shim_ext/examples/consumer.c``: ``torch_borrow_read`` with
+  every check, the metadata kept in a C struct (returns None);
+- ``header_tuples``: ``view(t)`` of the same module: the read, returned as Python tuples.
+
+Instructions (the default): one valgrind process (``--tool=callgrind``, collection off
+at start) runs each statement ``n1``, ``n2`` and ``n1`` times with collection toggled on
+around the loop (``peers_native``'s client requests, as ``bench/callgrind.py`` counts its
+statements); per call is ``(I(n2) - I(n1)) / (n2 - n1)`` and the two ``n1`` counts must
+agree. Writes ``<out>/<stem>.json`` and ``.md`` (stem ``callgrind-consumer-<tag>torch-<v>``,
+tag ``cp313-`` etc. off CPython 3.11) with the ratio to the five reads and the target.
+
+Time (``--time``): the four statements interleaved (``interleave.measure``: warm-up, GC
+off, rounds in rotating order), best and median ns per call, and the paired ratios of
+``header_c`` and ``header_tuples`` to ``view_read`` (median of per-round ratios, with
+their spread) into
+``<out>/time-consumer-<tag>torch-<v>-<device>.json`` / ``.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+STATEMENTS = {
+    "five_tuple": "(t.data_ptr(), t.shape, t.stride(), t.dtype, t.device)",
+    "view_read": "v = view(t); (v.ptr, v.shape, v.strides, v.dtype, v.device_type, "
+                 "v.device_index)",
+    "header_c": "read(t)",
+    "header_tuples": "cview(t)",
+}
+LABELS = {
+    "five_tuple": "hand-written five reads",
+    "view_read": "bridge.view + its fields",
+    "header_c": "consumer.h read, metadata kept in C",
+    "header_tuples": "consumer.h read, returned as tuples",
+}
+#: (numerator, denominator, target): instructions
+TARGETS = (("header_c", "five_tuple", 0.15),)
+
+
+def _stem(prefix: str, torch_version: str, python: tuple) -> str:
+    tag = "" if python[:2] == (3, 11) else f"cp{python[0]}{python[1]}-"
+    return f"{prefix}-{tag}torch-{torch_version.split('+')[0]}"
+
+
+def _namespace(device: str):
+    """``(torch, {name: object})`` for the statements, the consumer built fresh."""
+    import importlib.util
+
+    import torch
+
+    import bridge
+
+    spec = importlib.util.spec_from_file_location("consumer_build",
+                                                  ROOT / "shim_ext" / "examples" / "build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    out = pathlib.Path(tempfile.mkdtemp(prefix="consumer-header-"))
+    build.build("consumer.c", out)
+    sys.path.insert(0, str(out))
+    import borrow_consumer_c as c
+
+    t = torch.randn(32, 32, dtype=torch.float32, device=device)
+    got = c.view(t)
+    assert got[:3] == (t.data_ptr(), (32, 32), (32, 1)), got
+    assert c.read(t) is None
+    assert bridge.view(t).ptr == t.data_ptr()
+    return torch, c, {"t": t, "view": bridge.view, "read": c.read, "cview": c.view}
+
+
+def child(args) -> int:
+    """Under valgrind: each statement n1, n2, n1 times, one dump each."""
+    import timeit
+
+    sys.path.insert(0, str(HERE))
+    torch, c, ns = _namespace(args.device)
+    import bridge
+    import peers_native
+
+    peers = peers_native.NativePeers(torch, bridge)
+    timers = {name: timeit.Timer(stmt, globals=ns) for name, stmt in STATEMENTS.items()}
+    for timer in timers.values():
+        timer.timeit(10)
+    if peers.callgrind("start") != 1:
+        print("not under valgrind, or peers_native lacks <valgrind/callgrind.h>", file=sys.stderr)
+        return 2
+    peers.callgrind("zero")
+    for name, timer in timers.items():
+        for k, n in enumerate((args.n1, args.n2, args.n1)):
+            peers.callgrind("toggle")
+            timer.timeit(n)
+            peers.callgrind("toggle")
+            peers.callgrind("dump", f"py:{name}||{n}|{k}")
+    pathlib.Path(args.plan).write_text(json.dumps({
+        "torch": torch.__version__, "python": sys.version.split()[0],
+        "python_full": sys.version, "route": c.route(), "n1": args.n1, "n2": args.n2,
+        "device": args.device, "statements": STATEMENTS}))
+    return 0
+
+
+def count(args) -> int:
+    sys.path.insert(0, str(HERE))
+    import callgrind
+
+    work = pathlib.Path(tempfile.mkdtemp(prefix="cg-consumer-"))
+    plan_file = work / "plan.json"
+    cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no",
+           "--dump-instr=no", f"--callgrind-out-file={work / 'callgrind.out'}",
+           sys.executable, "-P", str(pathlib.Path(__file__).resolve()), "--child",
+           "--plan", str(plan_file), "--n1", str(args.n1), "--n2", str(args.n2),
+           "--device", args.device]
+    print("counting under callgrind (a few minutes: torch imports under valgrind)...",
+          flush=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0 or not plan_file.exists():
+        sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])
+        return 1
+    plan = json.loads(plan_file.read_text())
+    dumps = callgrind.read_dumps(work, "callgrind.out")
+    per_call, repeat = {}, {}
+    for name in STATEMENTS:
+        a, b, a2 = (dumps[f"py:{name}||{n}|{k}"][1]
+                    for k, n in enumerate((args.n1, args.n2, args.n1)))
+        per_call[name] = (b - a2) / (args.n2 - args.n1)
+        repeat[name] = a2 - a
+    goals = [{"numerator": num, "denominator": den, "target": target,
+              "ratio": round(per_call[num] / per_call[den], 4),
+              "status": "met" if per_call[num] / per_call[den] <= target else "missed"}
+             for num, den, target in TARGETS]
+    result = {**plan, "instructions_per_call": per_call, "repeat_check": repeat,
+              "goals": goals, "labels": LABELS, "valgrind": callgrind.valgrind_version()}
+    stem = _stem("callgrind-consumer", plan["torch"], sys.version_info)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{stem}.json").write_text(json.dumps(result, indent=1) + "\n")
+    lines = [f"# Instructions per call: a consumer on torch_borrow/consumer.h, torch "
+             f"{plan['torch']}, CPython {plan['python']}", "",
+             f"- Route: `{plan['route']}`; tensor: 32x32 float32 {plan['device']}; "
+             f"{result['valgrind']}, collection toggled around each `timeit` loop, "
+             f"n = {args.n1} / {args.n2} / {args.n1} (`bench/consumer_header.py`)", "",
+             "| statement | what | instructions per call | ratio to the five reads | "
+             "repeat check |", "|---|---|---:|---:|---:|"]
+    for name, stmt in STATEMENTS.items():
+        lines.append(f"| `{stmt}` | {LABELS[name]} | {per_call[name]:.1f} | "
+                     f"{per_call[name] / per_call['five_tuple']:.3f}x | {repeat[name]} |")
+    lines += ["", "| goal | ratio | target | status |", "|---|---:|---:|---|"]
+    for g in goals:
+        lines.append(f"| {LABELS[g['numerator']]} / {LABELS[g['denominator']]} | "
+                     f"{g['ratio']:.3f}x | <= {g['target']:.2f}x | {g['status']} |")
+    (args.out / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+def time_it(args) -> int:
+    """The four statements interleaved; best / median ns per call; header_c / view_read."""
+    sys.path.insert(0, str(HERE))
+    import interleave
+
+    torch, c, ns = _namespace(args.device)
+    contenders = [interleave.statement(name, stmt, ns) for name, stmt in STATEMENTS.items()]
+    samples = interleave.measure(contenders, args.rounds, args.calls, args.warmup)
+    ns_per = samples  # {name: [ns per call, per round]}
+    def paired(num):
+        r = [a / b for a, b in zip(ns_per[num], ns_per["view_read"])]
+        return {"median": statistics.median(r), "min": min(r), "max": max(r)}
+
+    result = {"torch": torch.__version__, "python": sys.version.split()[0],
+              "device": args.device, "route": c.route(), "rounds": args.rounds,
+              "calls": args.calls, "warmup": args.warmup, "statements": STATEMENTS,
+              "labels": LABELS, "ns_per_call": ns_per,
+              "header_c_over_view_read": paired("header_c"),
+              "header_tuples_over_view_read": paired("header_tuples")}
+    stem = _stem("time-consumer", torch.__version__, sys.version_info) + f"-{args.device}"
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{stem}.json").write_text(json.dumps(result, indent=1) + "\n")
+    lines = [f"# Time per call: a consumer on torch_borrow/consumer.h, torch "
+             f"{torch.__version__}, CPython {result['python']}, {args.device}", "",
+             f"{args.rounds} interleaved rounds of {args.calls} calls after {args.warmup} "
+             f"warm-up calls (`bench/consumer_header.py --time`); route `{c.route()}`.", "",
+             "| statement | what | best ns | median ns |", "|---|---|---:|---:|"]
+    for name, stmt in STATEMENTS.items():
+        lines.append(f"| `{stmt}` | {LABELS[name]} | {min(ns_per[name]):.1f} | "
+                     f"{statistics.median(ns_per[name]):.1f} |")
+    lines.append("")
+    for num in ("header_c", "header_tuples"):
+        r = result[f"{num}_over_view_read"]
+        lines.append(f"Paired, per round: {LABELS[num]} / {LABELS['view_read']} = "
+                     f"{r['median']:.3f}x median (range {r['min']:.3f}-{r['max']:.3f}x).")
+    (args.out / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=pathlib.Path, default=HERE / "results" / "scratch")
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    parser.add_argument("--time", action="store_true", help="time the statements too")
+    parser.add_argument("--no-count", action="store_true", help="skip the callgrind count")
+    parser.add_argument("--n1", type=int, default=1_000)
+    parser.add_argument("--n2", type=int, default=11_000)
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--calls", type=int, default=10_000)
+    parser.add_argument("--warmup", type=int, default=2_000)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--plan", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        return child(args)
+    rc = 0
+    if not args.no_count:
+        if shutil.which("valgrind") is None:
+            parser.error("valgrind is not on PATH: apt-get install valgrind (or --no-count)")
+        rc = count(args)
+    if args.time and rc == 0:
+        rc = time_it(args)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
