@@ -143,13 +143,18 @@ static inline int bridge_is_tensor(PyObject* obj, const bridge_installed* st) {
 /* The gate in front of every handle. Without torch_is_conj / torch_is_neg the bits are
    asked at Python level, which runs Python code: the type is then judged again, since
    that code may have changed it (__class__ assignment, swap_tensors). After this,
-   nothing but C++ runs until the view is filled. */
-BRIDGE_INLINE int bridge_gate(PyObject* obj, const bridge_installed* st) {
-  if (__builtin_expect(!bridge_is_tensor(obj, st), 0)) return BRIDGE_E_TYPE;
-  if (__builtin_expect(st->g.is_conj == NULL, 0)) {
-    if (bridge_cold.bits_slow(obj, st) < 0) return BRIDGE_E_RAISED;
-    if (!bridge_is_tensor(obj, st)) return BRIDGE_E_TYPE;
+   nothing but C++ runs until the view is filled. The borrow makes the same real-type
+   check itself (PyObject_TypeCheck against torch.Tensor, before it reads anything), so
+   on that path it is left to the borrow, and a refusal is worded as the TypeError it
+   is (_errors.pxi, _refuse). */
+BRIDGE_INLINE int bridge_gate(PyObject* obj, int path, const bridge_installed* st) {
+  if (__builtin_expect(st->g.is_conj != NULL, 1)) {
+    if (path == BRIDGE_BORROW) return BRIDGE_OK;
+    return __builtin_expect(bridge_is_tensor(obj, st), 1) ? BRIDGE_OK : BRIDGE_E_TYPE;
   }
+  if (!bridge_is_tensor(obj, st)) return BRIDGE_E_TYPE;
+  if (bridge_cold.bits_slow(obj, st) < 0) return BRIDGE_E_RAISED;
+  if (!bridge_is_tensor(obj, st)) return BRIDGE_E_TYPE;
   return BRIDGE_OK;
 }
 
@@ -172,28 +177,39 @@ static inline int bridge_dims(bridge_view* v) {
 /* Sizes and strides, copied out of the TensorImpl (p, q: what the two getters
    returned; nothing but the strides getter, C++ reading the same TensorImpl, runs
    between the first getter and the copy), and in the same pass the furthest element
-   they reach from the storage offset, in elements: *hi. Returns 1 where a size is 0 (no
-   elements: nothing to check), 2 where the cheap sum cannot be trusted (a negative
-   term, a size or stride of 2^28 or more, over 64 dimensions, a negative offset: the
-   overflow-checked path decides), else 0. Below those bounds no term reaches 2^56 and
-   no sum of 64 of them 2^62, so the unsigned sum is exact. */
+   they reach from the storage offset, in elements: *hi. Returns 1 where the cheap sum
+   cannot be trusted (a negative term, a size or stride of 2^28 or more, over 64
+   dimensions, a negative offset: the overflow-checked bridge_outside_storage decides),
+   else 0. Below those bounds no term reaches 2^56 and no sum of 64 of them 2^62, so
+   the unsigned sum is exact. A size 0 (no elements) is looked for only where a check
+   fails (bridge_no_elements). */
 #define BRIDGE_CHEAP_BITS 28
 BRIDGE_INLINE int bridge_copy_dims(bridge_view* v, const int64_t* p, const int64_t* q,
                                    int64_t offset, int64_t* hi) {
+  /* restrict: the view's arrays and the TensorImpl's never overlap. */
+  int64_t* __restrict sizes = v->sizes;
+  int64_t* __restrict strides = v->strides;
+  const int64_t* __restrict ps = p;
+  const int64_t* __restrict qs = q;
   int64_t n = v->ndim;
   uint64_t any = 0, sum = 0;
-  int empty = 0;
   for (int64_t i = 0; i < n; ++i) {
-    int64_t size = p[i], stride = q[i];
-    v->sizes[i] = size;
-    v->strides[i] = stride;
-    empty |= size == 0;
+    int64_t size = ps[i], stride = qs[i];
+    sizes[i] = size;
+    strides[i] = stride;
     any |= (uint64_t)size | (uint64_t)stride;
     sum += ((uint64_t)size - 1) * (uint64_t)stride; /* wraps; used only when exact */
   }
-  if (empty) return 1;
-  if (__builtin_expect((any >> BRIDGE_CHEAP_BITS) != 0 || n > 64 || offset < 0, 0)) return 2;
-  return __builtin_add_overflow(offset, (int64_t)sum, hi) ? 2 : 0;
+  if (__builtin_expect((any >> BRIDGE_CHEAP_BITS) != 0 || n > 64 || offset < 0, 0)) return 1;
+  return __builtin_add_overflow(offset, (int64_t)sum, hi);
+}
+
+/* A tensor without elements (a zero size; a product could overflow, so look for the
+   zero) needs neither memory nor room in its storage: torch reports its pointer as 0. */
+static int bridge_no_elements(const bridge_view* v) {
+  for (int64_t i = 0; i < v->ndim; ++i)
+    if (v->sizes[i] == 0) return 1;
+  return 0;
 }
 
 /* The checks on what the getters returned. aoti_torch_get_data_ptr returns
@@ -203,10 +219,10 @@ BRIDGE_INLINE int bridge_copy_dims(bridge_view* v, const int64_t* p, const int64
    a placeholder one (functional, lazy) has a null base, so at a non-zero offset the
    getter fabricates a small, plausible address: the base, ptr - offset * itemsize in
    unsigned arithmetic (the exact inverse of torch's sum), is the proof. No memory is
-   fine only for a tensor without elements (a zero size: dims == 1), whose pointer
+   fine only for a tensor without elements (bridge_no_elements), whose pointer
    torch reports as 0. Then the elements must lie inside the storage's nbytes. */
 BRIDGE_INLINE int bridge_check(bridge_view* v, const bridge_installed* st,
-                               bridge_failure* f, int dims, int64_t hi) {
+                               bridge_failure* f, int slow, int64_t hi) {
   int32_t dtype = v->dtype, device = v->device_type;
   int64_t end;
   if (__builtin_expect((uint32_t)dtype >= BRIDGE_NCODES || st->itemsize[dtype] <= 0, 0))
@@ -215,15 +231,14 @@ BRIDGE_INLINE int bridge_check(bridge_view* v, const bridge_installed* st,
   if (__builtin_expect((uint32_t)device >= BRIDGE_NDEVICES || !st->device_known[device], 0))
     return BRIDGE_E_DEVICE;
   int64_t itemsize = v->itemsize = st->itemsize[dtype];
-  if (dims == 1) return BRIDGE_OK; /* no elements */
   if (__builtin_expect(
           v->ptr == 0 || v->ptr - (uintptr_t)f->offset * (uintptr_t)itemsize == 0, 0))
-    return BRIDGE_E_NO_MEMORY;
-  if (__builtin_expect(dims == 0 && !__builtin_add_overflow(hi, (int64_t)1, &end) &&
-                           !__builtin_mul_overflow(end, itemsize, &end), 1)) {
+    return bridge_no_elements(v) ? BRIDGE_OK : BRIDGE_E_NO_MEMORY;
+  if (__builtin_expect(!slow && !__builtin_add_overflow(hi, (int64_t)1, &end) &&
+                           !__builtin_mul_overflow(end, itemsize, &end) &&
+                           end <= f->nbytes, 1)) {
     f->last = end;
-    if (__builtin_expect(end <= f->nbytes, 1)) return BRIDGE_OK;
-    return BRIDGE_E_OUTSIDE;
+    return BRIDGE_OK;
   }
   if (bridge_outside_storage(v->ndim, v->sizes, v->strides, f->offset, itemsize, f->nbytes,
                              &f->last))
@@ -236,7 +251,7 @@ BRIDGE_INLINE int bridge_read(AtenTensorHandle h, bridge_view* v, const bridge_i
                               bridge_failure* f) {
   const bridge_getters* g = &st->g;
   int64_t *p, *q, hi;
-  int rc, dims;
+  int rc, slow;
   if (g->layout(h, &f->layout)) return BRIDGE_E_GETTER;
   if (__builtin_expect(f->layout != st->layout_strided, 0)) return BRIDGE_E_LAYOUT;
   if (g->data_ptr(h, (void**)&v->ptr) || g->storage_offset(h, &f->offset) ||
@@ -244,7 +259,7 @@ BRIDGE_INLINE int bridge_read(AtenTensorHandle h, bridge_view* v, const bridge_i
     return BRIDGE_E_GETTER;
   if ((rc = bridge_dims(v)) != BRIDGE_OK) return rc;
   if (g->sizes(h, &p) || g->strides(h, &q)) return BRIDGE_E_GETTER;
-  dims = bridge_copy_dims(v, p, q, f->offset, &hi);
+  slow = bridge_copy_dims(v, p, q, f->offset, &hi);
   if (g->dtype(h, &v->dtype) || g->device_type(h, &v->device_type) ||
       g->device_index(h, &v->device_index))
     return BRIDGE_E_GETTER;
@@ -256,7 +271,7 @@ BRIDGE_INLINE int bridge_read(AtenTensorHandle h, bridge_view* v, const bridge_i
     if (flag) return BRIDGE_E_NEG;
   }
   if (g->storage_size(h, &f->nbytes)) return BRIDGE_E_GETTER;
-  return bridge_check(v, st, f, dims, hi);
+  return bridge_check(v, st, f, slow, hi);
 }
 
 /* A handle for obj (through the gate already) on path, its metadata read into v. Every
@@ -276,13 +291,15 @@ BRIDGE_INLINE int bridge_acquire_read(PyObject* obj, int path, bridge_view* v,
     return bridge_read(h, v, st, f);
   }
   if (path == BRIDGE_FALLBACK && st->fallback_ok && st->custom_metadata != NULL) {
+    f->layout = -1;
     if ((f->reasons = st->custom_metadata(obj, &f->layout)) != 0) return BRIDGE_E_CUSTOM;
     h = (AtenTensorHandle)((char*)obj + st->fallback_offset); /* borrowed */
     return bridge_read(h, v, st, f);
   }
   if (path == BRIDGE_OWNED && st->owned_fn != NULL) {
     if (st->custom_metadata != NULL) {
-      if ((f->reasons = st->custom_metadata(obj, &f->layout)) != 0) return BRIDGE_E_CUSTOM;
+      f->layout = -1;
+    if ((f->reasons = st->custom_metadata(obj, &f->layout)) != 0) return BRIDGE_E_CUSTOM;
     } else if (bridge_cold.without_shim_ext(obj, st) < 0) {
       return BRIDGE_E_RAISED;
     }
@@ -304,9 +321,8 @@ BRIDGE_INLINE int bridge_fill(PyObject* obj, int path, bridge_view* v,
   bridge_failure f;
   int rc = BRIDGE_OK;
   f.owned = NULL;
-  f.layout = -1;
   f.path = path;
-  if ((!gate || __builtin_expect((rc = bridge_gate(obj, st)) == BRIDGE_OK, 1)) &&
+  if ((!gate || __builtin_expect((rc = bridge_gate(obj, path, st)) == BRIDGE_OK, 1)) &&
       __builtin_expect((rc = bridge_acquire_read(obj, path, v, st, &f)) == BRIDGE_OK, 1))
     return 0;
   if (rc != BRIDGE_E_RAISED) bridge_cold.refuse(obj, v, rc, &f, st);
@@ -317,10 +333,9 @@ BRIDGE_INLINE int bridge_fill(PyObject* obj, int path, bridge_view* v,
 /* The gate alone, with its words (the native loop's gate outside a critical section). */
 static inline int bridge_gate_or_raise(PyObject* obj, const bridge_installed* st) {
   bridge_failure f;
-  int rc = bridge_gate(obj, st);
+  int rc = bridge_gate(obj, -1, st);
   if (__builtin_expect(rc == BRIDGE_OK, 1)) return 0;
   f.owned = NULL;
-  f.layout = -1;
   f.path = -1;
   if (rc != BRIDGE_E_RAISED) bridge_cold.refuse(obj, NULL, rc, &f, st);
   return -1;

@@ -138,7 +138,11 @@ typedef struct bridge_counts_block {
   struct bridge_counts_block* next;
 } __attribute__((aligned(64))) bridge_counts_block;
 static bridge_counts_block* bridge_all_counts = NULL; /* the list, pushed with CAS */
-static __thread bridge_counts_block* bridge_my_counts = NULL;
+/* initial-exec: a load at a fixed offset from the thread pointer, not a call to
+   __tls_get_addr on every view (one pointer of the static TLS surplus glibc keeps for
+   libraries loaded later). */
+static __thread bridge_counts_block* bridge_my_counts
+    __attribute__((tls_model("initial-exec"))) = NULL;
 
 __attribute__((noinline)) static bridge_counts_block* bridge_new_counts(void) {
   bridge_counts_block* b = (bridge_counts_block*)aligned_alloc(64, sizeof *b);

@@ -19,6 +19,10 @@
 
 static PyTypeObject bridge_view_type;
 
+/* The attribute getters stay out of line: the fast path is then a chain of compares
+   that jumps to one of them, with no frame of its own. */
+#define BRIDGE_NOINLINE static __attribute__((noinline))
+
 /* Views freed on this interpreter, for reuse: no freelist without a GIL (a shared list
    would be a write every thread makes). */
 #define BRIDGE_FREELIST 32
@@ -62,9 +66,11 @@ static void bridge_view_dealloc(PyObject* self) {
   bridge_view* v = (bridge_view*)self;
   PyObject_GC_UnTrack(self);
   Py_CLEAR(v->obj);
-  Py_CLEAR(v->shape_t);
-  Py_CLEAR(v->strides_t);
-  Py_CLEAR(v->heap);
+  if (v->shape_t != NULL || v->strides_t != NULL || v->heap != NULL) {
+    Py_CLEAR(v->shape_t);
+    Py_CLEAR(v->strides_t);
+    Py_CLEAR(v->heap);
+  }
 #if !BRIDGE_FREE_THREADED
   if (bridge_nfree < BRIDGE_FREELIST) {
     bridge_free_views[bridge_nfree++] = v;
@@ -107,7 +113,7 @@ BRIDGE_INLINE PyObject* bridge_view_finish(bridge_view* v, PyObject* obj, int pa
 BRIDGE_INLINE PyObject* bridge_view_on(PyObject* obj, int path) {
   bridge_view* v = bridge_view_alloc();
   if (v == NULL) return NULL;
-  const bridge_installed* st = bridge_installed_state();
+  const bridge_installed* st = bridge_installed_state(); /* after the allocation */
   if (__builtin_expect(bridge_fill(obj, path, v, st, 1) != 0, 0)) {
     Py_DECREF(v);
     return NULL;
@@ -168,18 +174,18 @@ static PyObject* bridge_view_tuple(bridge_view* v, PyObject** slot, const int64_
   return t;
 }
 
-static PyObject* bridge_get_ptr(PyObject* self, void* c) {
+BRIDGE_NOINLINE PyObject* bridge_get_ptr(PyObject* self, void* c) {
   return PyLong_FromVoidPtr((void*)((bridge_view*)self)->ptr);
 }
-static PyObject* bridge_get_shape(PyObject* self, void* c) {
+BRIDGE_NOINLINE PyObject* bridge_get_shape(PyObject* self, void* c) {
   bridge_view* v = (bridge_view*)self;
   return bridge_view_tuple(v, &v->shape_t, v->sizes);
 }
-static PyObject* bridge_get_strides(PyObject* self, void* c) {
+BRIDGE_NOINLINE PyObject* bridge_get_strides(PyObject* self, void* c) {
   bridge_view* v = (bridge_view*)self;
   return bridge_view_tuple(v, &v->strides_t, v->strides);
 }
-static PyObject* bridge_get_dtype(PyObject* self, void* c) {
+BRIDGE_NOINLINE PyObject* bridge_get_dtype(PyObject* self, void* c) {
   bridge_view* v = (bridge_view*)self;
   PyObject* d = v->st != NULL ? v->st->dtype_objs[v->dtype] : NULL;
   if (d == NULL) d = Py_None;
@@ -196,12 +202,12 @@ static PyObject* bridge_device_name(const bridge_installed* st, int32_t code) {
   Py_INCREF(name);
   return name;
 }
-static PyObject* bridge_get_device_type(PyObject* self, void* c) {
+BRIDGE_NOINLINE PyObject* bridge_get_device_type(PyObject* self, void* c) {
   bridge_view* v = (bridge_view*)self;
   if (v->st == NULL) Py_RETURN_NONE;
   return bridge_device_name(v->st, v->device_type);
 }
-static PyObject* bridge_get_device_index(PyObject* self, void* c) {
+BRIDGE_NOINLINE PyObject* bridge_get_device_index(PyObject* self, void* c) {
   return PyLong_FromLong(((bridge_view*)self)->device_index);
 }
 static PyObject* bridge_get_ndim(PyObject* self, void* c) {

@@ -239,6 +239,13 @@ cdef int _refuse(object obj, bridge_view* v, int stage, const bridge_failure* f,
     cdef int64_t itemsize
     if stage == BRIDGE_E_TYPE:
         return _raise_not_tensor(obj)
+    if (stage == BRIDGE_E_BORROW or stage == BRIDGE_E_RESOLVING
+            or stage == BRIDGE_E_NOT_INSTALLED) and not bridge_is_tensor(obj, st):
+        # The borrow path leaves the real-type check to the borrow (_bridge_read.h,
+        # bridge_gate): the same refusal as every other path's gate.
+        if stage == BRIDGE_E_BORROW:
+            _failure()  # clear torch's message and any pending exception
+        return _raise_not_tensor(obj)
     if stage == BRIDGE_E_RESOLVING:
         raise RuntimeError("the bridge is being re-resolved; try again")
     if stage == BRIDGE_E_NOT_INSTALLED:
