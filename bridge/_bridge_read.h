@@ -200,7 +200,10 @@ BRIDGE_INLINE int bridge_copy_dims(bridge_view* v, const int64_t* p, const int64
     any |= (uint64_t)size | (uint64_t)stride;
     sum += ((uint64_t)size - 1) * (uint64_t)stride; /* wraps; used only when exact */
   }
-  if (__builtin_expect((any >> BRIDGE_CHEAP_BITS) != 0 || n > 64 || offset < 0, 0)) return 1;
+  if (__builtin_expect((any >> BRIDGE_CHEAP_BITS) != 0 || n > 64 || offset < 0, 0)) {
+    *hi = 0; /* unused: the caller takes the checked path */
+    return 1;
+  }
   return __builtin_add_overflow(offset, (int64_t)sum, hi);
 }
 
