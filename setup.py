@@ -127,8 +127,11 @@ setup(
     # build serves every torch version.
     ext_modules=cythonize(
         # torch_borrow/abi.h: the stable ABI's types, declared once (no torch header).
+        # bridge/_bridge_*.h: the view type and the reader, in C (the .pyx includes them).
         [Extension("bridge._bridge", ["bridge/_bridge.pyx"],
-                   include_dirs=[str(HERE / "shim_ext" / "include")])],
+                   include_dirs=[str(HERE / "shim_ext" / "include"), str(HERE / "bridge")],
+                   depends=[str(p) for p in sorted((HERE / "bridge").glob("_bridge*.h"))]
+                   + [str(p) for p in sorted((HERE / "bridge").glob("*.pxi"))])],
         build_dir=BUILD_BASE,
         compiler_directives={"language_level": "3"},
     ) + SHIM_EXT_EXTENSIONS,

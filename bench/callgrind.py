@@ -31,6 +31,12 @@ check, the attached-thread check, allocation, refcount atomics, the PyObject
 incref/decref and its GIL acquisitions, entry points and vtable hops, the consumer's own
 loop) by the rules in ``RULES``, so the parts of a route add up to its total.
 
+The Python-level view statements (``VIEW_STATEMENTS``) are split into a view's parts
+(``VIEW_PARTS``: call, wrapper, allocation, frames, handle, getters, attributes) by
+function, beside the same split of ``results/baseline/<stem>.json`` where it exists (the
+counts of the bridge before its C view type, written by this script on that bridge):
+before and after, per part.
+
 Writes ``<out>/callgrind-torch-<v>.md`` (``<v>``: torch's version without the local
 tag; ``--stem`` names it otherwise) and prints it, with ``<stem>.json`` beside it (the
 instructions per call of every configuration and the goals, for ``report.py``). Run with ``python -P`` from the repository root (``make callgrind``).
@@ -78,8 +84,8 @@ STATEMENTS = {
 #: report (``report.py``), which reads this file's JSON beside its own.
 GOALS = (
     ("G1", "view(t) + reading ptr, shape, strides, dtype, device / the hand-written "
-           "five-tuple", "py:view_read", "py:five_tuple", 0.65, 0.65),
-    ("G2", "view_borrow(t) / t.data_ptr()", "py:view_borrow", "py:data_ptr", 0.90, 0.90),
+           "five-tuple", "py:view_read", "py:five_tuple", 0.55, 0.55),
+    ("G2", "view_borrow(t) / t.data_ptr()", "py:view_borrow", "py:data_ptr", 1.05, 1.00),
     ("G3", "native: borrow + batched read / pointer trick + getters (the bridge's "
            "_native_loop)", "borrow|batched", "fallback|getters", 0.90, 0.85),
 )
@@ -461,7 +467,107 @@ def python_section(plan: dict, per_call: dict) -> list[str]:
     return lines + [""]
 
 
-def report(plan: dict, dumps: dict, machine: dict) -> str:
+# --- a view's parts, before and after ---------------------------------------------------------
+#: The Python-level statements whose instructions are split into a view's parts.
+VIEW_STATEMENTS = ("view_borrow", "view_read")
+#: A view's parts, in table order (self cost of each function; the first rule that matches
+#: its name decides). Code inlined into a function counts where it was inlined: the C
+#: view functions (``bridge_fn_*``) hold the gate, the reader's checks and the fill.
+VIEW_PARTS = {
+    "call": "CPython's eval loop and call dispatch (timeit's loop included) and the "
+            "attribute look-ups",
+    "wrapper": "the function Python calls (Cython's argument wrapper; the C METH_O "
+               "function with everything inlined into it)",
+    "allocation": "the view object: allocation, GC tracking, dealloc, freelist",
+    "frames": "the bridge's other functions (Cython's cdef frames: _make, _acquire_read, "
+              "_read, _gate, _check_view, ...)",
+    "handle": "the borrow: its entry point, vtable hop, type / metadata checks and the "
+              "attached-thread check",
+    "getters": "the aoti_torch_get_* getters, torch_is_conj / torch_is_neg, the copies",
+    "attributes": "making the attribute values (ints, tuples) and the getset functions",
+    "other": "anything no rule names",
+}
+VIEW_RULES = (
+    ("attributes", re.compile(r"^(PyLong_|_PyLong_|PyTuple_|_PyTuple_|tuple_|bridge_get_|"
+                              r"bridge_view_getattro|bridge_view_tuple|bridge_int_tuple|"
+                              r"__pyx_getprop_|__pyx_f_6bridge_7_bridge__int_tuple|"
+                              r"getset_get|PyObject_GenericGetAttr|_PyObject_GenericGetAttr|"
+                              r"_PyType_Lookup|find_name_in_mro|PyDescr|descr_)|__get__")),
+    ("wrapper", re.compile(r"^(__pyx_pw_|__pyx_pf_|bridge_fn_)")),
+    ("getters", re.compile(r"^(aoti_torch_get_|torch_is_(conj|neg)|c10::TensorImpl::|"
+                           r"__memcpy|memcpy)")),
+    ("handle", re.compile(r"torch_tensor_borrow|torch_borrow::|BorrowConversion|"
+                          r"PyGILState_|PyThreadState_|PyThread_tss|pthread_getspecific|"
+                          r"__tls_get_addr|THPVariable|PyType_IsSubtype|TensorImplPolicies")),
+    ("allocation", re.compile(r"tp_new|tp_dealloc|_dealloc|GC_|_PyObject_GC|gc_alloc|"
+                              r"PyObject_Malloc|PyObject_Free|_PyObject_Free|"
+                              r"_PyObject_Malloc|pymalloc|_Py_Dealloc|PyObject_Init|"
+                              r"memset|_PyTrash|_Py_NewReference|PyMem_|"
+                              r"^(malloc|free|_int_free|_int_malloc)$")),
+    ("frames", re.compile(r"^(__pyx_|bridge_)")),
+    ("call", re.compile(r"_PyEval|PyEval|_PyObject_Vectorcall|PyObject_Vectorcall|"
+                        r"cfunction_|_PyObject_MakeTpCall|PyObject_GetAttr|"
+                        r"_Py_|method_vectorcall|vectorcall")),
+)
+
+
+def view_part_of(function: str) -> str:
+    """The part (a key of ``VIEW_PARTS``) one function's self cost belongs to."""
+    for part, rule in VIEW_RULES:
+        if rule.search(function):
+            return part
+    return "other"
+
+
+def view_parts(plan: dict, dumps: dict) -> dict:
+    """``{statement: {part: instructions per call}}`` for ``VIEW_STATEMENTS``."""
+    out = {}
+    for name in VIEW_STATEMENTS:
+        if name not in plan.get("statements", []):
+            continue
+        _, _, split, _ = counts(dumps, f"py:{name}|", plan["n1"], plan["n2"])
+        parts = dict.fromkeys(VIEW_PARTS, 0.0)
+        for function, cost in by_function(split).items():
+            parts[view_part_of(function)] += cost
+        out[name] = {k: round(v, 1) for k, v in parts.items()}
+    return out
+
+
+def baseline_file(stem: str) -> pathlib.Path:
+    """Where the counts of the bridge before its C view type are kept for the
+    before/after table: ``results/baseline/<stem>.json`` (written by this script on the
+    earlier bridge, ``--out bench/results/baseline``)."""
+    return HERE / "results" / "baseline" / f"{stem}.json"
+
+
+def view_parts_section(parts: dict, before: dict | None) -> list[str]:
+    """Each statement's instructions per part, after (this run) and before (the
+    baseline's ``view_parts``, where it has them)."""
+    if not parts:
+        return []
+    before = (before or {}).get("view_parts", {})
+    lines = ["## A view's instructions by part", "",
+             "Self instructions per call of each function the statement runs, each "
+             "function in one part by `bench/callgrind.py`'s `VIEW_RULES` (first match); "
+             "*before*: the same rules on the committed counts of the bridge before its C "
+             "view type (`bench/results/baseline/`), *after*: this run.", ""]
+    lines += [f"- **{k}**: {v}" for k, v in VIEW_PARTS.items()]
+    for name, got in parts.items():
+        old = before.get(name)
+        lines += ["", f"`{STATEMENTS[name]}`", "",
+                  "| part | before | after | change |" if old else "| part | after |",
+                  "|---|---:|---:|---:|" if old else "|---|---:|"]
+        for k in [*VIEW_PARTS, "total"]:
+            a = sum(got.values()) if k == "total" else got[k]
+            if old:
+                b = sum(old.values()) if k == "total" else old.get(k, 0.0)
+                lines.append(f"| {k} | {b:.0f} | {a:.0f} | {a - b:+.0f} |")
+            else:
+                lines.append(f"| {k} | {a:.0f} |")
+    return lines + [""]
+
+
+def report(plan: dict, dumps: dict, machine: dict, before: dict | None = None) -> str:
     """The markdown file: the routes and their attribution, then the bridge's native loop
     per path (instructions per call, then each configuration's functions)."""
     n1, n2 = plan["n1"], plan["n2"]
@@ -497,6 +603,7 @@ def report(plan: dict, dumps: dict, machine: dict) -> str:
              "binaries give the same file.",
              ""]
     lines += python_section(plan, totals(plan, dumps))
+    lines += view_parts_section(view_parts(plan, dumps), before)
     lines += routes_section(plan, dumps)
     if plan["unavailable"]:
         lines += [f"- Unavailable here: " + "; ".join(f"{p}: {why}" for p, why in
@@ -587,16 +694,19 @@ def main(argv=None) -> int:
         print(f"callgrind wrote no dump for {missing} (files in {work})", file=sys.stderr)
         return 1
     machine = {"valgrind": valgrind_version(), "cpu_model": machine_info.cpu_model()}
-    text = report(plan, dumps, machine)
-    args.out.mkdir(parents=True, exist_ok=True)
     stem = args.stem or f"callgrind-torch-{plan['torch'].split('+')[0]}"
+    base = baseline_file(stem)
+    before = json.loads(base.read_text()) if base.exists() else None
+    text = report(plan, dumps, machine, before)
+    args.out.mkdir(parents=True, exist_ok=True)
     out = args.out / f"{stem}.md"
     out.write_text(text + "\n")
     # The figures as data, for report.py's goals table (instructions beside time).
     per_call = totals(plan, dumps)
     (args.out / f"{stem}.json").write_text(json.dumps(
         {"python": plan["python"], "torch": plan["torch"], "per_call": per_call,
-         "goals": goals(plan, per_call)}, indent=1, sort_keys=True) + "\n")
+         "goals": goals(plan, per_call), "view_parts": view_parts(plan, dumps)},
+        indent=1, sort_keys=True) + "\n")
     print(text)
     print(f"\nsaved {out}" + (f"; dumps in {work}" if args.keep or args.from_dumps else ""))
     if not (args.keep or args.from_dumps):

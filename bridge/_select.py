@@ -184,6 +184,19 @@ def require(name: str) -> None:
     _choose(name)
 
 
+def _cold_ensure_active() -> None:
+    ensure_active()  # looked up at each call: a test may replace the module's function
+
+
+def _cold_require(name: str) -> None:
+    require(name)
+
+
+# The hot module's cold paths call these (view() with no path chosen, view_<path>() where
+# the path is not installed): handed over here, so bridge._bridge never imports this module.
+_bridge._install_callables(_cold_ensure_active, _cold_require, PathUnavailableError)
+
+
 @contextlib.contextmanager
 def using_path(name: str):
     """``with bridge.using_path("owned"): ...`` runs the block on that path, then restores

@@ -1,0 +1,126 @@
+# The C side of bridge._bridge, declared for Cython once: the snapshot and counters
+# (_bridge_state.h), the one reader (_bridge_read.h) and the view type (_bridge_view.h).
+# Array sizes are the headers' BRIDGE_NCODES / BRIDGE_NDEVICES (Cython needs literals).
+
+cdef extern from "_bridge_view.h":
+    enum:
+        OWNED "BRIDGE_OWNED"
+        BORROW "BRIDGE_BORROW"
+        FALLBACK "BRIDGE_FALLBACK"
+        NPATHS "BRIDGE_NPATHS"
+        INLINE_DIMS "BRIDGE_INLINE_DIMS"
+        NCODES "BRIDGE_NCODES"
+        NDEVICES "BRIDGE_NDEVICES"
+        BRIDGE_FREE_THREADED
+        BRIDGE_NGETSET
+
+    ctypedef struct Getters "bridge_getters":
+        torch_borrow_get_i32_fn layout
+        torch_borrow_get_ptr_fn data_ptr
+        torch_borrow_get_i64_fn storage_offset
+        torch_borrow_get_i64_fn storage_size
+        torch_borrow_get_i64_fn dim
+        torch_borrow_get_i64p_fn sizes
+        torch_borrow_get_i64p_fn strides
+        torch_borrow_get_i32_fn dtype
+        torch_borrow_get_i32_fn device_type
+        torch_borrow_get_i32_fn device_index
+        torch_borrow_get_flag_fn is_conj
+        torch_borrow_get_flag_fn is_neg
+
+    ctypedef struct Installed "bridge_installed":
+        Getters g
+        bint getters_present
+        bint getters_ok
+        torch_borrow_from_pyobject_fn owned_fn
+        torch_borrow_delete_fn delete_fn
+        torch_borrow_from_pyobject_fn borrow_fn
+        torch_borrow_what_fn what_fn
+        torch_borrow_custom_metadata_fn custom_metadata
+        bint fallback_ok
+        Py_ssize_t fallback_offset
+        PyTypeObject* tensor_tp
+        PyTypeObject* parameter_tp
+        PyObject* dispatch_keys
+        PyObject* python_dispatch_key
+        PyObject* is_conj
+        PyObject* is_neg
+        PyObject* no_torch_function
+        int32_t layout_strided
+        int32_t device_meta
+        int32_t device_privateuse1
+        int8_t itemsize[256]
+        bint device_known[64]
+        PyObject* dtype_objs[256]
+        PyObject* device_names[64]
+        PyObject* refused_dtypes
+        PyObject* layout_names
+
+    Installed bridge_nothing
+    const char* bridge_compiler
+    PyObject* bridge_privateuse1_final
+    const Installed* bridge_installed_state() noexcept nogil
+    void bridge_publish(Installed* st) noexcept nogil
+    int bridge_active_path() noexcept nogil
+    void bridge_set_active(int path) noexcept nogil
+    PyObject* bridge_load_obj(PyObject** p) noexcept nogil
+    void bridge_store_obj(PyObject** p, PyObject* v) noexcept nogil
+    uint64_t bridge_counter(int path) noexcept nogil
+    uintptr_t bridge_counts_address() noexcept nogil
+
+    ctypedef struct bridge_view:
+        uintptr_t ptr
+        int64_t ndim
+        int64_t* sizes
+        int64_t* strides
+        int32_t dtype
+        int32_t device_type
+        int32_t device_index
+
+    enum:
+        BRIDGE_E_RAISED
+        BRIDGE_E_TYPE
+        BRIDGE_E_RESOLVING
+        BRIDGE_E_NOT_INSTALLED
+        BRIDGE_E_BORROW
+        BRIDGE_E_CUSTOM
+        BRIDGE_E_OWNED
+        BRIDGE_E_GETTER
+        BRIDGE_E_LAYOUT
+        BRIDGE_E_CONJ
+        BRIDGE_E_NEG
+        BRIDGE_E_DTYPE
+        BRIDGE_E_META
+        BRIDGE_E_DEVICE
+        BRIDGE_E_NO_MEMORY
+        BRIDGE_E_OUTSIDE
+
+    ctypedef struct bridge_failure:
+        int32_t reasons
+        int32_t layout
+        int64_t offset
+        int64_t nbytes
+        int64_t last
+        int path
+
+    ctypedef struct bridge_cold_fns:
+        int (*refuse)(object, bridge_view*, int, const bridge_failure*,
+                      const Installed*) except -1
+        int (*bits_slow)(object, const Installed*) except -1
+        int (*without_shim_ext)(object, const Installed*) except -1
+        int (*choose)() except -1
+        int (*require)(int) except -1
+        object (*privateuse1_name)(const Installed*)
+        object (*repr)(object)
+
+    bridge_cold_fns bridge_cold
+
+    bint bridge_is_tensor(object obj, const Installed* st) noexcept
+    int bridge_fill(object obj, int path, bridge_view* v, const Installed* st,
+                    int gate) except -1
+    int bridge_gate_or_raise(object obj, const Installed* st) except -1
+    object bridge_int_tuple(const int64_t* values, int64_t n)
+    object bridge_device_name(const Installed* st, int32_t code)
+    object bridge_view_scratch()
+    object bridge_view_type_ready(const char* doc, const char** attr_docs)
+    object bridge_function(int i, const char* doc, object module_name)

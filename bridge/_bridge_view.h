@@ -1,0 +1,320 @@
+/* bridge.TensorView as a C type, and the four view functions as METH_O builtins: one
+ * call from Python to the filled view, no Python-level frame. A freed view goes on a
+ * freelist (GIL builds only) and is initialised by hand when reused; every view is
+ * GC-tracked once filled (t.attr = view(t) is a cycle). Attributes go through a
+ * tp_getattro fast path on the interned names, the getset table behind it (dir(),
+ * help(), names that are not interned).
+ */
+#ifndef BRIDGE_VIEW_H
+#define BRIDGE_VIEW_H
+
+#include "_bridge_read.h"
+
+/* The first use of a view's tuples runs in a critical section on the view (a no-op
+   with the GIL; CPython 3.13+ has the macros on every build). */
+#if PY_VERSION_HEX < 0x030D0000
+#define Py_BEGIN_CRITICAL_SECTION(op) {
+#define Py_END_CRITICAL_SECTION() }
+#endif
+
+static PyTypeObject bridge_view_type;
+
+/* The attribute getters stay out of line: the fast path is then a chain of compares
+   that jumps to one of them, with no frame of its own. */
+#define BRIDGE_NOINLINE static __attribute__((noinline))
+
+/* Views freed on this interpreter, for reuse: no freelist without a GIL (a shared list
+   would be a write every thread makes). */
+#define BRIDGE_FREELIST 32
+#if !BRIDGE_FREE_THREADED
+static bridge_view* bridge_free_views[BRIDGE_FREELIST];
+static int bridge_nfree = 0;
+#endif
+
+/* A new, empty, untracked view: allocated before the gate and the handle, since
+   allocating a GC object may run the collector (any Python code). Only the fields a
+   dealloc reads are set; the reader fills the rest. */
+BRIDGE_INLINE bridge_view* bridge_view_alloc(void) {
+  bridge_view* v;
+#if !BRIDGE_FREE_THREADED
+  if (__builtin_expect(bridge_nfree > 0, 1)) {
+    v = bridge_free_views[--bridge_nfree];
+#if defined(Py_REF_DEBUG) || defined(Py_TRACE_REFS)
+    (void)PyObject_Init((PyObject*)v, &bridge_view_type);
+#else
+    /* What PyObject_Init does for an object of a static type whose ob_type is already
+       set (a freed view keeps it), less its tracemalloc hook: one store. */
+    Py_SET_REFCNT(v, 1);
+#endif
+  } else
+#endif
+  {
+    v = PyObject_GC_New(bridge_view, &bridge_view_type);
+    if (v == NULL) return NULL;
+    /* What a dealloc reads; a freed view has them so already (its dealloc cleared them),
+       and the reader sets the rest. */
+    v->obj = NULL;
+    v->heap = NULL;
+    v->shape_t = NULL;
+    v->strides_t = NULL;
+    v->st = NULL;
+  }
+  return v;
+}
+
+static void bridge_view_dealloc(PyObject* self) {
+  bridge_view* v = (bridge_view*)self;
+  PyObject_GC_UnTrack(self);
+  Py_CLEAR(v->obj);
+  if (v->shape_t != NULL || v->strides_t != NULL || v->heap != NULL) {
+    Py_CLEAR(v->shape_t);
+    Py_CLEAR(v->strides_t);
+    Py_CLEAR(v->heap);
+  }
+#if !BRIDGE_FREE_THREADED
+  if (bridge_nfree < BRIDGE_FREELIST) {
+    bridge_free_views[bridge_nfree++] = v;
+    return;
+  }
+#endif
+  PyObject_GC_Del(self);
+}
+
+static int bridge_view_traverse(PyObject* self, visitproc visit, void* arg) {
+  bridge_view* v = (bridge_view*)self;
+  Py_VISIT(v->obj);
+  Py_VISIT(v->shape_t);
+  Py_VISIT(v->strides_t);
+  return 0;
+}
+
+static int bridge_view_clear(PyObject* self) {
+  bridge_view* v = (bridge_view*)self;
+  Py_CLEAR(v->obj);
+  Py_CLEAR(v->shape_t);
+  Py_CLEAR(v->strides_t);
+  return 0;
+}
+
+/* The filled view: what it keeps, counted on this thread, then tracked. */
+BRIDGE_INLINE PyObject* bridge_view_finish(bridge_view* v, PyObject* obj, int path,
+                                           const bridge_installed* st) {
+  Py_INCREF(obj);
+  v->obj = obj;
+  v->path = (int8_t)path; /* itemsize: set by the reader's check */
+  v->st = st;
+  bridge_count(path); /* this thread's own counter: no shared write */
+  PyObject_GC_Track((PyObject*)v);
+  return (PyObject*)v;
+}
+
+/* One snapshot for the whole view: a concurrent re-resolution publishes another, and
+   this view keeps reading the one it loaded. */
+BRIDGE_INLINE PyObject* bridge_view_on(PyObject* obj, int path) {
+  bridge_view* v = bridge_view_alloc();
+  if (v == NULL) return NULL;
+  const bridge_installed* st = bridge_installed_state(); /* after the allocation */
+  if (__builtin_expect(bridge_fill(obj, path, v, st, 1) != 0, 0)) {
+    Py_DECREF(v);
+    return NULL;
+  }
+  return bridge_view_finish(v, obj, path, st);
+}
+
+/* --- the four functions ------------------------------------------------------------- */
+static PyObject* bridge_fn_view(PyObject* module, PyObject* obj) {
+  int path = bridge_active_path();
+  if (__builtin_expect(path < 0, 0) && (path = bridge_cold.choose()) < 0) return NULL;
+  return bridge_view_on(obj, path);
+}
+
+static inline int bridge_ready(const bridge_installed* st, int path) {
+  switch (path) {
+    case BRIDGE_OWNED: return st->getters_ok && st->owned_fn != NULL;
+    case BRIDGE_BORROW: return st->getters_ok && st->borrow_fn != NULL;
+    default: return st->getters_ok && st->fallback_ok && st->custom_metadata != NULL;
+  }
+}
+
+#define BRIDGE_PATH_FN(name, code)                                                 \
+  static PyObject* bridge_fn_##name(PyObject* module, PyObject* obj) {             \
+    if (__builtin_expect(!bridge_ready(bridge_installed_state(), code), 0) &&      \
+        bridge_cold.require(code) < 0)                                             \
+      return NULL;                                                                 \
+    return bridge_view_on(obj, code);                                              \
+  }
+BRIDGE_PATH_FN(view_owned, BRIDGE_OWNED)
+BRIDGE_PATH_FN(view_borrow, BRIDGE_BORROW)
+BRIDGE_PATH_FN(view_fallback, BRIDGE_FALLBACK)
+
+/* --- attributes ----------------------------------------------------------------------- */
+static PyObject* bridge_int_tuple(const int64_t* values, int64_t n) {
+  PyObject* out = PyTuple_New(n);
+  if (out == NULL) return NULL;
+  for (int64_t i = 0; i < n; ++i) {
+    PyObject* item = PyLong_FromLongLong(values[i]);
+    if (item == NULL) {
+      Py_DECREF(out);
+      return NULL;
+    }
+    PyTuple_SET_ITEM(out, i, item);
+  }
+  return out;
+}
+
+/* A view may be shared between threads: without a GIL, two first uses at once would
+   race on the field (a lost reference, or a read of a tuple being replaced). */
+static PyObject* bridge_view_tuple(bridge_view* v, PyObject** slot, const int64_t* values) {
+  PyObject* t;
+  Py_BEGIN_CRITICAL_SECTION(v);
+  t = *slot;
+  if (t == NULL) *slot = t = bridge_int_tuple(values, v->ndim);
+  Py_XINCREF(t);
+  Py_END_CRITICAL_SECTION();
+  return t;
+}
+
+BRIDGE_NOINLINE PyObject* bridge_get_ptr(PyObject* self, void* c) {
+  return PyLong_FromVoidPtr((void*)((bridge_view*)self)->ptr);
+}
+BRIDGE_NOINLINE PyObject* bridge_get_shape(PyObject* self, void* c) {
+  bridge_view* v = (bridge_view*)self;
+  return bridge_view_tuple(v, &v->shape_t, v->sizes);
+}
+BRIDGE_NOINLINE PyObject* bridge_get_strides(PyObject* self, void* c) {
+  bridge_view* v = (bridge_view*)self;
+  return bridge_view_tuple(v, &v->strides_t, v->strides);
+}
+BRIDGE_NOINLINE PyObject* bridge_get_dtype(PyObject* self, void* c) {
+  bridge_view* v = (bridge_view*)self;
+  PyObject* d = v->st != NULL ? v->st->dtype_objs[v->dtype] : NULL;
+  if (d == NULL) d = Py_None;
+  Py_INCREF(d);
+  return d;
+}
+static PyObject* bridge_device_name(const bridge_installed* st, int32_t code) {
+  PyObject* name = NULL;
+  if ((uint32_t)code < BRIDGE_NDEVICES) {
+    if (code == st->device_privateuse1) return bridge_cold.privateuse1_name(st);
+    name = st->device_names[code];
+  }
+  if (name == NULL) name = Py_None;
+  Py_INCREF(name);
+  return name;
+}
+BRIDGE_NOINLINE PyObject* bridge_get_device_type(PyObject* self, void* c) {
+  bridge_view* v = (bridge_view*)self;
+  if (v->st == NULL) Py_RETURN_NONE;
+  return bridge_device_name(v->st, v->device_type);
+}
+BRIDGE_NOINLINE PyObject* bridge_get_device_index(PyObject* self, void* c) {
+  return PyLong_FromLong(((bridge_view*)self)->device_index);
+}
+static PyObject* bridge_get_ndim(PyObject* self, void* c) {
+  return PyLong_FromLongLong(((bridge_view*)self)->ndim);
+}
+static PyObject* bridge_get_dtype_code(PyObject* self, void* c) {
+  return PyLong_FromLong(((bridge_view*)self)->dtype);
+}
+static PyObject* bridge_get_itemsize(PyObject* self, void* c) {
+  return PyLong_FromLong(((bridge_view*)self)->itemsize);
+}
+static PyObject* bridge_path_names[BRIDGE_NPATHS]; /* "owned", "borrow", "fallback" */
+static PyObject* bridge_get_path(PyObject* self, void* c) {
+  PyObject* name = bridge_path_names[((bridge_view*)self)->path];
+  Py_INCREF(name);
+  return name;
+}
+static PyObject* bridge_get_obj(PyObject* self, void* c) {
+  PyObject* obj = ((bridge_view*)self)->obj;
+  if (obj == NULL) obj = Py_None;
+  Py_INCREF(obj);
+  return obj;
+}
+
+/* The interned names of the six attributes a reader asks for most, in that order. */
+static PyObject *bridge_s_ptr, *bridge_s_shape, *bridge_s_strides, *bridge_s_dtype,
+    *bridge_s_device_type, *bridge_s_device_index;
+
+/* A name in compiled code is interned: one pointer compare per attribute, before
+   CPython's generic look-up (the type's MRO, then the descriptor). */
+static PyObject* bridge_view_getattro(PyObject* self, PyObject* name) {
+  if (name == bridge_s_ptr) return bridge_get_ptr(self, NULL);
+  if (name == bridge_s_shape) return bridge_get_shape(self, NULL);
+  if (name == bridge_s_strides) return bridge_get_strides(self, NULL);
+  if (name == bridge_s_dtype) return bridge_get_dtype(self, NULL);
+  if (name == bridge_s_device_type) return bridge_get_device_type(self, NULL);
+  if (name == bridge_s_device_index) return bridge_get_device_index(self, NULL);
+  return PyObject_GenericGetAttr(self, name);
+}
+
+static PyObject* bridge_view_repr(PyObject* self) { return bridge_cold.repr(self); }
+
+static PyObject* bridge_view_new(PyTypeObject* tp, PyObject* args, PyObject* kwargs) {
+  PyErr_SetString(PyExc_TypeError, "TensorView is made by bridge.view(tensor), not directly");
+  return NULL;
+}
+
+/* Docstrings (tp_doc, getset, functions) are the module's: bridge/_view.pxi passes them. */
+static PyGetSetDef bridge_view_getset[] = {
+    {"obj", bridge_get_obj, NULL, NULL, NULL},
+    {"ptr", bridge_get_ptr, NULL, NULL, NULL},
+    {"shape", bridge_get_shape, NULL, NULL, NULL},
+    {"strides", bridge_get_strides, NULL, NULL, NULL},
+    {"ndim", bridge_get_ndim, NULL, NULL, NULL},
+    {"dtype", bridge_get_dtype, NULL, NULL, NULL},
+    {"dtype_code", bridge_get_dtype_code, NULL, NULL, NULL},
+    {"itemsize", bridge_get_itemsize, NULL, NULL, NULL},
+    {"device_type", bridge_get_device_type, NULL, NULL, NULL},
+    {"device_index", bridge_get_device_index, NULL, NULL, NULL},
+    {"path", bridge_get_path, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+#define BRIDGE_NGETSET 11
+
+static PyMethodDef bridge_functions[] = {
+    {"view", bridge_fn_view, METH_O, NULL},
+    {"view_owned", bridge_fn_view_owned, METH_O, NULL},
+    {"view_borrow", bridge_fn_view_borrow, METH_O, NULL},
+    {"view_fallback", bridge_fn_view_fallback, METH_O, NULL},
+    {NULL, NULL, 0, NULL}};
+
+/* The type, once (module import); docs: tp_doc, then one per getset entry. The strings
+   are the module's constants, kept alive by it for good. */
+static PyObject* bridge_view_type_ready(const char* doc, const char** attr_docs) {
+  for (int i = 0; i < BRIDGE_NGETSET; ++i) bridge_view_getset[i].doc = attr_docs[i];
+  bridge_view_type.tp_name = "bridge._bridge.TensorView";
+  bridge_view_type.tp_basicsize = sizeof(bridge_view);
+  bridge_view_type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC;
+  bridge_view_type.tp_doc = doc;
+  bridge_view_type.tp_dealloc = bridge_view_dealloc;
+  bridge_view_type.tp_traverse = bridge_view_traverse;
+  bridge_view_type.tp_clear = bridge_view_clear;
+  bridge_view_type.tp_getattro = bridge_view_getattro;
+  bridge_view_type.tp_repr = bridge_view_repr;
+  bridge_view_type.tp_getset = bridge_view_getset;
+  bridge_view_type.tp_new = bridge_view_new;
+  if ((bridge_s_ptr = PyUnicode_InternFromString("ptr")) == NULL ||
+      (bridge_s_shape = PyUnicode_InternFromString("shape")) == NULL ||
+      (bridge_s_strides = PyUnicode_InternFromString("strides")) == NULL ||
+      (bridge_s_dtype = PyUnicode_InternFromString("dtype")) == NULL ||
+      (bridge_s_device_type = PyUnicode_InternFromString("device_type")) == NULL ||
+      (bridge_s_device_index = PyUnicode_InternFromString("device_index")) == NULL ||
+      (bridge_path_names[0] = PyUnicode_InternFromString("owned")) == NULL ||
+      (bridge_path_names[1] = PyUnicode_InternFromString("borrow")) == NULL ||
+      (bridge_path_names[2] = PyUnicode_InternFromString("fallback")) == NULL)
+    return NULL;
+  if (PyType_Ready(&bridge_view_type) < 0) return NULL;
+  Py_INCREF(&bridge_view_type);
+  return (PyObject*)&bridge_view_type;
+}
+
+/* A scratch view for the native loop (a new reference, untracked, never filled). */
+static PyObject* bridge_view_scratch(void) { return (PyObject*)bridge_view_alloc(); }
+
+/* The view functions, as builtins of module_name (index into bridge_functions). */
+static PyObject* bridge_function(int i, const char* doc, PyObject* module_name) {
+  bridge_functions[i].ml_doc = doc;
+  return PyCFunction_NewEx(&bridge_functions[i], NULL, module_name);
+}
+
+#endif /* BRIDGE_VIEW_H */

@@ -1,0 +1,279 @@
+# The cold paths: every refusal's words and exception type, and the checks that run
+# Python code (where torch_is_conj / shim_ext's check are missing). The reader
+# (_bridge_read.h) decides; ``_refuse`` gets the stage that failed and says why.
+
+cdef object _take_pending_exception():
+    """The Python exception a failing call left set (torch ran __torch_dispatch__ code
+    that raised), cleared so that we may run Python code again; None if there is none."""
+    cdef PyObject* etype = NULL
+    cdef PyObject* evalue = NULL
+    cdef PyObject* etb = NULL
+    if PyErr_Occurred() == NULL:
+        return None
+    PyErr_Fetch(&etype, &evalue, &etb)
+    PyErr_NormalizeException(&etype, &evalue, &etb)
+    exc = None if evalue == NULL else <object>evalue
+    if exc is not None and etb != NULL:
+        PyException_SetTraceback(exc, <object>etb)
+    Py_XDECREF(etype)
+    Py_XDECREF(evalue)
+    Py_XDECREF(etb)
+    return exc
+
+
+cdef tuple _failure():
+    """``(message, cause)``: torch's per-thread message, read before anything else can
+    overwrite it, and the pending Python exception (or None); the cause's text stands in
+    when torch has no message."""
+    cdef torch_borrow_what_fn get_what = bridge_installed_state().what_fn
+    cdef const char* raw = NULL if get_what == NULL else get_what()
+    what = None if raw == NULL else (<bytes>raw).decode("utf-8", "replace")
+    cause = _take_pending_exception()
+    if not what:
+        what = (repr(cause) if cause is not None else
+                "no message (torch_exception_get_what_without_backtrace is not exported "
+                "by this torch)" if get_what == NULL else "no message")
+    return what, cause
+
+
+cdef int _raise_handle_error(int path) except -1:
+    what, cause = _failure()
+    name = "torch_tensor_from_pyobject" if path == OWNED else "torch_tensor_borrow_from_pyobject"
+    raise BufferError(f"{name} failed: {what}") from cause
+
+
+cdef int _raise_getter_error(object obj) except -1:
+    what, cause = _failure()
+    raise BufferError(f"cannot read the metadata of this {_type_name(Py_TYPE(obj))}: "
+                      f"{what}") from cause
+
+
+cdef int _raise_custom_metadata(object obj, int32_t reasons, int32_t layout,
+                                const Installed* st) except -1:
+    """The refusal of a tensor whose metadata is not plain C++ state (``reasons``: the
+    ``TORCH_BORROW_CUSTOM_*`` bits of ``torch_borrow_custom_metadata``; ``layout`` its
+    layout code, -1 where that is custom), one message per cause on every path; a
+    negative ``reasons``: the tensor is undefined."""
+    name = _type_name(Py_TYPE(obj))
+    if reasons < 0:
+        raise BufferError(f"cannot read this {name}: its tensor is undefined")
+    if reasons & TORCH_BORROW_CUSTOM_PYTHON_KEY:
+        # Named by the key, not by the class: a __class__ reassigned to torch.Tensor
+        # keeps the TensorImpl, and its key, of the subclass that made it.
+        raise BufferError(f"this {name}'s TensorImpl carries torch's Python dispatch key (a "
+                          f"subclass that overrides __torch_dispatch__ made it): its metadata "
+                          f"is computed in Python and cannot be read safely through a handle; "
+                          f"view a plain tensor instead")
+    if layout >= 0 and layout != st.layout_strided:
+        _raise_layout(layout, st)
+    if _is_nested(obj):
+        raise BufferError("a nested tensor has no single pointer + strides description; "
+                          "view its components (.unbind()) or a padded copy "
+                          "(.to_padded_tensor(0)) instead")
+    if reasons & (TORCH_BORROW_CUSTOM_SIZES | TORCH_BORROW_CUSTOM_STRIDES):
+        raise BufferError(f"this {name}'s sizes and strides are computed by a TensorImpl "
+                          f"subclass (functionalized, vmap-batched, symbolic or other wrapper "
+                          f"tensors): they are not plain C++ state and cannot be read safely "
+                          f"through a handle; view the underlying plain tensor instead")
+    raise BufferError(f"this {name}'s device or layout is computed by a TensorImpl subclass "
+                      f"or in Python (torch.Tensor._make_subclass(..., dispatch_device=True "
+                      f"or dispatch_layout=True)): reading it could run Python code, so it "
+                      f"cannot be read safely through a handle; view a plain tensor instead")
+
+
+cdef bint _is_nested(object obj):
+    """Whether ``obj`` is a nested tensor, by its dispatch key set (torch's
+    ``_dispatch_keys``, a C++ function: no __torch_function__ or __torch_dispatch__ of
+    the tensor's class runs). Asked only in an error path, after no handle is left."""
+    import sys
+    try:
+        torch_c = sys.modules["torch"]._C
+        keys = torch_c._dispatch_keys(obj)
+        return any(keys.has(k) for k in (torch_c.DispatchKey.NestedTensorCPU,
+                                          torch_c.DispatchKey.NestedTensorCUDA))
+    except Exception:  # noqa: BLE001 - only the message depends on it
+        return False
+
+
+cdef str _type_name(PyTypeObject* tp):
+    """A type's name from its own C slot (``tp_name``: ``module.Name`` for a static type,
+    ``Name`` for a class), as a new exact str: no attribute of the type or its metaclass
+    is read, so an error path runs no user code whatever the class defines."""
+    return (<bytes>tp.tp_name).decode("utf-8", "replace")
+
+
+cdef bint _type_has(PyTypeObject* tp, str attribute):
+    """``attribute`` in the ``__dict__`` of a class along the type's MRO, read without the
+    metaclass (``hasattr`` would run its ``__getattr__``)."""
+    try:
+        return any(attribute in type.__dict__["__dict__"].__get__(k)
+                   for k in type.__dict__["__mro__"].__get__(<object>tp))
+    except Exception:  # noqa: BLE001 - only a hint depends on it
+        return False
+
+
+cdef int _raise_not_tensor(object obj) except -1:
+    cdef PyTypeObject* tp = Py_TYPE(obj)
+    got = "None" if obj is None else _type_name(tp)
+    hint = ""
+    if got == "numpy.ndarray":
+        hint = "; view torch.from_numpy(a), which shares the array's memory"
+    elif _type_has(tp, "__dlpack__"):
+        hint = "; it has __dlpack__: view torch.from_dlpack(x), which shares its memory"
+    raise TypeError(f"expected a torch.Tensor (or an instance of a subclass), got {got}{hint}")
+
+
+cdef int _raise_layout(int32_t layout, const Installed* st) except -1:
+    name = (<dict>st.layout_names).get(layout, f"code {layout}")
+    raise BufferError(f"a tensor with layout {name} has no pointer + strides description; "
+                      f"only strided tensors can be viewed (call .to_dense() first)")
+
+
+cdef int _raise_unknown_device(int32_t code) except -1:
+    raise BufferError(f"device type code {code} is unknown to the bridge: torch names no "
+                      f"such c10::DeviceType (torch._C._autograd.DeviceType), so no view "
+                      f"can say which device the pointer belongs to")
+
+
+cdef int _raise_outside_storage(bridge_view* v, int64_t storage_offset, int64_t itemsize,
+                                int64_t nbytes, int64_t last) except -1:
+    shape, strides = bridge_int_tuple(v.sizes, v.ndim), bridge_int_tuple(v.strides, v.ndim)
+    if any(s < 0 for s in strides) or storage_offset < 0:  # torch makes neither
+        raise BufferError(f"the tensor's elements reach before the start of its storage "
+                          f"(storage offset {storage_offset}, strides {strides}): no "
+                          f"pointer + strides view can describe them safely")
+    raise BufferError(f"the tensor's elements reach past the end of its storage: storage "
+                      f"offset {storage_offset} and its sizes {shape} and strides "
+                      f"{strides} (x {itemsize} bytes) reach byte {last}, but the storage "
+                      f"holds {nbytes} bytes; it was shrunk under the tensor "
+                      f"(untyped_storage().resize_()), so its pointer would describe memory "
+                      f"past the allocation; grow the storage back to at least {last} bytes "
+                      f"or view a tensor that fits in it")
+
+
+cdef int _raise_without_memory(uintptr_t ptr, int64_t storage_offset,
+                               int64_t itemsize) except -1:
+    where = (f"data_ptr() reports {ptr:#x}, which is storage offset {storage_offset} x "
+             f"{itemsize} bytes past address 0" if ptr else "its data pointer is null")
+    raise BufferError(f"the tensor has elements but its storage holds no memory ({where}): "
+                      f"the storage was freed or resized to zero (untyped_storage()"
+                      f".resize_(0)), or the tensor is a placeholder without data "
+                      f"(functionalized, lazy or fake); view it once its storage holds "
+                      f"data again (untyped_storage().resize_(nbytes)), or view the real "
+                      f"tensor instead")
+
+
+cdef int _raise_bad_dtype(int32_t code, const Installed* st) except -1:
+    cdef dict refused = <dict>st.refused_dtypes if st.refused_dtypes != NULL else {}
+    if 0 <= code < NCODES and code in refused:
+        raise BufferError(refused[code])
+    raise BufferError(f"dtype code {code} is unknown to the bridge (a dtype newer than the "
+                      f"table built at resolution?)")
+
+
+cdef int _raise_math_bit(bint conj) except -1:
+    if conj:
+        raise BufferError("the tensor has its conjugate bit set: its memory holds the "
+                          "unconjugated values; call .resolve_conj() first")
+    raise BufferError("the tensor has its negative bit set: its memory holds the "
+                      "negated values; call .resolve_neg() first")
+
+
+cdef int _check_bits_slow(object obj, const Installed* st) except -1:
+    """Refuse conjugate and negative views when no torch_is_conj / torch_is_neg exists:
+    through torch.Tensor.is_conj / .is_neg (about 100 ns each), with __torch_function__
+    disabled (subclasses and modes alike) so that nothing in Python answers for the tensor.
+    Runs before any handle exists: it executes Python code."""
+    cdef PyObject* args[1]
+    args[0] = <PyObject*>obj
+    no_torch_function = <object>st.no_torch_function
+    with no_torch_function():
+        conj = PyObject_Vectorcall(<object>st.is_conj, args, 1, NULL) is True
+        neg = PyObject_Vectorcall(<object>st.is_neg, args, 1, NULL) is True
+    if conj or neg:
+        _raise_math_bit(conj)
+    return 0
+
+
+cdef int _check_without_shim_ext(object obj, const Installed* st) except -1:
+    """What the owned path checks where shim_ext's ``torch_borrow_custom_metadata`` is
+    missing (shim_ext not built, or built for another torch; the pointer trick is then
+    not offered at all): the type is exactly ``torch.Tensor`` or ``torch.nn.Parameter``
+    (a subclass may compute its device in Python without torch's Python key, which
+    nothing outside C++ can see), and the TensorImpl has no Python dispatch key
+    (``torch._C._dispatch_keys``, a C++ function called before the handle). What it
+    cannot see: a C++ TensorImpl subclass whose getters reach Python (a functional
+    wrapper around a ``__torch_dispatch__`` tensor); the owned handle keeps the
+    TensorImpl alive through such a getter, so its values are what torch's own
+    ``t.shape`` would report."""
+    cdef PyTypeObject* tp = Py_TYPE(obj)
+    if tp != st.tensor_tp and tp != st.parameter_tp:
+        raise BufferError(f"this {_type_name(tp)} is a torch.Tensor subclass, and without "
+                          f"shim_ext's metadata check (torch_borrow_custom_metadata) the "
+                          f"bridge cannot tell whether its getters run Python: rebuild "
+                          f"shim_ext for this torch (python -m bridge info says how), or "
+                          f"view a plain tensor")
+    if st.dispatch_keys != NULL and (<object>st.dispatch_keys)(obj).has(
+            <object>st.python_dispatch_key):
+        _raise_custom_metadata(obj, TORCH_BORROW_CUSTOM_PYTHON_KEY, -1, st)
+    return 0
+
+
+cdef int _raise_borrow_error(object obj, const Installed* st) except -1:
+    """A refused borrow: the message every path gives for a tensor whose metadata is not
+    plain C++ state (shim_ext's check tells which cause), else torch's message."""
+    cdef int32_t layout = -1
+    cdef int32_t reasons = 0
+    if st.custom_metadata != NULL:
+        reasons = st.custom_metadata(<void*>obj, &layout)
+    if reasons > 0:
+        what, cause = _failure()  # clear torch's message and any pending exception
+        return _raise_custom_metadata(obj, reasons, layout, st)
+    return _raise_handle_error(BORROW)
+
+
+cdef int _refuse(object obj, bridge_view* v, int stage, const bridge_failure* f,
+                 const Installed* st) except -1:
+    """The words of the reader's refusal at ``stage`` (``BRIDGE_E_*``, _bridge_read.h),
+    from what it read (``v``: the view's fields; ``f``: the rest): always raises."""
+    cdef int64_t itemsize
+    if stage == BRIDGE_E_TYPE:
+        return _raise_not_tensor(obj)
+    if (stage == BRIDGE_E_BORROW or stage == BRIDGE_E_RESOLVING
+            or stage == BRIDGE_E_NOT_INSTALLED) and not bridge_is_tensor(obj, st):
+        # The borrow path leaves the real-type check to the borrow (_bridge_read.h,
+        # bridge_gate): the same refusal as every other path's gate.
+        if stage == BRIDGE_E_BORROW:
+            _failure()  # clear torch's message and any pending exception
+        return _raise_not_tensor(obj)
+    if stage == BRIDGE_E_RESOLVING:
+        raise RuntimeError("the bridge is being re-resolved; try again")
+    if stage == BRIDGE_E_NOT_INSTALLED:
+        if 0 <= f.path < NPATHS:
+            raise RuntimeError(f"path {PATHS[f.path]!r} is not installed now (the bridge was "
+                               f"re-resolved meanwhile); try again")
+        raise ValueError(f"no path has code {f.path}")
+    if stage == BRIDGE_E_BORROW:
+        return _raise_borrow_error(obj, st)
+    if stage == BRIDGE_E_CUSTOM:
+        return _raise_custom_metadata(obj, f.reasons, f.layout, st)
+    if stage == BRIDGE_E_OWNED:
+        return _raise_handle_error(OWNED)
+    if stage == BRIDGE_E_GETTER:
+        return _raise_getter_error(obj)
+    if stage == BRIDGE_E_LAYOUT:
+        return _raise_layout(f.layout, st)
+    if stage == BRIDGE_E_CONJ or stage == BRIDGE_E_NEG:
+        return _raise_math_bit(stage == BRIDGE_E_CONJ)
+    if stage == BRIDGE_E_DTYPE:
+        return _raise_bad_dtype(v.dtype, st)
+    if stage == BRIDGE_E_META:
+        raise BufferError("a meta tensor has no data; only tensors with storage can be viewed")
+    if stage == BRIDGE_E_DEVICE:
+        return _raise_unknown_device(v.device_type)
+    itemsize = st.itemsize[v.dtype]
+    if stage == BRIDGE_E_NO_MEMORY:
+        return _raise_without_memory(v.ptr, f.offset, itemsize)
+    if stage == BRIDGE_E_OUTSIDE:
+        return _raise_outside_storage(v, f.offset, itemsize, f.nbytes, f.last)
+    raise SystemError(f"bridge: unknown refusal stage {stage}")

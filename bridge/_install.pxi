@@ -1,0 +1,185 @@
+# What bridge._select installs: symbol addresses, then the code tables, each published
+# as one new immutable snapshot (``Installed``, _bridge_state.h); the chosen path; the
+# cold-path callables of bridge._select (so that nothing here imports it back).
+
+#: Path names by code (the order of the counters and of ``TensorView.path``).
+PATHS = ("owned", "borrow", "fallback")
+#: The C compiler that built this module.
+COMPILER = bridge_compiler.decode()
+#: sizeof(PyObject) of the CPython this module was compiled for: the fallback's offset.
+PYOBJECT_SIZE = sizeof(PyObject)
+#: Whether this module was compiled for a free-threaded CPython (Py_GIL_DISABLED).
+FREE_THREADED = bool(BRIDGE_FREE_THREADED)
+
+# Every snapshot's Python objects, kept alive for the life of the process.
+cdef list _kept = []
+# bridge._select's callables (``_install_callables``): what the cold paths call.
+cdef object _ensure_active = None
+cdef object _require_path = None
+cdef object _unavailable_error = RuntimeError
+
+
+def _install_callables(ensure_active, require, unavailable_error):
+    """Hand the module ``bridge._select``'s cold-path callables (``_select`` only, once,
+    when it is imported): ``ensure_active()`` chooses the requested path when none is
+    active, ``require(name)`` raises ``unavailable_error`` (``PathUnavailableError``)
+    with the reason where a path cannot run."""
+    global _ensure_active, _require_path, _unavailable_error
+    _ensure_active, _require_path, _unavailable_error = ensure_active, require, unavailable_error
+
+
+cdef Installed* _new_state(const Installed* base) except NULL:
+    """A fresh snapshot, a copy of ``base``; never freed (a view may hold the old one)."""
+    cdef Installed* st = <Installed*>PyMem_RawMalloc(sizeof(Installed))
+    if st == NULL:
+        raise MemoryError()
+    memcpy(st, base, sizeof(Installed))
+    return st
+
+
+cdef PyObject* _keep(object o):
+    """A borrowed pointer to ``o``, kept alive for good by ``_kept``."""
+    _kept.append(o)
+    return <PyObject*>o
+
+
+cdef void* _addr(dict symbols, str name) except? NULL:
+    a = symbols.get(name)
+    return NULL if a is None else <void*><uintptr_t>a
+
+
+def _install_symbols(dict symbols, object tensor_type, bint fallback_ok,
+                     object no_torch_function=None, object parameter_type=None):
+    """Install resolved symbol addresses (``bridge._select`` only, under its lock).
+
+    ``symbols`` maps a symbol name to its address (int) or None; ``aoti_torch_get_layout``,
+    the seven metadata getters and ``aoti_torch_get_storage_offset`` must all be
+    present for any path to work;
+    ``tensor_type`` is ``torch.Tensor``; ``fallback_ok`` says the offset was proven;
+    ``no_torch_function`` is ``torch._C.DisableTorchFunction``; ``parameter_type`` is
+    ``torch.nn.Parameter`` (a fast path of the type gate).
+    Publishes a snapshot with these symbols and no tables, and un-chooses the active
+    path: every path stops until ``_install_tables`` has run, and a thread that views
+    meanwhile gets a RuntimeError or waits for the resolution (``bridge._select``'s
+    lock), never half-installed tables. Counters are kept.
+    """
+    cdef Installed* st = _new_state(&bridge_nothing)
+    st.g.layout = <torch_borrow_get_i32_fn>_addr(symbols, "aoti_torch_get_layout")
+    st.g.data_ptr = <torch_borrow_get_ptr_fn>_addr(symbols, "aoti_torch_get_data_ptr")
+    st.g.storage_offset = <torch_borrow_get_i64_fn>_addr(symbols, "aoti_torch_get_storage_offset")
+    st.g.storage_size = <torch_borrow_get_i64_fn>_addr(symbols, "aoti_torch_get_storage_size")
+    st.g.dim = <torch_borrow_get_i64_fn>_addr(symbols, "aoti_torch_get_dim")
+    st.g.sizes = <torch_borrow_get_i64p_fn>_addr(symbols, "aoti_torch_get_sizes")
+    st.g.strides = <torch_borrow_get_i64p_fn>_addr(symbols, "aoti_torch_get_strides")
+    st.g.dtype = <torch_borrow_get_i32_fn>_addr(symbols, "aoti_torch_get_dtype")
+    st.g.device_type = <torch_borrow_get_i32_fn>_addr(symbols, "aoti_torch_get_device_type")
+    st.g.device_index = <torch_borrow_get_i32_fn>_addr(symbols, "aoti_torch_get_device_index")
+    st.g.is_conj = <torch_borrow_get_flag_fn>_addr(symbols, "torch_is_conj")
+    st.g.is_neg = <torch_borrow_get_flag_fn>_addr(symbols, "torch_is_neg")
+    st.custom_metadata = <torch_borrow_custom_metadata_fn>_addr(
+        symbols, "torch_borrow_custom_metadata")
+    if st.g.is_conj == NULL or st.g.is_neg == NULL:
+        st.g.is_conj = st.g.is_neg = NULL
+    st.getters_present = (st.g.layout != NULL and st.g.data_ptr != NULL and st.g.dim != NULL
+                          and st.g.storage_offset != NULL and st.g.storage_size != NULL
+                          and st.g.sizes != NULL and st.g.strides != NULL
+                          and st.g.dtype != NULL and st.g.device_type != NULL
+                          and st.g.device_index != NULL)
+    st.owned_fn = <torch_borrow_from_pyobject_fn>_addr(symbols, "torch_tensor_from_pyobject")
+    st.delete_fn = <torch_borrow_delete_fn>_addr(symbols, "aoti_torch_delete_tensor_object")
+    if st.delete_fn == NULL:
+        st.owned_fn = NULL
+    st.borrow_fn = <torch_borrow_from_pyobject_fn>_addr(symbols, "torch_tensor_borrow_from_pyobject")
+    st.what_fn = <torch_borrow_what_fn>_addr(symbols, "torch_exception_get_what_without_backtrace")
+    st.fallback_ok = fallback_ok
+    if tensor_type is not None:
+        st.tensor_tp = <PyTypeObject*>_keep(tensor_type)
+        st.is_conj = _keep(tensor_type.is_conj)
+        st.is_neg = _keep(tensor_type.is_neg)
+    if parameter_type is not None:
+        st.parameter_tp = <PyTypeObject*>_keep(parameter_type)
+    if tensor_type is not None and st.custom_metadata == NULL:
+        _install_python_key(st)
+    st.no_torch_function = _keep(no_torch_function)
+    bridge_set_active(-1)
+    bridge_publish(st)
+
+
+cdef int _install_python_key(Installed* st) except -1:
+    """Without shim_ext's check, how the owned path reads a tensor's Python dispatch key:
+    torch's ``_dispatch_keys`` (a pybind11 call, made before the handle). Immutable for
+    the process: torch's own function and enum."""
+    import sys
+    torch_c = getattr(sys.modules.get("torch"), "_C", None)
+    if torch_c is not None:
+        st.dispatch_keys = _keep(torch_c._dispatch_keys)
+        st.python_dispatch_key = _keep(torch_c.DispatchKey.Python)
+    return 0
+
+
+def _install_tables(dict dtypes, dict refused, dict device_names, dict layout_names,
+                    int32_t layout_strided, int32_t device_meta,
+                    int32_t device_privateuse1=-1):
+    """Install the code tables (``bridge._select`` only, under its lock, after
+    ``_install_symbols``).
+
+    ``dtypes`` maps a c10::ScalarType code to ``(torch.dtype, itemsize in bytes)``;
+    ``refused`` maps a code to the reason its tensors get no view; ``device_names`` and
+    ``layout_names`` map codes to names; the last two are the codes of the strided
+    layout and of the meta device; ``device_privateuse1`` is the privateuse1 code, whose
+    name is torch's current one whenever a view reports it (``_device_name``). Publishes
+    the installed symbols with these tables
+    as one new snapshot; views may run from then on.
+    """
+    cdef Installed* st = _new_state(bridge_installed_state())
+    cdef int code
+    for code in range(NCODES):
+        st.itemsize[code] = 0
+        st.dtype_objs[code] = NULL
+    for code in range(NDEVICES):
+        st.device_known[code] = False
+        st.device_names[code] = NULL
+    for code, (dtype, itemsize) in dtypes.items():
+        if 0 <= code < NCODES and 0 < itemsize < 128:
+            st.dtype_objs[code] = _keep(dtype)
+            st.itemsize[code] = itemsize
+    refused = dict(refused)
+    st.refused_dtypes = _keep(refused)
+    for code in refused:
+        if 0 <= code < NCODES:
+            st.itemsize[code] = -1
+    for code, name in device_names.items():
+        if 0 <= code < NDEVICES:
+            st.device_names[code] = _keep(name)
+            st.device_known[code] = True
+    st.layout_names = _keep(dict(layout_names))
+    st.layout_strided = layout_strided
+    st.device_meta = device_meta
+    st.device_privateuse1 = device_privateuse1
+    st.getters_ok = st.getters_present
+    bridge_publish(st)
+
+
+cdef dict _installed_paths(const Installed* st):
+    # The pointer trick only with shim_ext's check: without it, nothing could tell a
+    # tensor whose getters run Python, which may free what the address points at.
+    return {"owned": st.getters_ok and st.owned_fn != NULL,
+            "borrow": st.getters_ok and st.borrow_fn != NULL,
+            "fallback": st.getters_ok and st.fallback_ok and st.custom_metadata != NULL}
+
+
+def _installed():
+    """Which handle sources are installed: {path name: bool} (diagnostics)."""
+    return _installed_paths(bridge_installed_state())
+
+
+def _activate(int path):
+    """Make ``path`` (a code, index into PATHS) the one ``view`` uses; -1 un-chooses."""
+    if path != -1 and not _installed()[PATHS[path]]:
+        raise RuntimeError(f"path {PATHS[path]!r} is not installed")
+    bridge_set_active(path)
+
+
+def _active_path():
+    """The code of the path ``view`` uses, or -1 when none is chosen yet."""
+    return bridge_active_path()
