@@ -374,7 +374,10 @@ def test_c_entry_point_with_the_gil(consumer):
 
 # --- first use, in a fresh interpreter ---------------------------------------------------------
 def _run(built, code):
-    env = {**os.environ, "PYTHONPATH": str(built)}
+    # the consumers' folder first, and whatever this interpreter already had (an install
+    # into a --target folder on PYTHONPATH, as the GPU script makes one)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(built), *filter(None, [os.environ.get("PYTHONPATH")])])}
     proc = subprocess.run([sys.executable, "-P", "-c", textwrap.dedent(code)], env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr

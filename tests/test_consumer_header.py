@@ -190,7 +190,8 @@ def test_hostile_catalogue_through_the_consumers(built):
     from hostile import cases
 
     routes = ",".join(r for r in ROUTES)
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT / "tests"), *filter(None, [os.environ.get("PYTHONPATH")])])}
     proc = subprocess.run([sys.executable, "-P", "-c", CHILD, str(built),
                            "borrow_consumer,borrow_consumer_c", routes],
                           capture_output=True, text=True, timeout=600, env=env)

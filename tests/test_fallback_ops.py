@@ -207,7 +207,11 @@ def test_loops_report_positive_ns_and_refuse_bad_input(consumer, route):
     ts = fo.inputs(torch, "mm_out", 8, "cpu")
     assert consumer.handles_loop(route, 100, *ts) > 0
     assert consumer.op_loop("mm_out", 5, *ts) > 0
-    with pytest.raises(RuntimeError, match="expected torch.Tensor"):
+    # the owned prototype (torch < 2.14) keeps its own message; a torch before 2.13
+    # exports no getter for torch's
+    says = ("expected torch.Tensor" if consumer.torch_messages or route.startswith("owned")
+            else r"no message \(this torch exports no torch_exception_get_what_without_backtrace\)")
+    with pytest.raises(RuntimeError, match=says):
         consumer.handles_loop(route, 10, ts[0], 1.5)
     with pytest.raises(TypeError):
         consumer.op_loop("mm_out", 5, *ts[:2])
