@@ -175,7 +175,7 @@ def test_errors_carry_torch_messages(consumer, route):
                        match=r"add: " + torch_says(r"The size of tensor a \(2\) must match")):
         consumer.call("add", route, a, torch.zeros(3))
     with pytest.raises(RuntimeError, match=r"mm_out: " + torch_says(
-            r"mm: mat1 and mat2 shapes cannot be multiplied")):
+            r"(mm: )?mat1 and mat2 shapes cannot be multiplied")):
         consumer.call("mm_out", route, torch.zeros(2, 2), torch.zeros(2, 3), torch.zeros(2, 3))
     with pytest.raises(TypeError, match="add takes 2 tensors, got 1"):
         consumer.call("add", route, a)
