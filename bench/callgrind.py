@@ -86,8 +86,8 @@ GOALS = (
     ("G1", "view(t) + reading ptr, shape, strides, dtype, device / the hand-written "
            "five-tuple", "py:view_read", "py:five_tuple", 0.55, 0.55),
     ("G2", "view_borrow(t) / t.data_ptr()", "py:view_borrow", "py:data_ptr", 1.05, 1.00),
-    ("G3", "native: borrow + batched read / pointer trick + getters (the bridge's "
-           "_native_loop)", "borrow|batched", "fallback|getters", 0.90, 0.85),
+    ("G3", "native: borrow + getters / pointer trick + getters (the bridge's "
+           "_native_loop, one reader)", "borrow|", "fallback|", 0.90, 0.85),
 )
 
 
