@@ -139,7 +139,7 @@ def fake_run(samples: dict, quick: bool = False, unavailable: dict | None = None
     return {"benchmarks": benchmarks,
             "machine_info": {"bench": {"torch": "2.15.0", "python": "3.11.7",
                                        "cpu_model": "made-up CPU"}},
-            "evidence": {"protocol": {"quick": quick, "rounds": 5}, "native_reader": "batched",
+            "evidence": {"protocol": {"quick": quick, "rounds": 5},
                          "unavailable": unavailable or {}}}
 
 
@@ -150,7 +150,7 @@ RUN = {
     (report.PEERS, "empty"): [x / 5 for x in BORROW],
     (report.PEERS, "cuda_core"): [40 * x for x in BORROW],  # over OWN_SCALE x the borrow
     (report.NATIVE, "borrow"): [x / 2 for x in BORROW],
-    (report.NATIVE, "borrow_getters"): [3 * x / 4 for x in BORROW],
+    (report.NATIVE, "dlpack_dltensor"): [3 * x / 4 for x in BORROW],
     (report.NATIVE, "owned"): [x for x in BORROW],
     (report.NATIVE, "typecheck"): [0.2, 0.2, 0.2, 0.2, 0.2],
 }
@@ -180,12 +180,11 @@ def test_headline_has_python_and_native_apart_each_against_its_borrow():
     assert cells[label(r, report.PEERS, "cuda_core")][2] == "40.0x"
     assert cells[label(r, report.PEERS, "borrow")][2] == "1 (reference)"
     assert cells[label(r, report.PEERS, "dunder_dlpack")][0] == "unavailable: made-up reason"
-    assert cells[label(r, report.NATIVE, "borrow_getters")][2] == "1.50x"
+    assert cells[label(r, report.NATIVE, "dlpack_dltensor")][2] == "1.50x"
     assert cells[label(r, report.NATIVE, "owned")][2] == "2.00x"
-    # the native rows say how they read; none of them is in the Python table
-    assert "batched read" in label(r, report.NATIVE, "borrow")
-    assert "getters" in label(r, report.NATIVE, "borrow_getters")
-    assert not any("batched read" in row or "getters" in row for row in py_rows)
+    # the native rows say how they read (one reader: the getters); none is in the Python table
+    assert all("getters" in label(r, report.NATIVE, n) for n in ("borrow", "owned"))
+    assert not any("getters" in row for row in py_rows)
     assert report.quick_banner(r) == "" and "not judged" not in report.terminal(r)
 
 
@@ -209,8 +208,8 @@ def test_the_chart_has_the_headline_rows_under_their_labels(tmp_path):
     panels = report.chart_panels(r)
     (_, native_rows, native_borrow, native_missing), (_, near, py_borrow, py_missing), \
         (_, far_rows, far_borrow, _) = panels
-    assert [row.name for row in native_rows] == ["typecheck", "borrow", "borrow_getters",
-                                                "owned"]  # the getters row too
+    assert [row.name for row in native_rows] == ["typecheck", "borrow", "dlpack_dltensor",
+                                                "owned"]  # cheapest first
     assert [row.name for row in near] == ["empty", "borrow", "owned"]  # owned beside borrow
     assert [row.name for row in far_rows] == ["cuda_core"]  # over OWN_SCALE x, its own panel
     assert native_borrow.name == py_borrow.name == "borrow" and far_borrow is py_borrow
