@@ -211,7 +211,7 @@ cpython-ft:  ## build free-threaded CPython 3.13 into ~/.cache if missing; print
 
 # PYTHON_GIL=0: torch's first meta-device op imports triton (a dependency of the torch 2.12
 # wheel), whose extension has not declared free-threading support, so CPython would turn the
-# GIL on for the rest of the test process (tests/test_faults_round3.py makes meta tensors).
+# GIL on for the rest of the test process (tests/test_tables.py makes meta tensors).
 # The suite's own checks that torch, shim_ext and the bridge leave the GIL off run in
 # children with PYTHON_GIL removed (tests/test_threads.py), so they still prove it.
 test-freethreaded:  ## the suite on free-threaded CPython 3.13 (built if missing) with torch 2.12.0, GIL off

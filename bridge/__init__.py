@@ -50,6 +50,7 @@ except ModuleNotFoundError as exc:  # the checkout's bridge/ holds no compiled m
         "`pip install --no-build-isolation --no-deps .`") from exc
 from bridge._resolve import PathInfo
 from bridge._select import (
+    AUTO_ORDER,
     CHOICES,
     PATHS,
     PathUnavailableError,
@@ -62,6 +63,7 @@ from bridge._select import (
 )
 
 __all__ = [
+    "AUTO_ORDER",
     "CHOICES",
     "PATHS",
     "PathInfo",

@@ -194,11 +194,7 @@ def _lookup_prototype(name, libraries, hide):
     try:
         from shim_ext import _borrow
     except ImportError as exc:
-        from bridge import _support
-
-        # Not built on purpose (setup.py said so at build time): give that reason.
-        return None, (_support.shim_ext_unsupported()
-                      or f"shim_ext._borrow is not built or does not load ({exc})")
+        return None, f"shim_ext._borrow is not built or does not load ({exc})"
     import shim_ext
 
     built_for = shim_ext.built_for(_borrow)  # either build of it (cffi or setuptools)
@@ -364,15 +360,33 @@ def _code(sym):
     return ctypes.CFUNCTYPE(ctypes.c_int32)(sym.address)()
 
 
-def code_tables(torch, res, dtype_code_of, hide=frozenset()):
-    """Build the code tables the hot path indexes.
+class Tables(NamedTuple):
+    """The code tables the hot path indexes, in ``_bridge._install_tables``' argument
+    order (``_install_tables(*tables)``)."""
+
+    #: c10::ScalarType code -> (torch.dtype, itemsize in bytes), for every dtype torch
+    #: exposes and can allocate.
+    dtypes: dict
+    #: code -> why tensors of that dtype get no view (quantized, sub-byte).
+    refused: dict
+    #: c10::DeviceType code -> torch's name (``device_types``).
+    device_names: dict
+    #: layout code -> name (``aoti_torch_layout_*``).
+    layout_names: dict
+    #: the strided layout's code, -1 where torch exports no ``aoti_torch_layout_strided``.
+    layout_strided: int
+    #: the meta device's code, -1 where torch names none.
+    device_meta: int
+    #: privateuse1's code, -1 where torch names none.
+    device_privateuse1: int
+
+
+def code_tables(torch, res, dtype_code_of, hide=frozenset()) -> Tables:
+    """Build the code tables the hot path indexes (``Tables``).
 
     ``dtype_code_of(tensor)`` reads a tensor's c10::ScalarType code through an installed
-    handle source. Returns ``(dtypes, refused, device_names, layout_names,
-    layout_strided, device_meta)``: ``dtypes`` maps code -> (torch.dtype, itemsize in
-    bytes) for every dtype torch exposes and can allocate; ``refused`` maps code -> the
-    reason tensors of that dtype get no view (quantized dtypes need a scale and zero
-    point; sub-byte ``intN`` / ``uintN`` have no whole-byte element).
+    handle source. Quantized dtypes are refused because they need a scale and zero point;
+    sub-byte ``intN`` / ``uintN`` have no whole-byte element.
     """
     libs = _loaded_libraries(torch)
     dtypes, refused = {}, {}
@@ -404,7 +418,7 @@ def code_tables(torch, res, dtype_code_of, hide=frozenset()):
             layouts[_code(sym)] = name
     strided = {v: k for k, v in layouts.items()}.get("strided", -1)
     meta = {v: k for k, v in devices.items()}.get("meta", -1)
-    return dtypes, refused, devices, layouts, strided, meta, privateuse1
+    return Tables(dtypes, refused, devices, layouts, strided, meta, privateuse1)
 
 
 def device_types(torch, libs=None, hide=frozenset()):

@@ -17,8 +17,11 @@ import warnings
 from bridge import _bridge, _resolve
 from bridge._resolve import PathInfo
 
-#: The concrete paths, in ``auto``'s order of preference.
-PATHS = ("borrow", "owned", "fallback")
+#: The concrete paths, in the order of their codes (``_bridge.PATHS``): the order of
+#: ``available_paths()`` and ``path_counts()``.
+PATHS = _bridge.PATHS
+#: The concrete paths in ``auto``'s order of preference.
+AUTO_ORDER = ("borrow", "owned", "fallback")
 #: What ``set_path`` accepts.
 CHOICES = ("auto", *PATHS)
 
@@ -69,12 +72,12 @@ def _install(res):
         symbols, res.tensor_type, res.paths["fallback"].available,
         None if torch is None else torch._C.DisableTorchFunction,
         None if torch is None else torch.nn.Parameter)
-    source = next((p for p in PATHS if res.paths[p].available), None)
+    source = next((p for p in AUTO_ORDER if res.paths[p].available), None)
     if source is None:
         return
     code = _bridge.PATHS.index(source)
     tables = _resolve.code_tables(torch, res, lambda t: _bridge._dtype_code(t, code), _hide)
-    if tables[4] == -1:  # no aoti_torch_layout_strided: nothing can be checked
+    if tables.layout_strided == -1:  # no aoti_torch_layout_strided: nothing can be checked
         reason = f"torch {res.torch_version} exports no aoti_torch_layout_strided"
         res.paths = {p: PathInfo(False, None, reason) for p in PATHS}
         _bridge._install_symbols({}, None, False)
@@ -89,7 +92,7 @@ def available_paths() -> dict[str, PathInfo]:
     proven offset); ``PathInfo.reason`` says why a path is unavailable.
     """
     res = resolution()
-    return {p: res.paths[p] for p in _bridge.PATHS}
+    return {p: res.paths[p] for p in PATHS}
 
 
 def _choose(name):
@@ -98,16 +101,16 @@ def _choose(name):
     res = resolution()
     paths = res.paths
     if res.torch_version is None:  # one reason for all three paths: say it once
-        raise PathUnavailableError(paths[PATHS[0]].reason)
+        raise PathUnavailableError(paths[AUTO_ORDER[0]].reason)
     if name == "auto":
-        for p in PATHS:
+        for p in AUTO_ORDER:
             if paths[p].available:
                 if p != "borrow" and res.stale_shim:
                     _warn_stale(res, p)
                 return p
         raise PathUnavailableError(
             "no path can run on this torch: "
-            + "; ".join(f"{p}: {paths[p].reason}" for p in PATHS))
+            + "; ".join(f"{p}: {paths[p].reason}" for p in AUTO_ORDER))
     if not paths[name].available:
         raise PathUnavailableError(f"path {name!r} is unavailable: {paths[name].reason}")
     return name
@@ -151,14 +154,14 @@ def set_path(name: str) -> None:
     global _requested
     with _lock:
         concrete = _choose(name)
-        _bridge._activate(_bridge.PATHS.index(concrete))
+        _bridge._activate(PATHS.index(concrete))
         _requested = name
 
 
 def get_path() -> str:
     """The concrete path ``bridge.view`` uses now (``auto`` resolved), choosing it if needed."""
     ensure_active()
-    return _bridge.PATHS[_bridge._active_path()]
+    return PATHS[_bridge._active_path()]
 
 
 def requested_path() -> str:

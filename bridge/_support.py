@@ -36,10 +36,3 @@ def shim_ext_route() -> tuple[str, str]:
     if reason is None:
         return ROUTE_CFFI, "cffi builds for this interpreter"
     return ROUTE_SETUPTOOLS, f"{reason}, so the same sources are built without cffi"
-
-
-def shim_ext_unsupported() -> str | None:
-    """Why ``shim_ext`` (the borrow prototype) cannot be built for this interpreter, or None
-    where it can: now always None, since setuptools' ``Extension`` builds it where cffi
-    cannot (``shim_ext_route``). Kept so that callers need not change."""
-    return None

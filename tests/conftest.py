@@ -2,6 +2,7 @@ import pytest
 
 import bridge
 from helpers.expect import expected_paths
+from helpers.parity import VIEWS
 
 
 @pytest.fixture(params=bridge.PATHS)
@@ -17,11 +18,26 @@ def path(request):
 @pytest.fixture
 def view_on(path):
     """The per-path view function for ``path`` (the path's own global state untouched)."""
-    return {"owned": bridge.view_owned, "borrow": bridge.view_borrow,
-            "fallback": bridge.view_fallback}[path]
+    return VIEWS[path]
 
 
 @pytest.fixture(autouse=True)
 def _restore_path():
     yield
     bridge.set_path("auto")
+
+
+@pytest.fixture
+def hidden():
+    """``hidden(*names)`` resolves again with ``names`` (symbols, or ``_resolve.HIDE_*``
+    tokens) treated as missing and returns ``available_paths()``; the real resolution
+    comes back afterwards, even when the test fails."""
+    from bridge import _select
+
+    def hide(*names):
+        _select._resolve_again(hide=names)
+        return bridge.available_paths()
+    try:
+        yield hide
+    finally:
+        _select._resolve_again()

@@ -26,7 +26,6 @@ import pytest
 import torch
 
 import bridge
-from bridge import _support
 from helpers.expect import TORCH, expected_paths
 from hostile import cases as hostile_cases
 
@@ -71,11 +70,11 @@ def device_code(name: str) -> int:
 def _unreadable() -> str | None:
     """Why no view can succeed here (the examples refuse every one), or None."""
     if expected_route() is None:
-        return (f"no route: {_support.shim_ext_unsupported() or 'no shim_ext'}, and torch "
+        return (f"no route: no shim_ext, and torch "
                 f"{TORCH} has no owned shim (asserted in test_route_*)")
     if not flags_expected():
-        return (f"the owned route without torch_is_conj / torch_is_neg refuses every view: "
-                f"{_support.shim_ext_unsupported()} (asserted in test_without_flag_getters_*)")
+        return ("the owned route without torch_is_conj / torch_is_neg refuses every view "
+                "(asserted in test_without_flag_getters_*)")
     return None
 
 
@@ -116,10 +115,7 @@ def test_released_torch_takes_the_prototype_route(consumer):
     if TORCH.release[:2] > (2, 15):
         pytest.skip("a torch newer than 2.15 may export the borrow itself")
     assert not libtorch_exports("torch_tensor_borrow_from_pyobject")
-    if _support.shim_ext_unsupported() is None:
-        assert consumer.route() == "prototype"
-    else:
-        assert consumer.route() == ("owned" if expected_paths()["owned"] else None)
+    assert consumer.route() == "prototype"
 
 
 def test_forced_libtorch_route(consumer):
@@ -396,7 +392,8 @@ def test_import_torch_first(built, name):
     assert "import torch before the first read" in out
 
 
-@pytest.mark.skipif(not expected_paths()["borrow"], reason=str(_support.shim_ext_unsupported()))
+@pytest.mark.skipif(not expected_paths()["borrow"], reason="no borrow here (asserted in "
+                    "test_availability)")
 @pytest.mark.parametrize("name", MODULES)
 @pytest.mark.parametrize("first", ["consumer", "bridge"])
 def test_the_consumer_registers_the_prototype_itself(built, name, first):

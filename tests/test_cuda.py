@@ -38,7 +38,7 @@ from helpers.expect import TORCH, expected_paths
 from helpers.memory import raw_array, span_bytes
 from helpers.no_memory import (assert_refused_everywhere, fabricated_address, freed,
                                 placeholder, printable_without_memory)
-from helpers.parity import VIEW_FUNCS, assert_parity, assert_refused_alike, paths_here
+from helpers.parity import VIEWS, assert_parity, assert_refused_alike, paths_here
 
 if not torch.cuda.is_available():
     # One skip for the module, not one per case: nothing here can run without a device.
@@ -337,9 +337,9 @@ def test_cuda_strides_without_memory_are_refused(build, offset, layout):
 
 
 @without_memory
-def test_cuda_issue_example_and_real_memory_again():
-    """The issue's tensor on the device: refused while the storage is freed, viewed (and
-    read through the driver) once the storage has memory again."""
+def test_cuda_view_at_offset_16_of_an_empty_storage_then_real_memory_again():
+    """A float32 view at storage offset 16 on the device: refused while the storage holds
+    no memory, viewed (and read through the driver) once it has memory again."""
     flat = torch.arange(64, dtype=torch.float32, device="cuda")
     p = flat[16:32].view(4, 4)
     storage = flat.untyped_storage()
@@ -412,7 +412,7 @@ def test_same_storage_on_two_devices_views_differ():
     a = filled_cuda((4, 4), torch.float32, "cuda:0")
     b = filled_cuda((4, 4), torch.float32, "cuda:1")
     for p in paths_here():
-        va, vb = VIEW_FUNCS[p](a), VIEW_FUNCS[p](b)
+        va, vb = VIEWS[p](a), VIEWS[p](b)
         assert (va.device_index, vb.device_index) == (0, 1)
         assert va.ptr == a.data_ptr() and vb.ptr == b.data_ptr() and va.ptr != vb.ptr
 
@@ -465,4 +465,4 @@ def test_cuda_device_name_is_torchs():
     """The device type name a view reports for a CUDA tensor is torch's own."""
     t = filled_cuda((2, 3), torch.float32)
     for p in paths_here():
-        assert VIEW_FUNCS[p](t).device_type == t.device.type == "cuda"
+        assert VIEWS[p](t).device_type == t.device.type == "cuda"

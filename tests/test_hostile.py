@@ -29,6 +29,7 @@ import torch
 import bridge
 from bridge import _resolve, _select
 from helpers.expect import expected_paths
+from helpers.parity import VIEWS
 from hostile import cases, subproc
 
 PATHS = [p for p in bridge.PATHS if expected_paths()[p]]
@@ -143,14 +144,14 @@ def test_a_real_subclass_is_a_tensor_whatever_it_claims():
     t = torch.arange(3.0).as_subclass(Shy)
     assert t.__class__ is int  # it lies ...
     for path in PATHS:
-        assert getattr(bridge, f"view_{path}")(t).ptr == torch.Tensor.data_ptr(t)  # ... in vain
+        assert VIEWS[path](t).ptr == torch.Tensor.data_ptr(t)  # ... in vain
 
 
 @pytest.mark.parametrize("path", PATHS)
 def test_exception_types_are_what_dlpack_consumers_raise(path):
     """The split the module docstring states: TypeError for the wrong kind of object,
     BufferError (not a TypeError subclass) for a tensor that cannot be exported."""
-    view = getattr(bridge, f"view_{path}")
+    view = VIEWS[path]
     with pytest.raises(TypeError):
         view(object())
     with pytest.raises(BufferError):

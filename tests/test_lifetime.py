@@ -1,16 +1,22 @@
-"""Lifetime: a view keeps its tensor (and so its memory) alive, and making views leaks
-neither Python references nor TensorImpl references on any path.
+"""Lifetime and leaks: a view keeps its tensor (and so its memory) alive, and making or
+refusing views leaks nothing on any path.
 
-The TensorImpl's reference count is read with ``torch.Tensor._use_count()`` (private,
-present on torch 2.13, 2.14 and 2.15; ``test_use_count_accessor_counts_tensorimpl_
-references`` proves it moves). The owned path makes a new ``at::Tensor`` reference per
-view and must delete it; the borrow and fallback paths must never make one.
+Three counters catch a leak. ``torch.Tensor._use_count()`` (private; torch 2.13-2.15) is
+the TensorImpl's intrusive refcount: an owned handle never deleted shows as +1 per call
+(the owned path makes one per view and must delete it, on error paths too; the borrow and
+fallback never make one). ``sys.getrefcount`` catches a leaked Python reference. Resident
+memory, with a generous bound, catches anything else (1,000,000 leaked 8-byte boxes are at
+least 16 MiB with malloc's overhead, over the bound).
 """
 
 from __future__ import annotations
 
+import ctypes
 import gc
+import os
 import sys
+import tracemalloc
+import warnings
 import weakref
 
 import numpy as np
@@ -18,11 +24,24 @@ import pytest
 import torch
 
 import bridge
+from bridge import _bridge, _resolve
 from helpers.cases import filled
-from helpers.expect import torch_answer, view_fields
+from helpers.expect import expected_paths, torch_answer, view_fields
 from helpers.memory import raw_bytes, torch_bytes
 
 N_VIEWS = 100_000
+#: The slow tests' count: enough for resident memory to show a leak of 8 bytes a call.
+MILLION = 1_000_000
+#: torch builds a C++ backtrace for every exception a getter throws (about 1 ms here):
+#: fewer calls, still exact, since the use count would be off by one per leaked handle.
+THROWING = 1_000
+RSS_BOUND = 8 << 20  # bytes: generous; a leak of 8 bytes per call is 8 MB over 1M calls
+
+
+def _rss() -> int:
+    """Resident memory of this process, in bytes (``/proc/self/statm``)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def counts(t) -> tuple[int, int]:
@@ -40,6 +59,24 @@ def test_use_count_accessor_counts_tensorimpl_references():
     assert x._use_count() > alone
     del y
     assert x._use_count() == alone
+
+
+def test_owned_handle_is_counted_while_it_lives():
+    """The use count sees an owned handle, so the refusal tests below can fail."""
+    if not expected_paths()["owned"]:
+        pytest.skip("torch_tensor_from_pyobject is not exported by this torch "
+                    "(its absence is asserted in test_availability)")
+    syms = _resolve.resolve(_bridge.PYOBJECT_SIZE).symbols
+    owned = ctypes.PYFUNCTYPE(ctypes.c_int32, ctypes.py_object,
+                              ctypes.POINTER(ctypes.c_void_p))(syms[_resolve.OWNED].address)
+    delete = ctypes.PYFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(syms[_resolve.DELETE].address)
+    t = torch.ones(3)
+    before = t._use_count()
+    h = ctypes.c_void_p()
+    assert owned(t, ctypes.byref(h)) == 0
+    assert t._use_count() == before + 1
+    assert delete(h) == 0
+    assert t._use_count() == before
 
 
 # --- a view keeps its tensor alive -----------------------------------------------------------------
@@ -139,6 +176,18 @@ def test_many_views_leave_refcount_and_use_count_unchanged(view_on, path):
     assert bridge.path_counts() == {p: (N_VIEWS if p == path else 0) for p in bridge.PATHS}
 
 
+@pytest.mark.slow
+def test_a_million_views_keep_resident_memory_flat(view_on, path):
+    t = torch.randn(32, 32)
+    for _ in range(10_000):  # warm up: free lists, caches
+        view_on(t)
+    before, rss = counts(t), _rss()
+    for _ in range(MILLION):
+        view_on(t)
+    assert counts(t) == before
+    assert _rss() - rss < RSS_BOUND, f"{path}: RSS grew by {(_rss() - rss) >> 10} KiB"
+
+
 def test_live_views_hold_python_references_not_tensorimpl_references(view_on, path):
     """Each live view holds one reference to the Python tensor and none to the
     TensorImpl (the owned path's handle is already deleted)."""
@@ -158,6 +207,15 @@ def _freed_at_offset():
     return view
 
 
+def _nested():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nested tensors are a prototype
+        return torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+
+
+#: Tensors refused at different points: the layout check right after the handle
+#: (sparse), the device check (meta), a getter that throws (nested), the flag checks
+#: after every getter (conj, neg), the last check (storage without memory).
 REFUSED_TENSORS = {
     "conjugate-bit": lambda: torch.randn(3, dtype=torch.complex64).conj(),
     "negative-bit": lambda: torch.randn(3, dtype=torch.complex64).conj().imag,
@@ -165,34 +223,70 @@ REFUSED_TENSORS = {
     "sub-byte": lambda: torch.empty(3, dtype=torch.uint4),
     "sparse": lambda: torch.eye(3).to_sparse(),
     "storage-without-memory": _freed_at_offset,
+    "meta": lambda: torch.empty(2, device="meta"),
+    "nested": _nested,
 }
 
 
 @pytest.mark.parametrize("make", REFUSED_TENSORS.values(), ids=REFUSED_TENSORS.keys())
 def test_refusals_leave_refcount_and_use_count_unchanged(view_on, path, make):
     """A refusal after the handle was made (owned: deleted on the error path too) leaks
-    nothing, and counts no view."""
+    nothing (references, use count, resident memory), and counts no view."""
     t = make()
+    calls = THROWING if make is _nested else N_VIEWS // 5
     gc.collect()
-    before = counts(t)
+    before, rss = counts(t), _rss()
     bridge.reset_path_counts()
     refused = 0
-    for _ in range(N_VIEWS // 5):
+    for _ in range(calls):
         try:
             view_on(t)
         except BufferError:
             refused += 1
     gc.collect()
-    assert refused == N_VIEWS // 5
+    assert refused == calls
     assert counts(t) == before, f"{path}: (refcount, use count) {before} -> {counts(t)}"
+    assert _rss() - rss < RSS_BOUND
     assert set(bridge.path_counts().values()) == {0}
 
 
 def test_native_loop_leaves_refcount_and_use_count_unchanged(path):
     t = torch.randn(8, 8)
     before = counts(t)
-    assert bridge._bridge._native_loop(t, path, N_VIEWS) > 0
+    assert _bridge._native_loop(t, path, N_VIEWS) > 0
     assert counts(t) == before, f"{path}: (refcount, use count) {before} -> {counts(t)}"
+
+
+@pytest.mark.slow
+def test_a_million_native_reads_keep_resident_memory_flat(path):
+    t = torch.randn(9, 2, 1, 1, 1, 1, 1, 1, 1, 1)  # more dimensions than stored inline
+    _bridge._native_loop(t, path, 10_000)
+    before, rss = counts(t), _rss()
+    _bridge._native_loop(t, path, MILLION)
+    assert counts(t) == before
+    assert _rss() - rss < RSS_BOUND
+
+
+def test_a_view_allocates_its_object_and_nothing_more(view_on, path):
+    """A live view of a tensor of up to ``INLINE_DIMS`` dimensions is one object of
+    ``TensorView.__basicsize__`` bytes plus CPython's GC header (its shape and strides
+    tuples are made on first read), so 10,000 live views cost no more than that each, by
+    tracemalloc's count."""
+    t = torch.randn(32, 32)
+    keep = [None] * 10_000
+    view_on(t)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(len(keep)):
+            keep[i] = view_on(t)
+        per_view = (tracemalloc.get_traced_memory()[0] - before) / len(keep)
+    finally:
+        tracemalloc.stop()
+    gc_header = 16  # PyGC_Head: two pointers, on every build this suite runs
+    bound = bridge.TensorView.__basicsize__ + gc_header
+    assert per_view <= bound + 1, (per_view, bound)
+    assert keep[-1].shape == tuple(t.shape)  # the tuples are still made on demand
 
 
 def test_a_view_is_a_snapshot_across_re_resolution(view_on, path):

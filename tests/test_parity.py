@@ -22,7 +22,7 @@ from helpers.cases import (LAYOUTS, REFUSED, VIEWABLE, cpu_allocation_error, dty
                            filled, refusal_kind, torch_dtypes)
 from helpers.expect import torch_answer, view_fields
 from helpers.memory import NUMPY_DTYPES, raw_values
-from helpers.parity import VIEW_FUNCS, assert_parity, assert_refused_alike, paths_here
+from helpers.parity import VIEWS, assert_parity, assert_refused_alike, paths_here
 
 
 def _allocatable(dtype):
@@ -167,7 +167,7 @@ def test_torch_function_subclass_is_not_consulted_by_the_view():
     t = filled((2, 3), torch.float64).as_subclass(LoggingTensor)
     before = LoggingTensor.calls
     for p in paths_here():
-        VIEW_FUNCS[p](t)
+        VIEWS[p](t)
     assert LoggingTensor.calls == before
 
 
@@ -195,11 +195,11 @@ def test_view_taken_before_a_resize_keeps_its_sizes():
     """Sizes and strides are copied at creation, not read through the TensorImpl later."""
     for p in paths_here():
         t = filled((2, 3, 4), torch.float32)
-        v = VIEW_FUNCS[p](t)
+        v = VIEWS[p](t)
         t.resize_(5, 7).t_()
         assert (v.shape, v.strides, v.ndim) == ((2, 3, 4), (12, 4, 1), 3), p
         assert (tuple(t.shape), t.stride()) == ((7, 5), (1, 7))
-        assert view_fields(VIEW_FUNCS[p](t)) == torch_answer(t), p
+        assert view_fields(VIEWS[p](t)) == torch_answer(t), p
 
 
 def test_shape_read_lazily_still_has_creation_sizes():
@@ -209,7 +209,7 @@ def test_shape_read_lazily_still_has_creation_sizes():
     for p in paths_here():
         for shape in ((2, 3), tuple([1] * 12)):
             t = torch.zeros(shape)
-            v = VIEW_FUNCS[p](t)
+            v = VIEWS[p](t)
             t.resize_(9, 9, 9)
             assert v.shape == shape and v.strides == torch.zeros(shape).stride(), p
 
@@ -289,7 +289,7 @@ def test_view_follows_set_path(layout):
         v = bridge.view(t)
         assert v.path == p
         assert bridge.path_counts() == {q: int(q == p) for q in bridge.PATHS}
-        assert view_fields(v) == view_fields(VIEW_FUNCS[p](t)) == torch_answer(t)
+        assert view_fields(v) == view_fields(VIEWS[p](t)) == torch_answer(t)
 
 
 # --- the checks themselves can fail --------------------------------------------------------------
@@ -302,7 +302,7 @@ def test_the_byte_check_catches_a_pointer_off_by_one_element():
 
     for dtype in (torch.bool, torch.uint8, torch.float8_e5m2, torch.float32, torch.complex128):
         t = filled((3, 4), dtype)[1:, 1:]
-        v = VIEW_FUNCS[paths_here()[0]](t)
+        v = VIEWS[paths_here()[0]](t)
         fake = dict(ptr=v.ptr, shape=v.shape, strides=v.strides, itemsize=v.itemsize)
         assert np.array_equal(raw_bytes(SimpleNamespace(**fake)), torch_bytes(t))
         for change in ({"ptr": v.ptr + v.itemsize}, {"strides": v.strides[::-1]}):

@@ -37,8 +37,8 @@ SHIM_H = ROOT / "shim_ext" / "include" / "torch_borrow" / "shim.h"
 INTERPRETER, CONJ_NEG, BORROW = "0001", "0002", "0003"
 STABLE_ABI = [CONJ_NEG, BORROW]
 PY_INTERPRETER = "torch/csrc/PyInterpreter.cpp"
-# The prototype's batched metadata read is in no patch: bench/batched_read.cpp holds
-# it (a measured route), shim_ext no longer does.
+# The batched metadata read is in no patch and not in shim_ext: bench/batched_read.cpp
+# holds it, as a measured route.
 BATCHED_READ = ROOT / "bench" / "batched_read.cpp"
 WITHDRAWN_NAMES = ("TorchTensorMetadata", "torch_tensor_get_metadata",
                    "torch_tensor_borrow_metadata_from_pyobject", "borrow_metadata_batched")
@@ -60,13 +60,12 @@ MARK = {CONJ_NEG: make_patch.CONJ_NEG_MARK, BORROW: make_patch.BORROW_MARK}
 def _stand_in_unavailable() -> str | None:
     """Why the patch's Python test cannot run here, or None: its ctypes stand-in calls
     shim_ext's functions and torch's per-thread message getter."""
-    from bridge import _resolve, _select, _support
+    from bridge import _resolve, _select
 
-    why = _support.shim_ext_unsupported()
-    if why is None and _resolve.WHAT not in _select.resolution().symbols:
-        why = (f"torch {torch.__version__} exports no {_resolve.WHAT} (2.13+), which the "
-               f"patch's test reads")
-    return why
+    if _resolve.WHAT not in _select.resolution().symbols:
+        return (f"torch {torch.__version__} exports no {_resolve.WHAT} (2.13+), which the "
+                f"patch's test reads")
+    return None
 
 
 needs_stand_in = pytest.mark.skipif(_stand_in_unavailable() is not None,

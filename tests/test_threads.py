@@ -1,26 +1,11 @@
-"""Threads: many views at once, on every interpreter (free-threaded ones included).
+"""Threads: the bridge's threads contract, tested on every interpreter (free-threaded too).
 
-What ``set_path`` means for other threads is documented in ``bridge/_select.py``: the
-choice is process-global, so one thread's ``set_path`` (or ``using_path``) changes the
-path of every thread's next ``view``; ``view_owned`` / ``view_borrow`` /
-``view_fallback`` ignore it. The tests below check exactly that, plus: no crash, every
-view equal to torch's answer for its tensor, and the per-path counters adding up to
-the views each thread saw, exactly (plain C integers under the GIL, atomic ones on a
-free-threaded build).
-
-What the bridge promises about threads (README, "Threads and free-threaded CPython";
-``bridge/_bridge.pyx``'s docstring), each tested here: importing it leaves the GIL off
-on a free-threaded build; concurrent views of tensors that no thread mutates are exact;
-a view is never made from a mix of two installed states, nor through a path chosen
-twice at once; a tensor mutated under a lock that the viewers take too gives exact
-views; with the GIL, a view is a consistent snapshot even while another thread
-assigns ``t.data`` or swaps the tensor, mutations that hold the GIL throughout (not
-promised without a GIL, where torch's own accessors race the same way; nor, on any
-build, against ``t.set_()`` / ``resize_()``, which run with the GIL released:
-``proposal/findings-free-threaded.md``).
-
-Scale: ``THREADS`` x ``VIEWS`` = 8 x 100,000 views per test, as the issue asks; on the
-2-core CI machine one such test takes a few seconds.
+The contract is README.md's "Threads and free-threaded CPython": the GIL stays off after
+``import bridge`` on a free-threaded build; concurrent views of tensors no thread mutates
+are exact and counted exactly; a view never mixes two installed states nor a path chosen
+twice at once; a mutation under a lock the viewers share gives exact views; with the GIL,
+a view is a consistent snapshot across ``t.data = ...`` and ``swap_tensors``. Scale:
+``THREADS`` x ``VIEWS_PER_THREAD`` = 8 x 100,000 views per test (seconds on 2 cores).
 """
 
 import os
@@ -34,9 +19,10 @@ import torch
 import bridge
 from bridge import _bridge, _resolve, _select, _support
 from helpers.expect import auto_path, expected_paths, torch_answer, view_fields
+from helpers.parity import VIEWS
 
 THREADS = 8
-VIEWS = 100_000
+VIEWS_PER_THREAD = 100_000
 AVAILABLE = [p for p in bridge.PATHS if expected_paths()[p]]
 
 
@@ -54,7 +40,7 @@ def _expected(t):
 
 
 def _hammer(view, tensors, allowed):
-    """Run THREADS threads of VIEWS views each (thread i views tensors[i]) while a
+    """Run THREADS threads of VIEWS_PER_THREAD views each (thread i views tensors[i]) while a
     switcher thread cycles set_path; returns ({path: views}, switches, errors)."""
     bridge.reset_path_counts()
     stop = threading.Event()
@@ -67,7 +53,7 @@ def _hammer(view, tensors, allowed):
         ptr, shape, strides = _expected(t)
         counts = seen[i]
         try:
-            for _ in range(VIEWS):
+            for _ in range(VIEWS_PER_THREAD):
                 v = view(t)
                 if v.ptr != ptr or v.shape != shape or v.strides != strides or v.obj is not t:
                     errors.append(f"thread {i}: wrong view {v!r}")
@@ -105,7 +91,7 @@ def test_view_while_the_path_switches(sharing):
     else:
         tensors = [torch.randn(3, i + 1).t() for i in range(THREADS)]
     total, switches = _hammer(bridge.view, tensors, AVAILABLE)
-    assert sum(total.values()) == THREADS * VIEWS
+    assert sum(total.values()) == THREADS * VIEWS_PER_THREAD
     assert bridge.path_counts() == total  # exactly: every view counted once, on its path
     assert switches > 1
     if len(AVAILABLE) > 1:  # the switching was seen by the workers
@@ -116,8 +102,8 @@ def test_view_while_the_path_switches(sharing):
 @pytest.mark.parametrize("path", AVAILABLE)
 def test_per_path_views_ignore_set_path(path):
     tensors = [torch.arange(float(i + 2)) for i in range(THREADS)]
-    total, _ = _hammer(getattr(bridge, f"view_{path}"), tensors, [path])
-    assert total[path] == THREADS * VIEWS
+    total, _ = _hammer(VIEWS[path], tensors, [path])
+    assert total[path] == THREADS * VIEWS_PER_THREAD
     assert bridge.path_counts() == total
 
 

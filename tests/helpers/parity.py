@@ -8,16 +8,21 @@ instead of being left out.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
+import pytest
 import torch
 
 import bridge
+from bridge import _bridge
 from helpers.expect import expected_paths, torch_answer, view_fields
 from helpers.memory import raw_bytes, torch_bytes
 
-#: Per-path view functions (none of them touches the global path choice).
-VIEW_FUNCS = {"owned": bridge.view_owned, "borrow": bridge.view_borrow,
-              "fallback": bridge.view_fallback}
+#: Each path's own view function, keyed by path name (none of them touches the global
+#: path choice): the one map from a path to its function.
+VIEWS = {"owned": bridge.view_owned, "borrow": bridge.view_borrow,
+         "fallback": bridge.view_fallback}
 
 
 def paths_here() -> list[str]:
@@ -47,7 +52,7 @@ def assert_parity(t: torch.Tensor, read: bool = True) -> dict:
     bridge.reset_path_counts()
     views = {}
     for p in paths_here():
-        v = VIEW_FUNCS[p](t)
+        v = VIEWS[p](t)
         views[p] = v
         got = view_fields(v)
         bad = {k: (got[k], want[k]) for k in want if got[k] != want[k]}
@@ -77,7 +82,7 @@ def assert_refused_alike(t, exc_type=BufferError) -> str:
     messages = {}
     for p in paths_here():
         try:
-            VIEW_FUNCS[p](t)
+            VIEWS[p](t)
         except exc_type as exc:
             messages[p] = str(exc)
         else:
@@ -85,3 +90,20 @@ def assert_refused_alike(t, exc_type=BufferError) -> str:
     assert len(set(messages.values())) == 1, f"paths refuse with different messages: {messages}"
     assert set(bridge.path_counts().values()) == {0}, bridge.path_counts()
     return next(iter(messages.values()))
+
+
+def refused_on_every_entry(t, path: str, pattern: str) -> str:
+    """``t`` is refused with a BufferError matching ``pattern`` by ``path``'s own view
+    function, by ``view`` after ``set_path(path)`` and by ``_native_loop``, with one
+    message. Returns the message. Leaves ``path`` chosen (``conftest`` restores auto)."""
+    with pytest.raises(BufferError) as direct:
+        VIEWS[path](t)
+    bridge.set_path(path)
+    with pytest.raises(BufferError) as via_view:
+        bridge.view(t)
+    with pytest.raises(BufferError) as via_loop:
+        _bridge._native_loop(t, path, 1)
+    msg = str(direct.value)
+    assert str(via_view.value) == str(via_loop.value) == msg
+    assert re.search(pattern, msg), msg
+    return msg

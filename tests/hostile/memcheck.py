@@ -10,7 +10,7 @@ counted apart, not hidden (``valgrind.supp`` silences only the known CPython and
 libgomp patterns). Exits 1 if any error other than a leak record is ours. Leak records
 are reported, not judged: at exit CPython never frees module-level objects (valgrind
 lists about 110 "possibly lost" blocks from our modules' init code, tens of thousands
-from CPython's and torch's), and per-call leaks are ``tests/test_leaks.py``'s job (use
+from CPython's and torch's), and per-call leaks are ``tests/test_lifetime.py``'s job (use
 counts, refcounts and RSS over 1,000,000 views).
 """
 

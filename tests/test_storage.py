@@ -1,19 +1,17 @@
-"""Tensors whose storage holds no memory: a BufferError on every path, never an address.
+"""Storage extent and memory: a view never describes bytes its storage does not hold.
 
-torch's data-pointer getter returns the storage's base plus ``itemsize *
-storage_offset`` without checking that the base exists, so a float32 view at storage
-offset 16 of a storage resized to 0 bytes reports 0x40 (as ``t.data_ptr()`` does). The
-bridge reads the storage offset too and refuses a tensor with elements
-when ``data_ptr - storage_offset * itemsize`` is 0: whatever the offset (0, small, up to
-and beyond 2**32 bytes), dtype, strides, device, path or entry point, and however the
-storage lost its memory (freed, a placeholder, functionalization). A tensor without
-elements stays viewable, with pointer 0 as torch reports it.
+Two refusals, on every path and entry point (``view_<path>``, ``view`` after
+``set_path``, ``_native_loop``), with one message and no path counter moved:
 
-Each refusal is checked on every path that must run here (``view_owned``, ``view_borrow``,
-``view_fallback``), through ``view`` after ``set_path``, and in ``_native_loop``: the
-same message everywhere, no path counter moved. ``helpers.no_memory`` builds the
-tensors; its ``fabricated_address`` asserts each one's premise against torch's own
-``data_ptr()``.
+- No memory: torch's data-pointer getter returns the storage's base plus ``itemsize *
+  storage_offset`` without checking that the base exists (a float32 view at offset 16 of
+  a storage resized to 0 bytes reports 0x40, as ``t.data_ptr()`` does). A tensor with
+  elements is refused when ``data_ptr - storage_offset * itemsize`` is 0, whatever the
+  offset (up to and beyond 2**32 bytes), dtype, strides or however the storage lost its
+  memory; one without elements stays viewable, pointer 0 as torch reports it.
+  ``helpers.no_memory`` builds these tensors and checks each premise against torch.
+- Past the end: elements reaching past the storage's nbytes (``untyped_storage().
+  resize_(n)`` under a view) are refused with a BufferError giving both byte counts.
 """
 
 from __future__ import annotations
@@ -26,7 +24,9 @@ from bridge import _bridge
 from helpers.cases import VIEWABLE, cpu_allocation_error, dtype_name
 from helpers.no_memory import (BUILDERS, assert_refused_everywhere, fabricated_address, freed,
                                 placeholder, printable_without_memory)
-from helpers.parity import assert_parity, assert_refused_alike, paths_here
+from helpers.expect import torch_answer, view_fields
+from helpers.parity import (assert_parity, assert_refused_alike, paths_here,
+                            refused_on_every_entry)
 
 # A failing test is reported, never a crash in the report's repr() of its tensor.
 pytestmark = pytest.mark.usefixtures(printable_without_memory.__name__)
@@ -38,8 +38,8 @@ def _allocatable(dtype):
         pytest.skip(f"torch {torch.__version__} cannot allocate {dtype} on the CPU: {why}")
 
 
-# --- the issue's example ------------------------------------------------------------------
-def test_issue_example():
+# --- no memory -----------------------------------------------------------------------------
+def test_float32_view_at_offset_16_of_an_empty_storage():
     flat = torch.zeros(64)
     p = flat[16:32].view(4, 4)  # a view at storage offset 16
     flat.untyped_storage().resize_(0)  # the storage now holds no memory
@@ -231,3 +231,68 @@ def test_inside_functionalize(make):
     assert len(seen) == 1
     assert seen[0].startswith("this Tensor's sizes and strides are computed by a TensorImpl "
                               "subclass (functionalized, "), seen[0]
+
+
+# --- elements past the storage's end ----------------------------------------------------------
+PAST = r"^the tensor's elements reach past the end of its storage: storage offset \d+ "
+
+
+def _shrunk(make, keep_bytes):
+    t = make()
+    t.untyped_storage().resize_(keep_bytes)
+    return t
+
+
+#: (tensor maker over a fresh 64-float storage, bytes the storage keeps). Each reaches
+#: past what is kept by at least one byte.
+SHRUNK = {
+    "offset-view": (lambda: torch.zeros(64)[16:32].view(4, 4), 32),
+    "one-byte-short": (lambda: torch.zeros(64, dtype=torch.uint8)[1:], 63),
+    "whole-tensor": (lambda: torch.zeros(8, 8), 64 * 4 - 4),
+    "transposed": (lambda: torch.zeros(8, 8).t(), 200),
+    "stepped": (lambda: torch.zeros(64)[::9], 64 * 4 - 1),
+    "expanded-stride-0": (lambda: torch.zeros(64)[60:61].expand(5, 3), 60 * 4 + 3),
+    "0-d-at-offset": (lambda: torch.zeros(64)[63], 63 * 4),
+    "9-dims": (lambda: torch.zeros([2] * 9, dtype=torch.float16), 1000),
+    "parameter": (lambda: torch.nn.Parameter(torch.zeros(4, 8)), 64),
+    "subclass": (lambda: torch.zeros(64)[8:].as_subclass(_Plain), 100),
+}
+
+
+@pytest.mark.parametrize("make, keep", SHRUNK.values(), ids=SHRUNK.keys())
+def test_shrunk_storage_is_refused(make, keep, path):
+    t = _shrunk(make, keep)
+    assert t.untyped_storage().nbytes() == keep
+    extent = (t.storage_offset() + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+              + 1) * t.element_size()
+    assert t.numel() and extent > keep  # the premise: torch describes bytes past the end
+    bridge.reset_path_counts()
+    msg = refused_on_every_entry(t, path, PAST)
+    assert f"reach byte {extent}, but the storage holds {keep} bytes" in msg, msg
+    assert "resize_()" in msg
+    assert set(bridge.path_counts().values()) == {0}
+
+
+#: Tensors that fit their storage exactly, or hold no elements: viewed.
+FITTING = {
+    "exact-fit": (lambda: torch.arange(64.0)[16:32].view(4, 4), 128),
+    "expanded-stride-0-fits": (lambda: torch.arange(64.0)[:1].expand(7, 9), 4),
+    "stepped-fits": (lambda: torch.arange(64.0)[::9], 64 * 4),
+    "zero-elements-at-offset": (lambda: torch.zeros(64)[40:40].view(0, 4), 16),
+}
+
+
+@pytest.mark.parametrize("make, keep", FITTING.values(), ids=FITTING.keys())
+def test_tensors_inside_their_storage_are_viewed(make, keep):
+    t = _shrunk(make, keep)
+    assert_parity(t, read=t.numel() > 0)
+
+
+def test_storage_grown_back_is_viewed_again(path, view_on):
+    base = torch.arange(64.0)
+    t = base[16:32].view(4, 4).t()
+    base.untyped_storage().resize_(64)
+    refused_on_every_entry(t, path, PAST)
+    base.untyped_storage().resize_(256)
+    base.copy_(torch.arange(64.0))
+    assert view_fields(view_on(t)) == torch_answer(t)
