@@ -83,11 +83,16 @@ $(VENVS)/torch-%/.ready:
 
 # The build: the cffi shim against this torch's headers, and the Cython bridge. flock
 # keeps two makes that share a checkout from installing into one environment at once.
+# Then the one setting of the import path: a .pth in site-packages that appends the
+# checkout's root after site-packages, so `python -P -m bench` and the tests import the
+# benchmark package from the checkout while `bridge` stays the installed build.
 $(VENVS)/torch-%/.built: $(VENVS)/torch-%/.ready $(SOURCES)
 	@echo ">>> building shim_ext and bridge against torch $* (about 1.5 min)"
 	set -o pipefail; PIP_CONSTRAINT=$(CURDIR)/$(call env,$*)/constraints.txt \
 	  flock $(call env,$*)/.lock $(call env,$*)/bin/pip install -q --disable-pip-version-check --no-build-isolation \
 	  ".[test]" $(PIP_QUIET)
+	$(call env,$*)/bin/python -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_path("purelib"), \
+	  "torch_borrow_bridge_checkout.pth").write_text("$(CURDIR)\n")'
 	@touch $@
 
 # The benchmarks' own needs (pyproject's `bench` extra), only where benchmarks run.
@@ -113,17 +118,17 @@ BENCH_OUT ?= bench/results/scratch
 # environments do): bench-torch-2.15.0.*, bench-cp313-torch-2.15.0.*, callgrind-... alike.
 RESULT_TAG := $(if $(filter $(DEFAULT_PYTHON),$(PYTHON)),,$(PYTAG)-)
 bench: $(VENVS)/torch-$(TORCH)/.bench  ## benchmarks on the default torch (TORCH=...) into bench/results/scratch/
-	$(call py,$(TORCH)) bench/run.py --out $(BENCH_OUT) --stem bench-$(RESULT_TAG)torch-$(TORCH)
+	$(call py,$(TORCH)) -m bench --out $(BENCH_OUT) --stem bench-$(RESULT_TAG)torch-$(TORCH)
 
 bench-evidence: $(VENVS)/torch-$(TORCH)/.bench  ## the same run, refreshing the committed bench/results/ (quiet machine)
-	$(call py,$(TORCH)) bench/run.py --out bench/results --stem bench-$(RESULT_TAG)torch-$(TORCH)
+	$(call py,$(TORCH)) -m bench --out bench/results --stem bench-$(RESULT_TAG)torch-$(TORCH)
 
 bench-quick: $(VENVS)/torch-$(TORCH)/.bench  ## every benchmark briefly (what CI runs)
-	$(call py,$(TORCH)) bench/run.py --quick --out bench/results/scratch \
+	$(call py,$(TORCH)) -m bench --quick --out bench/results/scratch \
 	  --stem bench-$(RESULT_TAG)torch-$(TORCH)
 
 bench-report: $(VENVS)/torch-$(TORCH)/.bench  ## redo tables and chart from the saved JSON in BENCH_OUT (default scratch)
-	$(call py,$(TORCH)) bench/report.py $(BENCH_OUT)/bench-$(RESULT_TAG)torch-$(TORCH).json \
+	$(call py,$(TORCH)) -m bench.report $(BENCH_OUT)/bench-$(RESULT_TAG)torch-$(TORCH).json \
 	  --md $(BENCH_OUT)/bench-$(RESULT_TAG)torch-$(TORCH).md \
 	  --chart $(BENCH_OUT)/bench-$(RESULT_TAG)torch-$(TORCH).svg
 
@@ -131,30 +136,30 @@ bench-report: $(VENVS)/torch-$(TORCH)/.bench  ## redo tables and chart from the 
 # so they are committed as they come out. The goals' instruction column of the
 # benchmark report comes from the JSON this writes beside the markdown.
 callgrind: $(VENVS)/torch-$(TORCH)/.built  ## instructions per call of every route (by part), path and goal -> bench/results/callgrind-torch-<v>.{md,json}
-	$(call py,$(TORCH)) bench/callgrind.py --out bench/results --stem callgrind-$(RESULT_TAG)torch-$(TORCH)
-	$(call py,$(TORCH)) bench/fallback_ops_callgrind.py --out bench/results \
+	$(call py,$(TORCH)) -m bench.callgrind --out bench/results --stem callgrind-$(RESULT_TAG)torch-$(TORCH)
+	$(call py,$(TORCH)) -m bench.fallback_ops_callgrind --out bench/results \
 	  --stem callgrind-fallback-ops-$(RESULT_TAG)torch-$(TORCH)
 
 # ATen ops called from C through torch's generated fallback shims on tensors from Python,
-# input handles owned / owned + interpreter fix / borrowed (bench/fallback_ops*.py):
+# input handles owned / owned + interpreter fix / borrowed (bench/native/fallback_ops*, bench/scenarios/fallback_ops_bench.py):
 # the instruction counts (committed as they come out), then the timed run into
 # bench/results/ (a quiet machine), which renders both into one report.
 .PHONY: callgrind-fallback-ops bench-fallback-ops bench-fallback-ops-quick findings-fallback-shims
 callgrind-fallback-ops: $(VENVS)/torch-$(TORCH)/.built  ## instructions per call of the fallback-shim consumer -> bench/results/callgrind-fallback-ops-torch-<v>.{md,json}
-	$(call py,$(TORCH)) bench/fallback_ops_callgrind.py --out bench/results \
+	$(call py,$(TORCH)) -m bench.fallback_ops_callgrind --out bench/results \
 	  --stem callgrind-fallback-ops-$(RESULT_TAG)torch-$(TORCH)
 
 bench-fallback-ops: $(VENVS)/torch-$(TORCH)/.bench  ## the fallback-shim consumer timed -> bench/results/fallback-ops-torch-<v>.{md,json}
-	$(call py,$(TORCH)) bench/fallback_ops_run.py --out bench/results \
+	$(call py,$(TORCH)) -m bench.fallback_ops_run --out bench/results \
 	  --stem fallback-ops-$(RESULT_TAG)torch-$(TORCH) \
 	  $(if $(wildcard bench/results/callgrind-fallback-ops-$(RESULT_TAG)torch-$(TORCH).json),\
 	  --callgrind bench/results/callgrind-fallback-ops-$(RESULT_TAG)torch-$(TORCH).json)
 
 bench-fallback-ops-quick: $(VENVS)/torch-$(TORCH)/.bench  ## the same briefly, into bench/results/scratch/
-	$(call py,$(TORCH)) bench/fallback_ops_run.py --quick --out bench/results/scratch
+	$(call py,$(TORCH)) -m bench.fallback_ops_run --quick --out bench/results/scratch
 
 findings-fallback-shims: $(VENVS)/torch-$(TORCH)/.bench  ## proposal/findings-fallback-shims.md from the committed bench/results/*fallback-ops*
-	$(call py,$(TORCH)) bench/fallback_ops_findings.py --torch $(TORCH)
+	$(call py,$(TORCH)) -m bench.report.fallback_ops_findings --torch $(TORCH)
 
 test: $(addprefix test-,$(TEST_TORCH))  ## the suite on torch 2.15.0, 2.14.1 and 2.13.0 (or TORCH=..., PYTHON=...)
 
@@ -270,14 +275,14 @@ race-survey:  ## readers (borrow, pointer trick, owned, torch's) vs t.data= / se
 bench-freethreaded:  ## Python-level cost, free-threaded 3.13 vs GIL_PYTHON -> bench/results/freethreaded/
 	$(call with_both,out=bench/results/freethreaded; \
 	  gil="$$($$GIL -c 'import sys; print("cp%d%d" % sys.version_info[:2])')-torch-$(GIL_TORCH)"; \
-	  $$FT -P bench/freethreaded.py --out $$out --label cp313t-torch-$(FT_TORCH); \
-	  $$GIL -P bench/freethreaded.py --out $$out --hide-shim-ext --label $$gil-no-shim-ext; \
-	  $$GIL -P bench/freethreaded.py --out $$out --label $$gil; \
-	  $$FT -P bench/freethreaded.py --report $$out/$$gil-no-shim-ext.json \
+	  $$FT -P -m bench.freethreaded --out $$out --label cp313t-torch-$(FT_TORCH); \
+	  $$GIL -P -m bench.freethreaded --out $$out --hide-shim-ext --label $$gil-no-shim-ext; \
+	  $$GIL -P -m bench.freethreaded --out $$out --label $$gil; \
+	  $$FT -P -m bench.freethreaded --report $$out/$$gil-no-shim-ext.json \
 	    $$out/cp313t-torch-$(FT_TORCH).json $$out/$$gil.json --md $$out/report-$$gil.md)
 
 bench-freethreaded-quick:  ## bench/freethreaded.py briefly on free-threaded 3.13 (what CI runs)
 	set -e; ft="$$($(CPYTHON_FT) | tail -n 1)"; \
 	$(MAKE) --no-print-directory env PYTHON="$$ft" TORCH=$(FT_TORCH); \
 	FT="$$($(MAKE) -s --no-print-directory env-python PYTHON="$$ft" TORCH=$(FT_TORCH))"; \
-	$$FT -P bench/freethreaded.py --quick --out bench/results/scratch
+	$$FT -P -m bench.freethreaded --quick --out bench/results/scratch

@@ -120,11 +120,10 @@ def supported_readers(loop, t, path) -> tuple[list, dict]:
 
 def child(args) -> int:
     """Under valgrind: run each configuration as ``n1, n2, n1`` calls, one dump each."""
-    sys.path.insert(0, str(HERE))
     import torch
 
     import bridge
-    import peers_native
+    from bench.native import peers_native
     from bridge import _bridge as core
 
     peers = peers_native.NativePeers(torch, bridge)
@@ -137,7 +136,7 @@ def child(args) -> int:
     configs = [(p, r) for p in paths for r in readers]
     for p, r in configs:  # errors surface here, and every lazy binding is resolved
         core._native_loop(t, p, 10, **({} if r is None else {"reader": r}))
-    import routes
+    from bench import routes
 
     fixes, fixes_reason = routes.load_fixes(torch)
     available = {p: info.available for p, info in bridge.available_paths().items()}
@@ -329,7 +328,7 @@ def counts(dumps: dict, stem: str, n1: int, n2: int) -> tuple[float, int, dict, 
 
 def routes_section(plan: dict, dumps: dict) -> list[str]:
     """The routes table (instructions per call, ratios) and the attribution table."""
-    import routes
+    from bench import routes
 
     n1, n2 = plan["n1"], plan["n2"]
     got = {name: counts(dumps, f"route:{name}|", n1, n2) for name in plan.get("routes", [])}
@@ -393,7 +392,7 @@ PATCH_VS_EMULATION = (("owned_fixed", "owned_fixed_emulation"),
 def patch_vs_emulation(got: dict) -> list[str]:
     """Lines saying, per pair of ``PATCH_VS_EMULATION`` counted here, the patch's code
     against the emulation (instructions per call and the difference)."""
-    import routes
+    from bench import routes
 
     lines = []
     for patch, emulation in PATCH_VS_EMULATION:
@@ -663,9 +662,7 @@ def main(argv=None) -> int:
         return child(args)
     if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
         parser.error("valgrind (with callgrind_annotate) is not on PATH: apt-get install valgrind")
-
-    sys.path.insert(0, str(HERE))
-    import machine_info
+    from bench import machine_info
 
     if args.from_dumps:
         work = args.from_dumps
@@ -673,7 +670,7 @@ def main(argv=None) -> int:
         import torch
 
         import bridge
-        import peers_native
+        from bench.native import peers_native
 
         # Build the C loops (with the client requests) here: compiling under valgrind is slow.
         if peers_native.NativePeers(torch, bridge).callgrind("dump") == -1:

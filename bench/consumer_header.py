@@ -20,7 +20,7 @@ statements); per call is ``(I(n2) - I(n1)) / (n2 - n1)`` and the two ``n1`` coun
 agree. Writes ``<out>/<stem>.json`` and ``.md`` (stem ``callgrind-consumer-<tag>torch-<v>``,
 tag ``cp313-`` etc. off CPython 3.11) with the ratio to the five reads and the target.
 
-Time (``--time``): the four statements interleaved (``interleave.measure``: warm-up, GC
+Time (``--time``): the four statements interleaved (``protocol.measure``: warm-up, GC
 off, rounds in rotating order), best and median ns per call, and the paired ratios of
 ``header_c`` and ``header_tuples`` to ``view_read`` (median of per-round ratios, with
 their spread) into
@@ -76,8 +76,9 @@ def _namespace(device: str):
     spec.loader.exec_module(build)
     out = pathlib.Path(tempfile.mkdtemp(prefix="consumer-header-"))
     build.build("consumer.c", out)
-    sys.path.insert(0, str(out))
-    import borrow_consumer_c as c
+    from bench.native import load_extension
+
+    c = load_extension("borrow_consumer_c", out)
 
     t = torch.randn(32, 32, dtype=torch.float32, device=device)
     got = c.view(t)
@@ -90,11 +91,9 @@ def _namespace(device: str):
 def child(args) -> int:
     """Under valgrind: each statement n1, n2, n1 times, one dump each."""
     import timeit
-
-    sys.path.insert(0, str(HERE))
     torch, c, ns = _namespace(args.device)
     import bridge
-    import peers_native
+    from bench.native import peers_native
 
     peers = peers_native.NativePeers(torch, bridge)
     timers = {name: timeit.Timer(stmt, globals=ns) for name, stmt in STATEMENTS.items()}
@@ -118,8 +117,7 @@ def child(args) -> int:
 
 
 def count(args) -> int:
-    sys.path.insert(0, str(HERE))
-    import callgrind
+    from bench import callgrind
 
     work = pathlib.Path(tempfile.mkdtemp(prefix="cg-consumer-"))
     plan_file = work / "plan.json"
@@ -172,12 +170,11 @@ def count(args) -> int:
 
 def time_it(args) -> int:
     """The four statements interleaved; best / median ns per call; header_c / view_read."""
-    sys.path.insert(0, str(HERE))
-    import interleave
+    from bench import protocol
 
     torch, c, ns = _namespace(args.device)
-    contenders = [interleave.statement(name, stmt, ns) for name, stmt in STATEMENTS.items()]
-    samples = interleave.measure(contenders, args.rounds, args.calls, args.warmup)
+    contenders = [protocol.statement(name, stmt, ns) for name, stmt in STATEMENTS.items()]
+    samples = protocol.measure(contenders, args.rounds, args.calls, args.warmup)
     ns_per = samples  # {name: [ns per call, per round]}
     def paired(num):
         r = [a / b for a, b in zip(ns_per[num], ns_per["view_read"])]

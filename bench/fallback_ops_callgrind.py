@@ -46,14 +46,13 @@ N_OPS = (100, 1_100)
 
 def child(args) -> int:
     """Under valgrind: every configuration as ``n1, n2, n1`` runs, one dump each."""
-    sys.path.insert(0, str(HERE))
     import timeit
 
     import torch
 
     import bridge  # noqa: F401  (the package the borrow's symbols come from)
-    import fallback_ops as fo
-    import peers_native
+    from bench.native import fallback_ops as fo
+    from bench.native import peers_native
 
     torch.set_num_threads(1)
     peers = peers_native.NativePeers(torch, bridge)
@@ -109,7 +108,7 @@ def child(args) -> int:
 def summarize(plan: dict, dumps: dict, attribute: bool = True) -> dict:
     """``{label: {"per_call", "repeat", "parts"?}}`` from the dumps (``parts``: the
     C loops' instructions by ``callgrind.PARTS``; the Python-level calls have none)."""
-    import callgrind as cg
+    from bench import callgrind as cg
 
     out = {}
     for label, (n1, n2) in plan["configs"]:
@@ -137,14 +136,13 @@ def main(argv=None) -> int:
         return child(args)
     if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
         parser.error("valgrind (with callgrind_annotate) is not on PATH")
-    sys.path.insert(0, str(HERE))
     import torch
 
     import bridge
-    import callgrind as cg
-    import fallback_ops as fo
-    import machine_info
-    import peers_native
+    from bench import callgrind as cg
+    from bench.native import fallback_ops as fo
+    from bench import machine_info
+    from bench.native import peers_native
 
     # Build everything here: compiling under valgrind is slow.
     if peers_native.NativePeers(torch, bridge).callgrind("dump") == -1:
@@ -182,7 +180,7 @@ def main(argv=None) -> int:
             "num_threads": plan["num_threads"], "to_pyobject": plan["to_pyobject"],
             "n": {"handles": N_HANDLES, "ops": N_OPS}, "per_call": figures}
     (args.out / f"{stem}.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    import fallback_ops_report
+    from bench.report import fallback_ops as fallback_ops_report
 
     text = fallback_ops_report.instructions_md(data)
     (args.out / f"{stem}.md").write_text(text + "\n")

@@ -41,10 +41,9 @@ def main(argv=None) -> int:
 
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: torch.cuda.is_available() is false on this machine")
-    sys.path.insert(0, str(HERE))
-    import fallback_ops_bench
-    import fallback_ops_report
-    import run
+    from bench.scenarios import fallback_ops_bench
+    from bench.report import fallback_ops as fallback_ops_report
+    from bench import __main__ as run
 
     if args.threads:
         os.environ[fallback_ops_bench.THREADS_ENV] = str(args.threads)
@@ -59,7 +58,8 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = args.out / f"{stem}.json", args.out / f"{stem}.md"
     rc = pytest.main([
-        str(HERE / "fallback_ops_bench.py"), "-p", "no:cacheprovider",
+        str(HERE / "scenarios" / "fallback_ops_bench.py"), "-p", "no:cacheprovider",
+        "--import-mode=importlib",
         "-o", "python_files=fallback_ops_bench.py", "-o", "python_functions=test_*",
         "--rootdir", str(HERE), "-q", "-rs", "--benchmark-quiet",
         f"--benchmark-json={json_path}", *(["--bench-quick"] if args.quick else []),

@@ -1,7 +1,7 @@
 """The Python-level figures on a free-threaded CPython beside a GIL build's.
 
 Measure (default): in the running interpreter, with the seed's protocol
-(``bench/interleave.py``: rounds x calls per contender after a warm-up, contenders
+(``bench/protocol.py``: rounds x calls per contender after a warm-up, contenders
 interleaved round by round, garbage collector off), the per-call cost of
 
 - ``view_<path>(t)`` for each available path and ``view(t)`` (a 32x32 float32 CPU
@@ -42,9 +42,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 
 def measure(args) -> dict:
-    sys.path.insert(0, str(HERE))
-    import interleave
-    import machine_info
+    from bench import protocol
+    from bench import machine_info
     import torch
 
     import bridge
@@ -55,22 +54,22 @@ def measure(args) -> dict:
     paths = [p for p, info in bridge.available_paths().items() if info.available]
     t = torch.randn(32, 32)
     ns = {"t": t, "bridge": bridge, "_bridge": _bridge}
-    contenders = [interleave.statement(f"view_{p}(t)", f"bridge.view_{p}(t)", ns)
+    contenders = [protocol.statement(f"view_{p}(t)", f"bridge.view_{p}(t)", ns)
                   for p in paths]
     contenders += [
-        interleave.statement("view(t)", "bridge.view(t)", ns),
-        interleave.statement("t.data_ptr()", "t.data_ptr()", ns),
-        interleave.statement("t.shape", "t.shape", ns),
-        interleave.statement("t.stride()", "t.stride()", ns),
-        interleave.statement("empty Cython call", "_bridge._active_path()", ns),
+        protocol.statement("view(t)", "bridge.view(t)", ns),
+        protocol.statement("t.data_ptr()", "t.data_ptr()", ns),
+        protocol.statement("t.shape", "t.shape", ns),
+        protocol.statement("t.stride()", "t.stride()", ns),
+        protocol.statement("empty Cython call", "_bridge._active_path()", ns),
     ]
     for p in paths:
-        contenders.append(interleave.native(
+        contenders.append(protocol.native(
             f"native {p}: gate + handle + read", lambda n, p=p: _bridge._native_loop(t, p, n)))
-        contenders.append(interleave.native(
+        contenders.append(protocol.native(
             f"native {p}: handle + read",
             lambda n, p=p: _bridge._native_loop(t, p, n, gate=False)))
-        contenders.append(interleave.native(
+        contenders.append(protocol.native(
             f"native {p}: handle + read in a critical section",
             lambda n, p=p: _bridge._native_loop(t, p, n, critical_section=True, gate=False)))
     for c in contenders:  # every contender must work before anything is timed
@@ -78,7 +77,7 @@ def measure(args) -> dict:
     rounds, calls, warmup = (3, 200, 100) if args.quick else (args.rounds, args.calls, 2000)
     print(f"measuring {len(contenders)} contenders: {rounds} rounds x {calls} calls",
           file=sys.stderr, flush=True)
-    samples = interleave.measure(contenders, rounds, calls, warmup)
+    samples = protocol.measure(contenders, rounds, calls, warmup)
     results = {name: {"median_ns": statistics.median(s), "min_ns": min(s),
                       "samples_ns": [round(x, 3) for x in s],
                       "level": next(c.level for c in contenders if c.name == name)}

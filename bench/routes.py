@@ -136,7 +136,7 @@ def contenders(t, peers, fixes, paths: dict[str, bool],
 def load_fixes(torch):
     """``(InternalFixes or None, why not)``: the internal fixes built for ``torch``."""
     try:
-        import internal_fixes
+        from bench.native import internal_fixes
     except ImportError as exc:  # no cffi (free-threaded 3.13)
         return None, f"cannot import internal_fixes: {exc}"
     try:

@@ -54,7 +54,7 @@ Conjugate / Negative fallback touches the tensor first), its test, and the docs.
   module, with its Python test.
 
 The prototype's batched metadata read (``TorchTensorMetadata``) is in no patch:
-it lives in ``bench/batched_read.cpp`` as a measured route; with the DLPack
+it lives in ``bench/native/batched_read.cpp`` as a measured route; with the DLPack
 no-copy fix, ``dltensor_from_py_object_no_sync`` costs about what the borrow plus
 the batched read cost (``bench/results/callgrind-torch-2.15.0.md``).
 

@@ -101,7 +101,7 @@ NEW_SYMBOLS = {"torch_is_conj": "0002", "torch_is_neg": "0002",
                "torch_tensor_borrow_from_pyobject": "0003"}
 # The patches that must apply alone on the base (the borrow applies on conj/neg).
 ALONE = ["0001", "0002"]
-# The prototype's batched read (bench/batched_read.cpp, a measured route): no patch defines it.
+# The prototype's batched read (bench/native/batched_read.cpp, a measured route): no patch defines it.
 WITHDRAWN_SYMBOLS = ["torch_tensor_get_metadata", "torch_tensor_borrow_metadata_from_pyobject"]
 INTEROP_SRC = "test/cpp_extensions/libtorch_agn_2_16_extension/csrc/pyobject_interop_module.cpp"
 PATCH_TEST = "test/cpp_extensions/test_libtorch_agnostic_pyobject_borrow.py"
@@ -514,7 +514,7 @@ def check_symbols(objects: list[pathlib.Path]) -> None:
     if withdrawn:
         raise CheckFailed(f"shim_common.o defines the withdrawn batched read: {withdrawn}")
     print(f"nm shim_common.o: no {' / '.join(WITHDRAWN_SYMBOLS)} (the batched read, "
-          "bench/batched_read.cpp's measured route, is in no patch)")
+          "bench/native/batched_read.cpp's measured route, is in no patch)")
     demangled = run(["nm", "-C", "--defined-only", str(objects[1])]).stdout
     print("nm -C PyObjectConversion.o: " + next(
         l for l in demangled.splitlines() if "tensor_borrow_from_pyobject" in l).strip())

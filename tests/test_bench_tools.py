@@ -7,17 +7,14 @@ is computed from it) and run.py's file of pytest-benchmark's own tables."""
 from __future__ import annotations
 
 import pathlib
-import sys
 
 import pytest
 import torch
 
-sys.path.append(str(pathlib.Path(__file__).resolve().parent.parent / "bench"))
-
-import callgrind  # noqa: E402
-import peers_bindings  # noqa: E402
-import report  # noqa: E402
-import run  # noqa: E402
+from bench import callgrind
+from bench.native import peers_bindings
+from bench import report
+from bench import __main__ as run
 
 
 def test_a_binding_that_cannot_build_is_unavailable_with_its_reason(monkeypatch):
@@ -125,7 +122,7 @@ def test_callgrind_attribution_adds_up():
 
 # --- report.py: the headline, the chart, a quick run -----------------------------------------
 def fake_run(samples: dict, quick: bool = False, unavailable: dict | None = None) -> dict:
-    """A benchmark JSON as ``bench/run.py`` writes it, for ``{(group, name): samples_ns}``:
+    """A benchmark JSON as ``python -m bench`` writes it, for ``{(group, name): samples_ns}``:
     pytest-benchmark's stats of the samples (seconds per call) and the samples themselves."""
     import numpy as np
 

@@ -45,8 +45,8 @@ def test_their_typedefs_match_the_compiler():
 def test_the_abi_header_is_the_one_declaration():
     """No other source declares the stable ABI's handle typedef or the withdrawn
     batched struct: the bridge and the benchmarks include (or cimport) the header."""
-    sources = [p for pattern in ("bridge/*.pyx", "bridge/*.pxd", "bridge/*.h", "bench/*.c",
-                                 "bench/*.pyx", "bench/*.h", "shim_ext/*.cpp",
+    sources = [p for pattern in ("bridge/*.pyx", "bridge/*.pxd", "bridge/*.h", "bench/**/*.c",
+                                 "bench/**/*.pyx", "bench/**/*.h", "shim_ext/*.cpp",
                                  "shim_ext/examples/*.c", "shim_ext/examples/*.cpp")
                for p in ROOT.glob(pattern)]
     assert sources

@@ -1,6 +1,6 @@
-"""The seed's consumer on every path (``bench/cuda_core_consumer.pyx``): a real cuda.core
+"""The seed's consumer on every path (``bench/native/cuda_core_consumer.pyx``): a real cuda.core
 ``StridedMemoryView`` filled through torch's owned shim, the prototype of 2.14's owned shim
-built for this torch (``bench/owned_prototype.cpp``), the borrow and the pointer trick is
+built for this torch (``bench/native/owned_prototype.cpp``), the borrow and the pointer trick is
 equal field by field (ptr, shape, strides, dtype, device, readonly, the object it keeps
 alive) to the view cuda.core itself makes for the same tensor
 (``StridedMemoryView.from_dlpack(t, -1)``), on every dtype: where cuda.core's own view
@@ -15,7 +15,6 @@ is a failure (with the builder's reason).
 from __future__ import annotations
 
 import gc
-import pathlib
 import sys
 import warnings
 
@@ -24,9 +23,7 @@ import torch
 
 from helpers.cases import LAYOUTS, dtype_name, filled, torch_dtypes
 
-sys.path.append(str(pathlib.Path(__file__).resolve().parent.parent / "bench"))
-
-import cuda_core_consumer  # noqa: E402
+from bench.native import cuda_core_consumer
 
 if cuda_core_consumer.cuda_core_version() is None:
     pytest.skip("cuda-core is not installed (the bench extra installs it)",

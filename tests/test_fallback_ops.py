@@ -1,4 +1,4 @@
-"""The fallback-shim consumer (``bench/fallback_ops.cpp``): ATen ops called from C through
+"""The fallback-shim consumer (``bench/native/fallback_ops.cpp``): ATen ops called from C through
 torch's generated C shims on tensors from Python, input handles by each route.
 
 - Results: every op through every route equals torch's own result (``torch.equal``),
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
-import pathlib
 import sys
 
 import pytest
@@ -40,9 +39,7 @@ if importlib.util.find_spec("cffi") is None:
     pytest.skip("no cffi in this environment (free-threaded CPython 3.13): the owned "
                 "prototype and the internal fixes are built with cffi", allow_module_level=True)
 
-sys.path.append(str(pathlib.Path(__file__).resolve().parent.parent / "bench"))
-
-import fallback_ops as fo  # noqa: E402
+from bench.native import fallback_ops as fo
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 #: ops whose generated device shim calls the kernel directly and whose kernel calls no

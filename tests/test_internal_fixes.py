@@ -1,4 +1,4 @@
-"""The two internal fixes the benchmarks run (``bench/internal_fixes.cpp``) are harmless,
+"""The two internal fixes the benchmarks run (``bench/native/internal_fixes.cpp``) are harmless,
 and the DLPack prototype fills what torch's own function fills.
 
 - The interpreter fix (the global ``PyInterpreter``'s ``vtable_`` pointed, for a ``with``
@@ -27,7 +27,6 @@ everywhere else it must build, and does.
 from __future__ import annotations
 
 import importlib.util
-import pathlib
 import subprocess
 import sys
 import unittest.mock
@@ -44,12 +43,9 @@ if importlib.util.find_spec("cffi") is None:
     pytest.skip("no cffi in this environment (free-threaded CPython 3.13): the internal "
                 "fixes are built with cffi", allow_module_level=True)
 
-BENCH = pathlib.Path(__file__).resolve().parent.parent / "bench"
-sys.path.append(str(BENCH))
-
-import internal_fixes  # noqa: E402
-import patched_interpreter  # noqa: E402
-import peers_native  # noqa: E402
+from bench.native import internal_fixes
+from bench.native import patched_interpreter
+from bench.native import peers_native
 
 N = 10**6
 
@@ -279,10 +275,8 @@ def test_patch_on_autograd_engine_threads(fixes):
 
 
 CHILD = """
-import sys
 import torch
-sys.path.insert(0, {bench!r})
-import internal_fixes
+from bench.native import internal_fixes
 fixes = internal_fixes.InternalFixes(torch)
 # Installed for good (not through the context manager, whose generator the interpreter
 # would close, and so uninstall, during finalization).
@@ -329,7 +323,7 @@ def test_copies_alive_across_interpreter_finalization(fixes, tmp_path):
     stays), as torch's own methods do. The guard on its own refuses in both states. The
     child exits cleanly."""
     script = tmp_path / "child.py"
-    script.write_text(CHILD.format(bench=str(BENCH)))
+    script.write_text(CHILD)
     done = subprocess.run([sys.executable, "-P", str(script)], capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -37,9 +37,9 @@ SHIM_H = ROOT / "shim_ext" / "include" / "torch_borrow" / "shim.h"
 INTERPRETER, CONJ_NEG, BORROW = "0001", "0002", "0003"
 STABLE_ABI = [CONJ_NEG, BORROW]
 PY_INTERPRETER = "torch/csrc/PyInterpreter.cpp"
-# The batched metadata read is in no patch and not in shim_ext: bench/batched_read.cpp
+# The batched metadata read is in no patch and not in shim_ext: bench/native/batched_read.cpp
 # holds it, as a measured route.
-BATCHED_READ = ROOT / "bench" / "batched_read.cpp"
+BATCHED_READ = ROOT / "bench" / "native" / "batched_read.cpp"
 WITHDRAWN_NAMES = ("TorchTensorMetadata", "torch_tensor_get_metadata",
                    "torch_tensor_borrow_metadata_from_pyobject", "borrow_metadata_batched")
 

@@ -9,14 +9,13 @@ attached; this thread detached (a cffi call releases the GIL); detached while an
 Python thread holds the GIL; a native thread that never had a thread state. Two wrong
 tests are shown failing: "the unchecked read is non-null" on CPython < 3.12 (true on a
 detached thread while another holds the GIL) and "this thread has a thread state" (true
-on any detached Python thread). The evaluation lives in ``bench/internal_fixes.cpp``
+on any detached Python thread). The evaluation lives in ``bench/native/internal_fixes.cpp``
 (``thread_checks_here``, the borrow's ``#if`` copied); the real borrow is checked too.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import pathlib
 import sys
 import threading
 
@@ -29,9 +28,7 @@ if importlib.util.find_spec("cffi") is None:
     pytest.skip("no cffi in this environment (free-threaded CPython 3.13): the test "
                 "helpers are built with cffi", allow_module_level=True)
 
-sys.path.append(str(pathlib.Path(__file__).resolve().parent.parent / "bench"))
-
-import internal_fixes  # noqa: E402
+from bench.native import internal_fixes
 
 MODERN = sys.version_info >= (3, 12)
 

@@ -71,7 +71,7 @@ PY
 # The machine gets a copy of the working tree, not a commit: fingerprint the sources that
 # are built and measured, so a result can be matched to the commit that holds them.
 echo "sources sha256: $(cat pyproject.toml setup.py bridge/*.py bridge/*.pyx shim_ext/*.py \
-  shim_ext/*.cpp shim_ext/include/torch_borrow/*.h bench/*.py bench/*.pyx bench/*.c bench/*.cpp bench/*.h \
+  shim_ext/*.cpp shim_ext/include/torch_borrow/*.h bench/*.py bench/*/*.py bench/native/*.pyx bench/native/*.c bench/native/*.cpp bench/native/*.h \
   bridge/*.pxd tests/test_cuda.py tests/test_metadata_rule.py \
   tests/helpers/*.py | sha256sum | cut -c1-16)"
 
@@ -91,7 +91,9 @@ rm -rf "$PKG"
 "$PYTHON" -m pip install -q --no-index --no-build-isolation --no-deps --no-cache-dir \
   --target "$PKG" . || exit 1
 echo "built in ${SECONDS}s"
-export PYTHONPATH=$PKG${PYTHONPATH:+:$PYTHONPATH}
+# The checkout root after the built package: `-m bench` imports the benchmark package from
+# here, `bridge` from $PKG (what the .pth of a make environment does there).
+export PYTHONPATH=$PKG${PYTHONPATH:+:$PYTHONPATH}:$PWD
 "$PYTHON" -P -m bridge info || exit 1
 
 PYTEST=("$PYTHON" -P -m pytest -p no:cacheprovider -q -rs)
@@ -111,8 +113,8 @@ else
   QUICK=(); [[ $MODE == quick ]] && QUICK=(--quick)
   if "$PYTHON" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())'; then
     step "benchmarks: CUDA tensors"
-    "$PYTHON" -P bench/run.py "${QUICK[@]}" --device cuda --out "$OUT" || FAILED+=(bench-cuda)
-    GPU_STEM=$("$PYTHON" -P -c 'import sys; sys.path.insert(0, "bench"); import run, torch
+    "$PYTHON" -P -m bench "${QUICK[@]}" --device cuda --out "$OUT" || FAILED+=(bench-cuda)
+    GPU_STEM=$("$PYTHON" -P -c 'from bench import __main__ as run; import torch
 print(run.default_stem(torch, "cuda").replace("-torch-", "-host-cpu-torch-"))')
   else
     echo "no CUDA device: the CUDA benchmarks are not run"
@@ -122,10 +124,10 @@ print(run.default_stem(torch, "cuda").replace("-torch-", "-host-cpu-torch-"))')
   "${PYTEST[@]}" tests/test_consumer_example.py tests/test_consumer_header.py \
     || FAILED+=(consumer-header-tests)
   CONSUMER_DEVICE=cpu; [[ -n $GPU_STEM ]] && CONSUMER_DEVICE=cuda
-  "$PYTHON" -P bench/consumer_header.py --no-count --time --device "$CONSUMER_DEVICE" \
+  "$PYTHON" -P -m bench.consumer_header --no-count --time --device "$CONSUMER_DEVICE" \
     ${QUICK:+--rounds 3 --calls 1000 --warmup 100} --out "$OUT" || FAILED+=(consumer-header-bench)
   step "benchmarks: CPU tensors on the same host, for comparison"
-  "$PYTHON" -P bench/run.py "${QUICK[@]}" --out "$OUT" ${GPU_STEM:+--stem "$GPU_STEM"} \
+  "$PYTHON" -P -m bench "${QUICK[@]}" --out "$OUT" ${GPU_STEM:+--stem "$GPU_STEM"} \
     || FAILED+=(bench-cpu)
 
   # ATen ops through torch's C fallback shims (aoti_torch_cuda_* on CUDA tensors), input
@@ -135,11 +137,11 @@ print(run.default_stem(torch, "cuda").replace("-torch-", "-host-cpu-torch-"))')
   "${PYTEST[@]}" tests/test_fallback_ops.py || FAILED+=(fallback-ops-tests)
   if [[ -n $GPU_STEM ]]; then
     step "fallback shims: scenario F, CUDA tensors"
-    "$PYTHON" -P bench/fallback_ops_run.py "${QUICK[@]}" --device cuda --out "$OUT" \
+    "$PYTHON" -P -m bench.fallback_ops_run "${QUICK[@]}" --device cuda --out "$OUT" \
       || FAILED+=(fallback-ops-cuda)
   fi
   step "fallback shims: scenario F, CPU tensors on the same host"
-  "$PYTHON" -P bench/fallback_ops_run.py "${QUICK[@]}" --out "$OUT" \
+  "$PYTHON" -P -m bench.fallback_ops_run "${QUICK[@]}" --out "$OUT" \
     ${GPU_STEM:+--stem "fallback-ops-$GPU_STEM"} || FAILED+=(fallback-ops-cpu)
 fi
 

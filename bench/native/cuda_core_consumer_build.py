@@ -26,13 +26,12 @@ from __future__ import annotations
 import pathlib
 import re
 import shutil
-import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
 MODULE = "_bench_cuda_core_consumer"
 PYX = HERE / "cuda_core_consumer.pyx"
-SOURCES = (PYX, pathlib.Path(__file__).resolve(), HERE.parent / "bridge" / "_abi.pxd",
-           HERE.parent / "shim_ext" / "include" / "torch_borrow" / "abi.h")
+SOURCES = (PYX, pathlib.Path(__file__).resolve(), HERE.parent.parent / "bridge" / "_abi.pxd",
+           HERE.parent.parent / "shim_ext" / "include" / "torch_borrow" / "abi.h")
 #: the cuda-core .pxd files the consumer cimports (and what they cimport in turn)
 NEEDED_PXD = ("_memoryview.pxd", "_layout.pxd", "_dlpack.pxd", "_utils/cuda_utils.pxd")
 
@@ -113,7 +112,7 @@ def build(out: pathlib.Path) -> pathlib.Path:
     _stage(pxd_src, stage / "cuda" / "core")
     # cuda.core's _include/layout.hpp and _include/dlpack.h; torch_borrow/abi.h, whose
     # types bridge/_abi.pxd (found from the repository root) declares to Cython.
-    root = HERE.parent
+    root = HERE.parent.parent
     includes = [str(pxd_src), str(root / "shim_ext" / "include")]
     ext = Extension(MODULE, [str(PYX)], language="c++", include_dirs=includes,
                     extra_compile_args=["-std=c++17", "-O2", "-Wno-unused-function"])
@@ -132,8 +131,6 @@ def build(out: pathlib.Path) -> pathlib.Path:
 
 if __name__ == "__main__":
     import torch
-
-    sys.path.insert(0, str(HERE))
-    import peers_native
+    from bench.native import peers_native
 
     print(build(peers_native.build_dir(torch.__version__.split("+")[0])))

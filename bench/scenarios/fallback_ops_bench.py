@@ -36,8 +36,8 @@ import time
 
 import pytest
 
-import fallback_ops as fo
-import interleave
+from bench.native import fallback_ops as fo
+from bench import protocol as interleave
 
 SIZES = (32, 1024)
 GROUP_LOOPS = "F1 fallback shims: handles per call vs the op, native loops"

@@ -16,7 +16,7 @@ import pathlib
 import cffi
 import torch
 
-from internal_fixes_build import torch_cpp_options
+from bench.native.internal_fixes_build import torch_cpp_options
 
 HERE = pathlib.Path(__file__).resolve().parent
 MODULE = "_bench_owned_prototype"
@@ -43,9 +43,6 @@ def build(tmpdir: pathlib.Path) -> pathlib.Path:
 
 
 if __name__ == "__main__":
-    import sys
-
-    sys.path.insert(0, str(HERE))
-    import peers_native
+    from bench.native import peers_native
 
     print(build(peers_native.build_dir(torch.__version__.split("+")[0])))

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import pytest
 
-import interleave
-import routes
-import views
+from bench import protocol as interleave
+from bench import routes
+from bench import views
 
 GROUP = "2 native: handle + metadata per call, C loop, 32x32 float32"
 PARTS_GROUP = "2b native parts: handle alone, seven getters alone, type check"

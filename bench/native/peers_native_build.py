@@ -17,7 +17,7 @@ import torch.utils.cpp_extension as cpp_extension
 HERE = pathlib.Path(__file__).resolve().parent
 MODULE = "_bench_peers"
 SOURCES = (HERE / "peers_native.c", HERE / "batched_read.h", pathlib.Path(__file__).resolve(),
-           HERE.parent / "shim_ext" / "include" / "torch_borrow" / "abi.h")
+           HERE.parent.parent / "shim_ext" / "include" / "torch_borrow" / "abi.h")
 
 ffibuilder = cffi.FFI()
 ffibuilder.cdef(
@@ -47,7 +47,7 @@ ffibuilder.set_source(
     MODULE,
     (HERE / "peers_native.c").read_text(),
     # bench/ for batched_read.h, shim_ext/include for torch_borrow/abi.h.
-    include_dirs=[str(HERE), str(HERE.parent / "shim_ext" / "include"),
+    include_dirs=[str(HERE), str(HERE.parent.parent / "shim_ext" / "include"),
                   *cpp_extension.include_paths()],
     # The full C API (PyGILState_*, PyCFunction_New), not the limited one cffi picks.
     define_macros=[("_CFFI_NO_LIMITED_API", None)],
@@ -65,4 +65,4 @@ def build(tmpdir: pathlib.Path) -> pathlib.Path:
 if __name__ == "__main__":
     import torch
 
-    print(build(HERE.parent / "build" / f"bench-{torch.__version__}"))
+    print(build(HERE.parent.parent / "build" / f"bench-{torch.__version__}"))

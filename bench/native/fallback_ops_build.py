@@ -54,7 +54,7 @@ def build(out: pathlib.Path) -> pathlib.Path:
 def _to_pyobject_builder():
     import cffi
 
-    from internal_fixes_build import torch_cpp_options
+    from bench.native.internal_fixes_build import torch_cpp_options
 
     decls = """
         typedef struct AtenTensorOpaque* AtenTensorHandle;
@@ -83,9 +83,6 @@ def to_pyobject_builder():
 
 
 if __name__ == "__main__":
-    import sys
-
-    sys.path.insert(0, str(HERE))
-    import peers_native
+    from bench.native import peers_native
 
     print(build(peers_native.build_dir(torch.__version__.split("+")[0])))

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-import interleave
-import views
+from bench import protocol as interleave
+from bench import views
 
 GROUP = "1 seed protocol: view_<path>(t), 32x32 float32, Python level"
 

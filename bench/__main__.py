@@ -50,14 +50,12 @@ def main(argv=None) -> int:
 
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: torch.cuda.is_available() is false on this machine")
-
-    sys.path.insert(0, str(HERE))
-    import report
+    from bench import report
 
     args.out.mkdir(parents=True, exist_ok=True)
     # Build the binding peers now, where their progress shows (pytest captures it); the
     # benchmark fixture then finds them built. A peer that cannot build is reported there.
-    import peers_bindings
+    from bench.native import peers_bindings
 
     device = torch.device("cuda", 0) if args.device == "cuda" else torch.device("cpu")
     for b in peers_bindings.load_all(torch, device).values():
@@ -70,7 +68,8 @@ def main(argv=None) -> int:
     # ratios to its fastest row (a floor of a fraction of a ns in the native groups):
     # --benchmark-quiet keeps them off the terminal; they go to a file after the run.
     rc = pytest.main([
-        str(HERE), "-p", "no:cacheprovider", "-o", "python_files=bench_*.py",
+        str(HERE / "scenarios"), "-p", "no:cacheprovider", "--import-mode=importlib",
+        "-o", "python_files=bench_*.py",
         "-o", "python_functions=test_*", "-q", "-rs", "--benchmark-quiet",
         f"--benchmark-json={json_path}", *(["--bench-quick"] if args.quick else []),
         *(["--bench-device", args.device] if args.device != "cpu" else []),

@@ -18,9 +18,9 @@ import timeit
 
 import pytest
 
-import interleave
-import views
-import workload
+from bench import protocol as interleave
+from bench import views
+from bench.scenarios import workload
 
 GROUP = "5 workload: one TransformerDecoder decode step, every launch's tensors"
 NAMES = ("empty",) + views.VIEWERS + ("decode_step",)

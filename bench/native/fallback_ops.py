@@ -44,7 +44,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 
-import peers_native
+from bench.native import peers_native
 
 OPS = ("add", "amax", "median", "mm_out", "addmm_out")
 ROUTES = ("owned", "owned_fixed", "borrow", "borrow_fixed")
@@ -99,7 +99,7 @@ class Consumer:
         """``prototypes``: use 2.14's owned shim and ``torch_tensor_to_pyobject`` built for
         this torch even where torch exports its own (what a torch < 2.14 gets; the tests
         run that path on every torch)."""
-        import fallback_ops_build as fb
+        from bench.native import fallback_ops_build as fb
 
         from bridge import _bridge as core
         from bridge import _resolve
@@ -144,7 +144,7 @@ class Consumer:
         else:
             owned_reason, owned_label = self._owned_prototype(torch, out, res, addresses)
         mark("owned", owned_reason, owned_label)
-        import routes
+        from bench import routes
 
         self._fixes, fixes_reason = routes.load_fixes(torch)
         mark("owned_fixed", owned_reason or fixes_reason,
@@ -196,7 +196,7 @@ class Consumer:
         built_for = torch.__version__.split("+")[0]
         label = f"owned (2.14's implementation, built for torch {built_for})"
         try:
-            import owned_prototype_build as pb
+            from bench.native import owned_prototype_build as pb
 
             proto = peers_native.built_module(pb, out)
         except Exception as exc:
@@ -212,7 +212,7 @@ class Consumer:
 
     @staticmethod
     def _to_pyobject_prototype(torch, out, addresses) -> str:
-        import fallback_ops_build as fb
+        from bench.native import fallback_ops_build as fb
 
         builder = fb.to_pyobject_builder()
         try:

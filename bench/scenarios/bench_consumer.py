@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-import interleave
+from bench import protocol as interleave
 
 GROUP = "6 seed consumer: cuda.core StridedMemoryView via each route, 32x32 float32"
 ROUTES = ("owned", "owned_prototype", "borrow", "pointer", "cuda_core")
@@ -25,7 +25,7 @@ ROUTES = ("owned", "owned_prototype", "borrow", "pointer", "cuda_core")
 
 @pytest.fixture(scope="module")
 def consumer_run(torch, protocol, device, notes):
-    import cuda_core_consumer as cc
+    from bench.native import cuda_core_consumer as cc
 
     try:
         consumer = cc.Consumer(torch, device.type)

@@ -33,7 +33,7 @@ import contextlib
 import ctypes
 from dataclasses import dataclass
 
-import peers_native
+from bench.native import peers_native
 
 _PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
 _PyCapsule_GetPointer.restype = ctypes.c_void_p
@@ -63,7 +63,7 @@ class DLTensorFields:
 
 
 def _module(torch_version: str):
-    import internal_fixes_build
+    from bench.native import internal_fixes_build
 
     return peers_native.built_module(internal_fixes_build, peers_native.build_dir(torch_version))
 

@@ -14,42 +14,16 @@ a ``DLPackExchangeAPI*``, header ``ATen/dlpack.h``, DLPack 1.3).
 from __future__ import annotations
 
 import ctypes
-import importlib
-import importlib.machinery
-import pathlib
-import sys
-import sysconfig
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+from bench.native import build_dir, built_module  # noqa: F401 (peers_native.built_module)
 
 _PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
 _PyCapsule_GetPointer.restype = ctypes.c_void_p
 _PyCapsule_GetPointer.argtypes = (ctypes.py_object, ctypes.c_char_p)
 
 
-def build_dir(torch_version: str) -> pathlib.Path:
-    """``build/bench-<torch version>-<SOABI>/`` (e.g. ``bench-2.15.0-cpython-312-x86_64-linux-gnu``):
-    where the modules of this torch and this interpreter are compiled. Keyed by both, so
-    environments of two CPython versions (or a free-threaded one) never share a build."""
-    return REPO / "build" / f"bench-{torch_version}-{sysconfig.get_config_var('SOABI')}"
-
-
-def built_module(builder, out: pathlib.Path):
-    """Import ``builder.MODULE`` from ``out``, building it first (``builder.build(out)``)
-    when it is missing or older than any of ``builder.SOURCES``. Every benchmark module
-    compiled at first use (the peers' loops, the internal fixes, the consumer, the owned
-    prototype) loads this way."""
-    built = sorted(out.glob(f"{builder.MODULE}{importlib.machinery.EXTENSION_SUFFIXES[0]}"))
-    newest_source = max(p.stat().st_mtime for p in builder.SOURCES)
-    if not built or built[0].stat().st_mtime < newest_source:
-        builder.build(out)
-    if str(out) not in sys.path:
-        sys.path.insert(0, str(out))
-    return importlib.import_module(builder.MODULE)
-
-
 def _module(torch_version: str):
-    import peers_native_build
+    from bench.native import peers_native_build
 
     return built_module(peers_native_build, build_dir(torch_version))
 
@@ -66,7 +40,7 @@ def _batched_read(torch, res):
     borrow = res.symbols.get(_resolve.BORROW)
     if borrow is None:
         return f"no {_resolve.BORROW}: {res.paths['borrow'].reason}", [0, 0, 0]
-    import batched_read_build
+    from bench.native import batched_read_build
 
     mod = built_module(batched_read_build, build_dir(torch.__version__.split("+")[0]))
     mod.lib.batched_read_init(borrow.address)

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import pytest
 
-import interleave
-import launch
+from bench import protocol as interleave
+from bench.scenarios import launch
 
 GROUP = "7 launch-bound step: a CUDA kernel with N tensor arguments bridged per launch"
 CONSUMER_ROUTES = ("owned", "owned_prototype", "borrow", "pointer", "cuda_core")
@@ -61,7 +61,7 @@ def step(torch, device, notes):
 
 @pytest.fixture(scope="module")
 def consumer(torch, device, notes):
-    import cuda_core_consumer as cc
+    from bench.native import cuda_core_consumer as cc
 
     if device.type != "cuda":
         return None

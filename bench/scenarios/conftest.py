@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pytest
 
-import machine_info
+from bench import machine_info
 
 
 def pytest_addoption(parser):
@@ -113,7 +113,7 @@ def bridge(torch):
 
 @pytest.fixture(scope="session")
 def native_peers(torch, bridge):
-    import peers_native
+    from bench.native import peers_native
 
     return peers_native.NativePeers(torch, bridge)
 

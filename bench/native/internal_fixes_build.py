@@ -18,7 +18,7 @@ from __future__ import annotations
 import pathlib
 
 import cffi
-import patched_interpreter
+from bench.native import patched_interpreter
 import torch
 import torch.utils.cpp_extension as cpp_extension
 from packaging.version import Version
@@ -108,9 +108,6 @@ def build(tmpdir: pathlib.Path) -> pathlib.Path:
 
 
 if __name__ == "__main__":
-    import sys
-
-    sys.path.insert(0, str(HERE))
-    import peers_native
+    from bench.native import peers_native
 
     print(build(peers_native.build_dir(torch.__version__.split("+")[0])))

@@ -27,7 +27,7 @@ import shutil
 import subprocess
 import tempfile
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parent.parent.parent
 PATCHES = REPO / "proposal" / "patches"
 REL = "torch/csrc/PyInterpreter.cpp"
 BASE = REPO / "proposal" / "upstream" / REL

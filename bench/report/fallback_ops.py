@@ -21,12 +21,9 @@ import sys
 
 import numpy as np
 
-HERE = pathlib.Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
 
-import fallback_ops as fo  # noqa: E402
-import report as rp  # noqa: E402
+from bench.native import fallback_ops as fo  # noqa: E402
+from bench import report as rp  # noqa: E402
 
 LOOPS, CALLS = "F1", "F2"
 ROUTE_WORDS = {"owned": "owned", "owned_fixed": "owned + interpreter fix", "borrow": "borrow",
@@ -294,7 +291,7 @@ def instructions_md(cg: dict, title: bool = True) -> str:
             lines.append(f"{lead} {ROUTE_WORDS[route]} | {c['per_call']:.0f} | {d(c, cb)} | "
                          f"{d(c, cb, k)} | {h['per_call'] / k:.0f} | {d(h, hb, k)} | "
                          f"{py['per_call'] if py else float('nan'):.0f} | {d(py, pyb)} | {reps} |")
-    import callgrind as cgm
+    from bench import callgrind as cgm
 
     lines += ["", "## Where the instructions go, by part", "",
               "The handles alone and the whole call in C, per call, by `bench/callgrind.py`'s "

@@ -28,7 +28,6 @@ is returned unavailable with the reason: the benchmark reports it, it never fail
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import pathlib
 import shutil
@@ -40,7 +39,7 @@ from typing import Callable
 
 HERE = pathlib.Path(__file__).resolve().parent
 SOURCES = HERE / "bindings"
-REPO = HERE.parent
+REPO = HERE.parent.parent
 
 #: contender names of each library: (empty call, call with one tensor)
 NAMES = {"nanobind": ("nanobind_empty", "nanobind_ndarray"),
@@ -75,7 +74,7 @@ class Binding:
 
 def build_dir(torch_version: str) -> pathlib.Path:
     """``peers_native.build_dir``: one folder per torch and interpreter, shared."""
-    import peers_native
+    from bench.native import peers_native
 
     return peers_native.build_dir(torch_version)
 
@@ -132,9 +131,9 @@ def _build_nanobind(out: pathlib.Path, quiet: bool) -> pathlib.Path:
 
 def _load_nanobind(torch_version: str, quiet: bool):
     out = _build_nanobind(build_dir(torch_version) / "nanobind", quiet)
-    if str(out) not in sys.path:
-        sys.path.insert(0, str(out))
-    mod = importlib.import_module("_bench_nanobind")
+    from bench.native import load_extension
+
+    mod = load_extension("_bench_nanobind", out)
     return mod.empty, mod.ndarray, mod.describe, {
         "distribution": "nanobind", "version": _version("nanobind"), "argument": "nb::ndarray<>",
         "build": "nanobind_add_module (nanobind's CMake), CMAKE_BUILD_TYPE=Release"}

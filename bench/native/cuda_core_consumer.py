@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import pathlib
 
-import peers_native
+from bench.native import peers_native
 
 ROUTES = ("owned", "owned_prototype", "borrow", "pointer", "cuda_core")
 #: The dtypes cuda.core 1.2's tensor bridge maps (``_tensor_bridge.pyx``'s
@@ -57,14 +57,14 @@ class Consumer:
     def __init__(self, torch, device="cpu"):
         import ctypes
 
-        import cuda_core_peer
+        from bench.native import cuda_core_peer
 
         self.torch_version = torch.__version__
         version = cuda_core_version()
         if version is None:
             raise Unavailable("cuda-core is not installed")
         self.cuda_core_version = version
-        import cuda_core_consumer_build as cb
+        from bench.native import cuda_core_consumer_build as cb
 
         out = peers_native.build_dir(torch.__version__.split("+")[0])
         try:
@@ -99,7 +99,7 @@ class Consumer:
         # The prototype of 2.14's owned shim, built for this torch.
         proto_reason, built_for = None, torch.__version__
         try:
-            import owned_prototype_build as pb
+            from bench.native import owned_prototype_build as pb
 
             proto = _built_module(pb, out)
             built_for = proto.ffi.string(proto.lib.owned_prototype_built_for()).decode()

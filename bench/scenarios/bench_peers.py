@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import pytest
 
-import cuda_core_peer
-import interleave
-import peers_bindings
-import views
+from bench.native import cuda_core_peer
+from bench import protocol as interleave
+from bench.native import peers_bindings
+from bench import views
 
 GROUP = "3 peers: Python level, 32x32 float32"
 NAMES = ("empty", "owned", "borrow", "fallback", "data_ptr", "python_attrs", "view_read",

@@ -16,10 +16,10 @@ import pathlib
 import cffi
 import torch
 
-from internal_fixes_build import torch_cpp_options
+from bench.native.internal_fixes_build import torch_cpp_options
 
 HERE = pathlib.Path(__file__).resolve().parent
-ROOT = HERE.parent
+ROOT = HERE.parent.parent
 MODULE = "_bench_batched_read"
 SOURCES = (HERE / "batched_read.cpp", HERE / "batched_read.h", pathlib.Path(__file__).resolve(),
            HERE / "internal_fixes_build.py", ROOT / "shim_ext" / "include" / "torch_borrow" / "abi.h")
@@ -43,9 +43,6 @@ def build(tmpdir: pathlib.Path) -> pathlib.Path:
 
 
 if __name__ == "__main__":
-    import sys
-
-    sys.path.insert(0, str(HERE))
-    import peers_native
+    from bench.native import peers_native
 
     print(build(peers_native.build_dir(torch.__version__.split("+")[0])))

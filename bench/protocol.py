@@ -86,8 +86,8 @@ def record(benchmark, samples_ns: list[float], calls: int, **extra) -> None:
     make_stats = getattr(benchmark, "_make_stats", None)
     if make_stats is None:
         raise RuntimeError("this pytest-benchmark has no BenchmarkFixture._make_stats; "
-                           "bench/interleave.py needs a release that has (4.x, 5.x)")
-    benchmark._mode = "interleaved rounds (bench/interleave.py)"
+                           "bench/protocol.py needs a release that has (4.x, 5.x)")
+    benchmark._mode = "interleaved rounds (bench/protocol.py)"
     meta = make_stats(calls)
     for ns in samples_ns:
         meta.update(ns * calls * 1e-9)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-import interleave
-import views
+from bench import protocol as interleave
+from bench import views
 
 NDIM_GROUP = "4a scaling: ndim 0..8, view_<path>(t), Python level"
 N_GROUP = "4b scaling: N tensors per launch, Python level"

@@ -34,7 +34,7 @@ import time
 import timeit
 from dataclasses import dataclass
 
-import interleave
+from bench import protocol as interleave
 
 #: Tensor arguments per launch.
 ARITIES = (1, 3, 8)

@@ -50,9 +50,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-HERE = pathlib.Path(__file__).resolve().parent
-if str(HERE) not in sys.path:  # run as a script with python -P: routes.py beside it
-    sys.path.insert(0, str(HERE))
 
 # Groups by the number that starts their name (bench_*.py set the names).
 SEED, NATIVE, PARTS, ROUTES, PEERS, NDIM, NTENS, WORK = "1", "2", "2b", "2c", "3", "4a", "4b", "5"
@@ -231,7 +228,7 @@ def group_table(r: Results, group: str, names, ref: str | None, unit_div=1.0, un
     return "\n".join(rows)
 
 
-SEED_EXCERPT = pathlib.Path(__file__).resolve().parent.parent / "proposal" / "sources" / \
+SEED_EXCERPT = pathlib.Path(__file__).resolve().parent.parent.parent / "proposal" / "sources" / \
     "seed-benchmark.txt"
 SEED_LINE = re.compile(r"^\s*(shim|fallback): best=([\d.]+)ns median=([\d.]+)ns", re.M)
 
@@ -520,7 +517,7 @@ def routes_table(r: Results) -> str:
     """Every route from the Python object to the metadata (``bench/routes.py``), timed in
     one interleaved native run: best / median / stdev, and the paired ratio to the
     pointer trick + getters (today's unstable route) and to borrow + batched."""
-    import routes
+    from bench import routes
 
     refs = ("fallback_getters", "borrow_batched")
     ref_s = {k: r.samples(ROUTES, "route_" + k) for k in refs}

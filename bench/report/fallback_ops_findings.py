@@ -20,11 +20,10 @@ import pathlib
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(HERE))
+REPO = HERE.parent.parent
 
-import fallback_ops as fo  # noqa: E402
-import fallback_ops_report as fr  # noqa: E402
+from bench.native import fallback_ops as fo  # noqa: E402
+from bench.report import fallback_ops as fr  # noqa: E402
 
 #: the public sources read for "who would use it" (repository, path, commit)
 PROJECTS = {
@@ -352,7 +351,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--torch", default=None, help="torch version of the files (default: "
                         "the imported torch's)")
-    parser.add_argument("--results", type=pathlib.Path, default=HERE / "results")
+    parser.add_argument("--results", type=pathlib.Path, default=REPO / "bench" / "results")
     parser.add_argument("--out", type=pathlib.Path,
                         default=REPO / "proposal" / "findings-fallback-shims.md")
     args = parser.parse_args(argv)
