@@ -147,7 +147,7 @@ RUN = {
     (report.PEERS, "empty"): [x / 5 for x in BORROW],
     (report.PEERS, "cuda_core"): [40 * x for x in BORROW],  # over OWN_SCALE x the borrow
     (report.NATIVE, "borrow"): [x / 2 for x in BORROW],
-    (report.NATIVE, "dlpack_dltensor"): [3 * x / 4 for x in BORROW],
+    (report.ROUTES, "route_dlpack_no_sync"): [3 * x / 4 for x in BORROW],
     (report.NATIVE, "owned"): [x for x in BORROW],
     (report.NATIVE, "typecheck"): [0.2, 0.2, 0.2, 0.2, 0.2],
 }
@@ -177,7 +177,7 @@ def test_headline_has_python_and_native_apart_each_against_its_borrow():
     assert cells[label(r, report.PEERS, "cuda_core")][2] == "40.0x"
     assert cells[label(r, report.PEERS, "borrow")][2] == "1 (reference)"
     assert cells[label(r, report.PEERS, "dunder_dlpack")][0] == "unavailable: made-up reason"
-    assert cells[label(r, report.NATIVE, "dlpack_dltensor")][2] == "1.50x"
+    assert cells[label(r, report.ROUTES, "route_dlpack_no_sync")][2] == "1.50x"
     assert cells[label(r, report.NATIVE, "owned")][2] == "2.00x"
     # the native rows say how they read (one reader: the getters); none is in the Python table
     assert all("getters" in label(r, report.NATIVE, n) for n in ("borrow", "owned"))
@@ -205,7 +205,7 @@ def test_the_chart_has_the_headline_rows_under_their_labels(tmp_path):
     panels = report.chart_panels(r)
     (_, native_rows, native_borrow, native_missing), (_, near, py_borrow, py_missing), \
         (_, far_rows, far_borrow, _) = panels
-    assert [row.name for row in native_rows] == ["typecheck", "borrow", "dlpack_dltensor",
+    assert [row.name for row in native_rows] == ["typecheck", "borrow", "route_dlpack_no_sync",
                                                 "owned"]  # cheapest first
     assert [row.name for row in near] == ["empty", "borrow", "owned"]  # owned beside borrow
     assert [row.name for row in far_rows] == ["cuda_core"]  # over OWN_SCALE x, its own panel
@@ -265,3 +265,44 @@ def test_launch_section_reads_bridging_share_and_bound_from_the_samples():
     borrow_row = next(line for line in text.splitlines() if line.startswith("| borrow "))
     assert "GPU-bound: not a host cost" in borrow_row  # no share where the host waited
     assert "needs CUDA" in report.launch_section(report.Results(fake_run({})))
+
+
+def test_a_label_recorded_with_its_result_is_the_tables_label():
+    data = fake_run(RUN)
+    data["benchmarks"][0]["extra_info"]["label"] = "a label from the run"
+    group = data["benchmarks"][0]["group"].split(" ")[0]
+    r = report.Results(data)
+    assert report.label(r, group, data["benchmarks"][0]["extra_info"]["path"]) == \
+        "a label from the run"
+    from bench import routes
+    assert report.label(r, report.ROUTES, "route_owned") == routes.BY_NAME["owned"].label
+
+
+def test_a_run_recorded_before_each_loop_was_timed_once_is_read_under_the_route():
+    """Older runs timed DLPack's loop twice, as ``2 dlpack_dltensor`` too: the report reads
+    that row where the route is missing, so a committed run still renders."""
+    old = {k: v for k, v in RUN.items() if k != (report.ROUTES, "route_dlpack_no_sync")}
+    old[(report.NATIVE, "dlpack_dltensor")] = RUN[(report.ROUTES, "route_dlpack_no_sync")]
+    r = report.Results(fake_run(old))
+    assert list(r.samples(report.ROUTES, "route_dlpack_no_sync")) == \
+        RUN[(report.ROUTES, "route_dlpack_no_sync")]
+
+
+def test_the_figures_are_the_reports_own_numbers():
+    """``data["figures"]``: medians from the raw samples and the same paired ratios the
+    tables print (bench/report/figures.py)."""
+    pytest.importorskip("scipy")
+    import numpy as np
+
+    from bench.report.figures import SCHEMA, figures
+    r = report.Results(fake_run(RUN))
+    f = figures(r)
+    assert f["schema"] == SCHEMA
+    assert f["rows"][report.PEERS]["owned"]["median_ns"] == float(np.median(RUN[(report.PEERS,
+                                                                              "owned")]))
+    native = f["headline"]["native"]
+    assert native["route_dlpack_no_sync"]["x_vs_borrow"][0] == pytest.approx(1.5)
+    assert native["owned"]["x_vs_borrow"][0] == pytest.approx(2.0)
+    assert f["headline"]["python"]["owned"]["x_vs_borrow"][0] == pytest.approx(2.0)
+    assert f["owned_minus_borrow_ns"]["native"][0] == pytest.approx(
+        float(np.median([x - x / 2 for x in BORROW])))

@@ -53,11 +53,29 @@ import numpy as np
 
 # Groups by the number that starts their name (bench_*.py set the names).
 SEED, NATIVE, PARTS, ROUTES, PEERS, NDIM, NTENS, WORK = "1", "2", "2b", "2c", "3", "4a", "4b", "5"
+#: The parts of a view that are routes' parts (``bench/routes.py``), timed once there.
+OWNED_HANDLE, BORROW_HANDLE, FALLBACK_HANDLE, GETTERS7 = (
+    (ROUTES, "route_" + n) for n in ("owned_handle", "borrow_handle", "fallback_handle", "getters7"))
 CONSUMER = "6"  # the seed's consumer: cuda.core StridedMemoryView via each route (bench_consumer.py)
 LAUNCH = "7"  # the launch-bound GPU step: N bridged tensors per kernel launch (bench_launch.py)
 
 
 # --- reading -----------------------------------------------------------------------------
+#: Rows of runs made before each native loop was timed once: a route's loop was also
+#: timed under another name in groups 2 / 2b. Read under the route's name, found under
+#: the old one in such a run.
+RECORDED_BEFORE = {
+    (ROUTES, "route_dlpack_no_sync"): (NATIVE, "dlpack_dltensor"),
+    (ROUTES, "route_dlpack_managed"): (NATIVE, "dlpack_managed"),
+    (ROUTES, "route_owned_handle"): (PARTS, "handle_owned"),
+    (ROUTES, "route_borrow_handle"): (PARTS, "handle_borrow"),
+    (ROUTES, "route_fallback_handle"): (PARTS, "handle_fallback"),
+    (ROUTES, "route_getters7"): (PARTS, "getters7"),
+    (ROUTES, "route_borrow_batched"): (PARTS, "meta_borrow"),
+    (ROUTES, "route_borrow_one_call"): (PARTS, "meta_from_pyobject"),
+}
+
+
 class Results:
     """The JSON, indexed: ``get(group_prefix, name)`` -> the benchmark dict or None."""
 
@@ -84,9 +102,10 @@ class Results:
         return names + ("cuda_array_interface",) if self.cuda else names
 
     def get(self, group: str, name: str, **params):
-        for b in self.by.get((group, name), []):
-            if all(b["extra_info"].get(k) == v for k, v in params.items()):
-                return b
+        for key in ((group, name), RECORDED_BEFORE.get((group, name))):
+            for b in self.by.get(key, []):
+                if all(b["extra_info"].get(k) == v for k, v in params.items()):
+                    return b
         return None
 
     def samples(self, group, name, **params):
@@ -189,7 +208,17 @@ NATIVE_LABELS = {
 
 
 def label(r: "Results", group: str, name: str) -> str:
-    """The human label of contender ``name`` of ``group``: the tables' and the chart's."""
+    """The human label of contender ``name`` of ``group``: the tables' and the chart's.
+    The label recorded with the result (``extra_info["label"]``) where the run has one."""
+    b = r.get(group, name)
+    if b is not None and b["extra_info"].get("label"):
+        return b["extra_info"]["label"]
+    if name.startswith("route_"):
+        from bench import routes
+
+        route = routes.BY_NAME.get(name.removeprefix("route_"))
+        if route is not None:
+            return route.label + (" (part)" if route.part else "")
     if group == NATIVE and name in NATIVE_LABELS:
         return NATIVE_LABELS[name]
     return LABELS.get(name, name)
@@ -202,6 +231,12 @@ BINDINGS = (("torch-borrow-bridge (ours)", "empty", "borrow"),
             ("apache-tvm-ffi", "tvm_ffi_empty", "tvm_ffi_tensor"))
 
 
+def entry(group: str, item) -> tuple[str, str]:
+    """``(group, name)`` of a table entry: a name of ``group``, or a ``(group, name)``
+    pair from another group of the same interleaved run."""
+    return item if isinstance(item, tuple) else (group, item)
+
+
 def group_table(r: Results, group: str, names, ref: str | None, unit_div=1.0, unit="ns"):
     """Rows: contender, best, median, stdev (pytest-benchmark), paired ratio to ``ref``."""
     head = f"| contender | best ({unit}) | median ({unit}) | stdev ({unit}) |"
@@ -210,20 +245,21 @@ def group_table(r: Results, group: str, names, ref: str | None, unit_div=1.0, un
         head += f" paired ratio to {ref} [95% CI] |"
         sep += "---:|"
     rows = [head, sep]
-    ref_s = r.samples(group, ref) if ref else None
-    for name in names:
-        b = r.get(group, name)
+    ref_s = r.samples(*entry(group, ref)) if ref else None
+    for item in names:
+        g, name = entry(group, item)
+        b = r.get(g, name)
         if b is None:
             why = r.evidence.get("unavailable", {}).get(name) or r.evidence.get(
                 "unavailable", {}).get(name.split("_")[-1], "not measured")
-            rows.append(f"| {label(r, group, name)} | unavailable: {why} | | |" +
+            rows.append(f"| {label(r, g, name)} | unavailable: {why} | | |" +
                         (" |" if ref else ""))
             continue
-        row = (f"| {label(r, group, name)} | {ns(b, 'min') / unit_div:.1f} | "
+        row = (f"| {label(r, g, name)} | {ns(b, 'min') / unit_div:.1f} | "
                f"{ns(b, 'median') / unit_div:.1f} | {ns(b, 'stddev') / unit_div:.1f} |")
         if ref:
-            row += (" 1 |" if name == ref or ref_s is None else
-                    f" {fmt_ci(paired(r.samples(group, name), ref_s, 'ratio'))} |")
+            row += (" 1 |" if item == ref or ref_s is None else
+                    f" {fmt_ci(paired(r.samples(g, name), ref_s, 'ratio'))} |")
         rows.append(row)
     return "\n".join(rows)
 
@@ -490,8 +526,8 @@ def goals(r: Results):
             status = "; ".join(f"{unit} {st}" for unit, st in (("instructions", instr_status),
                                                               ("time", time_status)) if st)
         out.append((f"{key}: {GOAL_WHAT[key]}", instr, time, targets, status))
-    if have((PARTS, "handle_borrow"), (PARTS, "handle_fallback"), (PARTS, "gil_check")):
-        c = paired(r.samples(PARTS, "handle_borrow"), r.samples(PARTS, "handle_fallback"))
+    if have(BORROW_HANDLE, FALLBACK_HANDLE, (PARTS, "gil_check")):
+        c = paired(r.samples(*BORROW_HANDLE), r.samples(*FALLBACK_HANDLE))
         g = r.get(PARTS, "gil_check")
         out.append(("borrow handle alone - fallback handle alone, native", "",
                     f"{fmt_ci(c, ' ns')}; PyGILState_Check alone (the borrow's test before "
@@ -545,8 +581,8 @@ def routes_table(r: Results) -> str:
 # each against the borrow of the same run.
 PY_HEADLINE = ("borrow", "fallback", "owned", "empty", "data_ptr", "python_attrs", "view_read",
                "to_dlpack", "dunder_dlpack", "cuda_core", "nanobind_ndarray", "tvm_ffi_tensor")
-NATIVE_HEADLINE = ("borrow", "fallback", "owned", "dlpack_dltensor", "dlpack_managed",
-                   "typecheck")
+NATIVE_HEADLINE = ("borrow", "fallback", "owned", (ROUTES, "route_dlpack_no_sync"),
+                   (ROUTES, "route_dlpack_managed"), "typecheck")
 
 
 @dataclass
@@ -570,16 +606,17 @@ def headline_rows(r: Results, group: str, names) -> list[Row]:
     unavailable ones with their reason; each with its per-round ratio to ``borrow``."""
     ref = r.samples(group, "borrow")
     rows, missing = [], []
-    for name in names:
-        b = r.get(group, name)
+    for item in names:
+        g, name = entry(group, item)
+        b = r.get(g, name)
         if b is None:
             why = r.evidence.get("unavailable", {}).get(name, "not measured")
-            missing.append(Row(name, label(r, group, name), None, why))
+            missing.append(Row(name, label(r, g, name), None, why))
             continue
-        s = r.samples(group, name)
+        s = r.samples(g, name)
         vs = None if ref is None else (1.0, float("nan"), float("nan")) if name == "borrow" \
             else paired(s, ref, "ratio")
-        rows.append(Row(name, label(r, group, name), b, samples=s, vs_borrow=vs))
+        rows.append(Row(name, label(r, g, name), b, samples=s, vs_borrow=vs))
     return sorted(rows, key=lambda row: ns(row.bench, "median")) + missing
 
 
@@ -837,18 +874,20 @@ def markdown(r: Results, chart_name: str | None) -> str:
               group_table(r, SEED, ("owned", "borrow", "fallback"), "fallback"), "",
               seed_comparison(r), "",
               "## 2. Native per-call cost (C loops)", "",
-              group_table(r, NATIVE, ("owned", "borrow", "fallback", "dlpack_dltensor",
-                                      "dlpack_managed", "typecheck"), "borrow"), "",
-              "Parts (same interleaved run):", "",
-              group_table(r, PARTS, ("handle_owned", "handle_borrow", "handle_borrow_direct",
-                                     "handle_fallback", "getters7", "gil_check"), None), "",
+              group_table(r, NATIVE, ("owned", "borrow", "fallback",
+                                      (ROUTES, "route_dlpack_no_sync"),
+                                      (ROUTES, "route_dlpack_managed"), "typecheck"), "borrow"),
+              "", "Parts (same interleaved run):", "",
+              group_table(r, PARTS, (OWNED_HANDLE, BORROW_HANDLE, "handle_borrow_direct",
+                                     FALLBACK_HANDLE, GETTERS7, "gil_check"), None), "",
               "The conjugate bit through a borrowed handle, the proposed getter against the "
               "stable route that exists today (same interleaved run):", "",
               group_table(r, PARTS, ("conj_getter", "conj_dispatcher"), "conj_getter"), "",
               "The prototype's batched metadata read (not proposed), its two forms (same interleaved run), "
               "beside the seven getters alone:", "",
-              group_table(r, PARTS, ("meta_offset", "meta_borrow", "meta_from_pyobject",
-                                     "getters7"), "meta_borrow"), "",
+              group_table(r, PARTS, ("meta_offset", (ROUTES, "route_borrow_batched"),
+                                     (ROUTES, "route_borrow_one_call"), GETTERS7),
+                          (ROUTES, "route_borrow_batched")), "",
               "## Routes", "",
               "Every route a native consumer has from a Python tensor to its metadata (data "
               "pointer, ndim, sizes, strides, dtype, device type and index), today and after "
@@ -1019,6 +1058,11 @@ def main(argv=None) -> int:
         chart(r, args.chart)
     if args.md:
         args.md.write_text(markdown(r, args.chart.name if args.chart else None) + "\n")
+        # The figures the RFC cites, beside the samples they come from (bench/report/figures.py).
+        from bench.report.figures import figures
+
+        r.data["figures"] = figures(r)
+        args.json.write_text(json.dumps(r.data, indent=4) + "\n")
     if args.headline or not args.md:
         print(terminal(r))
     return 0

@@ -1,28 +1,14 @@
 """Scenario 2 (native per-call cost) and the native half of scenario 3 (peers in C).
 
-All timed in C loops, interleaved round by round in one measurement so every pair of
-contenders can be compared round by round:
-
-- ``owned`` / ``borrow`` / ``fallback``: ``bridge._bridge._native_loop`` (type check,
-  handle, the metadata-policy check, the layout, seven ``aoti_torch_get_*`` reads, the
-  storage offset and size and ``torch_is_conj`` / ``torch_is_neg``, one call each, the
-  bridge's checks; the owned handle deleted): a view minus the Python call and the
-  ``TensorView`` object;
-- ``dlpack_dltensor``: ``DLPackExchangeAPI.dltensor_from_py_object_no_sync`` into a
-  caller-owned ``DLTensor`` (+ the same type check, + reading the fields);
-- ``dlpack_managed``: ``managed_tensor_from_py_object_no_sync`` + its deleter;
-- ``typecheck``: the real-type check alone, the floor;
-- ``handle_<path>``: the handle alone (no metadata read) and ``getters7``: the seven
-  getters alone through a borrowed handle: the parts the first three are made of;
-- ``conj_getter`` / ``conj_dispatcher``: the conjugate bit through the proposed
-  ``torch_is_conj`` vs through ``torch_call_dispatcher("aten::is_conj")`` (which needs an
-  owning copy of the borrowed handle): patch 0002's justification;
-- ``meta_<mode>``: the batched read (``batched_read.h``, withdrawn from the proposal)
-  through the offset or a borrowed handle, and ``torch_tensor_borrow_metadata_from_pyobject``
-  in one call: the evidence for its withdrawal;
-- the routes (``routes.ROUTES``, group 2c): every route a consumer has from the Python
-  object to the metadata, today and after each internal fix (``internal_fixes``), the
-  fixed ones with the interpreter fix installed for their loop only.
+Every native loop is timed once, all interleaved round by round in one measurement, so
+any two rows pair round by round, and each row's label goes into the JSON with it
+(``extra_info["label"]``). The routes (``routes.ROUTES``, group 2c) are every route a
+consumer has from the Python object to the metadata, with their parts (a handle alone,
+the seven getters alone); group 2 is each path's ``bridge._bridge._native_loop`` (a view
+minus the Python call and the ``TensorView``) and the type-check floor; group 2b the
+pieces no route has: the GIL check, the direct borrow call, the conj bit through
+``torch_is_conj`` vs ``torch_call_dispatcher`` (patch 0002's case) and the batched read
+through the offset.
 """
 
 from __future__ import annotations
@@ -36,11 +22,21 @@ from bench import views
 GROUP = "2 native: handle + metadata per call, C loop, 32x32 float32"
 PARTS_GROUP = "2b native parts: handle alone, seven getters alone, type check"
 PATH_NAMES = views.VIEWERS
-PEER_NAMES = ("dlpack_dltensor", "dlpack_managed", "typecheck")
-PART_NAMES = ("handle_owned", "handle_borrow", "handle_borrow_direct", "handle_fallback",
-              "getters7",
-              "conj_getter", "conj_dispatcher", "meta_offset", "meta_borrow", "meta_from_pyobject",
+PEER_NAMES = ("typecheck",)
+PART_NAMES = ("handle_borrow_direct", "conj_getter", "conj_dispatcher", "meta_offset",
               "gil_check")
+#: The label of each row outside the routes (theirs are ``routes.Route.label``).
+LABELS = {
+    "owned": "owned: torch_tensor_from_pyobject + getters + delete",
+    "borrow": "borrow: torch_tensor_borrow_from_pyobject + getters",
+    "fallback": "pointer trick (THPVariable offset) + getters",
+    "typecheck": "real-type check alone (floor)",
+    "handle_borrow_direct": "handle alone: the borrow's implementation called directly (no vtable)",
+    "conj_getter": "conj bit: torch_is_conj (patch 0002)",
+    "conj_dispatcher": "conj bit: new owning handle + torch_call_dispatcher(aten::is_conj)",
+    "meta_offset": "batched (withdrawn): (char*)obj + sizeof(PyObject) + torch_tensor_get_metadata",
+    "gil_check": "PyGILState_Check() alone",
+}
 ROUTES_GROUP = "2c routes: Python object to metadata, every route, C loop, 32x32 float32"
 ROUTE_PREFIX = "route_"
 
@@ -56,16 +52,6 @@ def native_run(torch, bridge, available, native_peers, protocol, notes, device):
     for p in PATH_NAMES:
         if available[p]:
             contenders.append(interleave.native(p, lambda n, p=p: core._native_loop(t, p, n)))
-            contenders.append(interleave.native(
-                f"handle_{p}", lambda n, p=p: native_peers.handle_loop(p, t, n)))
-    if native_peers.dlpack_reason is None:
-        contenders.append(interleave.native("dlpack_dltensor",
-                                            lambda n: native_peers.dltensor_loop(t, n)))
-        contenders.append(interleave.native("dlpack_managed",
-                                            lambda n: native_peers.managed_loop(t, n)))
-    else:
-        for name in ("dlpack_dltensor", "dlpack_managed"):
-            notes["unavailable"][name] = native_peers.dlpack_reason
     contenders.append(interleave.native("typecheck", lambda n: native_peers.typecheck_loop(t, n)))
     contenders.append(interleave.native("gil_check", lambda n: native_peers.gil_check_loop(n)))
     if native_peers.direct_reason is None and available["borrow"]:
@@ -74,21 +60,19 @@ def native_run(torch, bridge, available, native_peers, protocol, notes, device):
     else:
         notes["unavailable"]["handle_borrow_direct"] = (native_peers.direct_reason
                                                         or "no borrow path here")
-    if available["fallback"]:
-        contenders.append(interleave.native("getters7", lambda n: native_peers.getters_loop(t, n)))
     for route, why in native_peers.conj_reason.items():
         if why is None and available["fallback"]:
             contenders.append(interleave.native(
                 f"conj_{route}", lambda n, r=route: native_peers.conj_loop(r, t, n)))
         else:
             notes["unavailable"][f"conj_{route}"] = why or "no proven borrowed handle (fallback)"
-    for mode in native_peers.METADATA_MODES:
-        if native_peers.metadata_reason is None and available["fallback"]:
-            contenders.append(interleave.native(
-                f"meta_{mode}", lambda n, m=mode: native_peers.metadata_loop(m, t, n)))
-        else:
-            notes["unavailable"][f"meta_{mode}"] = (native_peers.metadata_reason
-                                                    or "no proven borrowed handle (fallback)")
+    # The batched read through a borrowed handle and in one call are routes (2c).
+    if native_peers.metadata_reason is None and available["fallback"]:
+        contenders.append(interleave.native(
+            "meta_offset", lambda n: native_peers.metadata_loop("offset", t, n)))
+    else:
+        notes["unavailable"]["meta_offset"] = (native_peers.metadata_reason
+                                               or "no proven borrowed handle (fallback)")
     fixes, fixes_reason = routes.load_fixes(torch)
     notes["internal_fixes"] = fixes.layout if fixes else {"unavailable": fixes_reason}
     runs, why = routes.contenders(t, native_peers, fixes, available, fixes_reason)
@@ -100,12 +84,20 @@ def native_run(torch, bridge, available, native_peers, protocol, notes, device):
                               protocol.native_warmup)
 
 
+def _label(name: str) -> str:
+    if name.startswith(ROUTE_PREFIX):
+        route = routes.BY_NAME[name.removeprefix(ROUTE_PREFIX)]
+        return route.label + (" (part)" if route.part else "")
+    return LABELS[name]
+
+
 def _record(benchmark, run, protocol, notes, name, group):
     benchmark.group = group
     if name not in run:
         why = notes["unavailable"].get(name) or notes["unavailable"].get(name.split("_")[-1])
         pytest.skip(f"{name}: {why}")
-    interleave.record(benchmark, run[name], protocol.native_calls, path=name, level="native")
+    interleave.record(benchmark, run[name], protocol.native_calls, path=name, level="native",
+                      label=_label(name))
 
 
 @pytest.mark.parametrize("name", PATH_NAMES + PEER_NAMES)

@@ -1,0 +1,96 @@
+"""The figures the RFC cites, computed from one run's raw samples and written into that
+run's JSON under ``"figures"`` (``python -P -m bench.report``, which ``make bench`` runs).
+
+Every value comes from the per-round samples (``extra_info["samples_ns"]``, or
+``wall_ns`` for the launch step), never from a rendered table or a rounded value, with
+the report's own statistics (``paired``: medians of per-round ratios and their 95%
+percentile-bootstrap intervals, fixed seed), so a reader of the JSON gets the report's
+numbers exactly. ``KEYS`` documents the layout.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: The layout of ``data["figures"]``; each ``[m, lo, hi]`` is a median of per-round ratios
+#: (``x_*``, ``*_over_*``, ``time_ratio``) or differences (``*_ns``) and its 95% interval.
+FIGURE_KEYS = (
+    "schema",
+    "rows.<group>.<name>.{label,median_ns,min_ns,stddev_ns,rounds,calls_per_round}",
+    "routes.<route>.{label,status,part,median_ns,x_vs_fallback_getters,x_vs_borrow_getters}",
+    "headline.{python,native}.<name>.{label,median_ns,min_ns,x_vs_borrow}",
+    "goals.<G1|G2|G3>.{what,time_ratio,time_target}",
+    "owned_minus_borrow_ns.{native,python}",
+    "handles.{borrow_minus_fallback_ns,gil_check_median_ns}",
+    "conj.{getter_ns,dispatcher_ns,dispatcher_over_getter}",
+)
+SCHEMA = 1
+
+
+def _ci(c) -> list[float | None]:
+    """``[centre, low, high]`` with NaN (no interval) as None, for JSON."""
+    return [None if np.isnan(x) else float(x) for x in c]
+
+
+def _samples(b) -> np.ndarray | None:
+    s = b["extra_info"].get("samples_ns") or b["extra_info"].get("wall_ns")
+    return None if s is None else np.asarray(s, dtype=float)
+
+
+def figures(r) -> dict:
+    """``data["figures"]`` for ``r`` (a ``bench.report.Results``): see ``FIGURE_KEYS``."""
+    from bench import report as rp
+    from bench import routes as routes_mod
+
+    out: dict = {"schema": SCHEMA, "rows": {}, "routes": {}, "headline": {}, "goals": {},
+                 "owned_minus_borrow_ns": {}, "handles": {}, "conj": {}}
+    for b in r.data["benchmarks"]:
+        group = b["group"].split(" ")[0]
+        name = b["extra_info"].get("path") or b.get("param") or b["name"]
+        s = _samples(b)
+        out["rows"].setdefault(group, {})[name] = {
+            "label": rp.label(r, group, name) if b["extra_info"].get("path") else name,
+            "median_ns": None if s is None else float(np.median(s)),
+            "min_ns": rp.ns(b, "min"), "stddev_ns": rp.ns(b, "stddev"),
+            "rounds": b["stats"].get("rounds"),
+            "calls_per_round": b["extra_info"].get("calls_per_round")}
+    refs = {k: r.samples(rp.ROUTES, "route_" + k) for k in ("fallback_getters", "borrow_getters")}
+    for route in routes_mod.ROUTES:
+        s = r.samples(rp.ROUTES, "route_" + route.name)
+        if s is None:
+            continue
+        out["routes"][route.name] = {
+            "label": route.label, "status": route.status, "part": route.part,
+            "median_ns": float(np.median(s)),
+            **{f"x_vs_{k}": (_ci(rp.paired(s, ref, "ratio")) if ref is not None else None)
+               for k, ref in refs.items()}}
+    py = rp.python_group(r)
+    for level, rows in (("python", rp.headline_rows(r, py, r.peer_names(rp.PY_HEADLINE)
+                                                    if py == rp.PEERS else
+                                                    ("borrow", "fallback", "owned"))),
+                        ("native", rp.headline_rows(r, rp.NATIVE, rp.NATIVE_HEADLINE))):
+        out["headline"][level] = {
+            row.name: {"label": row.label, "median_ns": rp.ns(row.bench, "median"),
+                       "min_ns": rp.ns(row.bench, "min"),
+                       "x_vs_borrow": None if row.vs_borrow is None else _ci(row.vs_borrow)}
+            for row in rows if row.bench is not None}
+    for key, num, den, target in rp.TIME_GOALS:
+        a, b = r.samples(*num), r.samples(*den)
+        if a is not None and b is not None:
+            out["goals"][key] = {"what": rp.GOAL_WHAT[key], "time_target": target,
+                                 "time_ratio": _ci(rp.paired(a, b, "ratio"))}
+    for group, level in ((rp.NATIVE, "native"), (rp.SEED, "python")):
+        a, b = r.samples(group, "owned"), r.samples(group, "borrow")
+        if a is not None and b is not None:
+            out["owned_minus_borrow_ns"][level] = _ci(rp.paired(a, b))
+    a, b = r.samples(*rp.BORROW_HANDLE), r.samples(*rp.FALLBACK_HANDLE)
+    if a is not None and b is not None:
+        out["handles"]["borrow_minus_fallback_ns"] = _ci(rp.paired(a, b))
+    g = r.samples(rp.PARTS, "gil_check")
+    if g is not None:
+        out["handles"]["gil_check_median_ns"] = float(np.median(g))
+    g, d = r.samples(rp.PARTS, "conj_getter"), r.samples(rp.PARTS, "conj_dispatcher")
+    if g is not None and d is not None:
+        out["conj"] = {"getter_ns": float(np.median(g)), "dispatcher_ns": float(np.median(d)),
+                       "dispatcher_over_getter": _ci(rp.paired(d, g, "ratio"))}
+    return out
