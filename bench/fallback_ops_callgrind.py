@@ -146,7 +146,7 @@ def main(argv=None) -> int:
 
     # Build everything here: compiling under valgrind is slow.
     if peers_native.NativePeers(torch, bridge).callgrind("dump") == -1:
-        parser.error("bench/peers_native.c was built without <valgrind/callgrind.h>")
+        parser.error("bench/native/peers_native.c was built without <valgrind/callgrind.h>")
     fo.Consumer(torch)
     work = args.keep or pathlib.Path(tempfile.mkdtemp(prefix="cg-fallback-"))
     work.mkdir(parents=True, exist_ok=True)

@@ -1,24 +1,14 @@
-"""Every route a native consumer has from a Python tensor to its metadata, today and
-after each internal fix, as C loops: the rows of the routes table.
+"""The route record: every native loop timed from a Python tensor to its metadata, today
+and after each internal fix, with the label each result carries into the JSON.
 
-One list (``ROUTES``) serves both measurements, so they cannot drift apart:
-``bench_native.py`` times each route in the interleaved native run, and
-``callgrind.py`` counts its instructions and splits them by part (``attribution``).
-Each route reads what a kernel launcher needs: data pointer, ndim, sizes, strides (in
-elements), dtype, device type and index; the ``part`` rows are pieces of a route
-(a handle alone, the getters alone), for the attribution.
-
-``contenders(t, peers, fixes, paths)`` turns the list into ``{name: run(n)}`` for one
-tensor ``t`` (``run(n)`` makes ``n`` calls in C and returns ns per call) and
-``{name: why it cannot run here}``. The ``*_fixed`` routes run torch's own functions
-with the interpreter fix installed for the duration of the loop
-(``internal_fixes.InternalFixes.interpreter_fix``): the patch's own ``incref`` /
-``decref``, cut out of the patched ``PyInterpreter.cpp`` and compiled against torch 2.15
-with a stand-in for main's ``SafeGilScopedAcquire`` (the patch's code on torch 2.15, not
-a build of main); the ``*_fixed_emulation`` routes run the same loops with the earlier
-hand-written emulation of that fix instead, so both figures show; the ``dlpack_borrowed*`` routes
-call the DLPack prototype through the same consumer loop as torch's
-``dltensor_from_py_object_no_sync``.
+``ROUTES`` is the one list: ``scenarios/bench_native.py`` times each route once, in the
+interleaved native run (group 2c), and ``callgrind.py`` counts its instructions by part.
+A route reads what a kernel launcher needs (data pointer, ndim, sizes, strides in
+elements, dtype, device type and index); a ``part`` is a piece of one (a handle alone,
+the getters alone). ``contenders(t, peers, fixes, paths)`` gives ``{name: run(n)}`` (ns
+per call) and ``{name: why not}``; a ``*_fixed`` route runs torch's own functions with
+the interpreter fix installed for its loop (``native/internal_fixes.py``; ``*_emulation``:
+the earlier hand-written fix), ``dlpack_borrowed*`` the DLPack prototype.
 """
 
 from __future__ import annotations
@@ -57,7 +47,7 @@ ROUTES = (
     Route("dlpack_borrowed", "DLPack no_sync, borrowed reference, no thread check",
           "internal fix"),
     Route("borrow_getters", "borrow: torch_tensor_borrow_from_pyobject + 7 getters", "new ABI"),
-    Route("borrow_batched", "borrow + torch_tensor_get_metadata (batched, bench/batched_read.h)",
+    Route("borrow_batched", "borrow + torch_tensor_get_metadata (batched, bench/native/batched_read.h)",
           "not proposed"),
     Route("borrow_one_call", "torch_tensor_borrow_metadata_from_pyobject (one call, batched)",
           "not proposed"),

@@ -1,32 +1,13 @@
 """Tensor -> metadata view through torch's stable C ABI, on one of three paths.
 
 ``bridge.view(t)`` returns a ``TensorView`` (data pointer, shape, strides in elements,
-dtype, itemsize in bytes, device type and index) of a dense strided ``torch.Tensor``.
-The handle it reads through comes from one of three sources:
-
-========== ============================================ ================== =============
-path       source                                       handle             torch
-========== ============================================ ================== =============
-owned      ``torch_tensor_from_pyobject``               new reference,     2.14+
-                                                        deleted after use
-borrow     ``torch_tensor_borrow_from_pyobject``         borrowed           any with
-           (libtorch's if exported, else ``shim_ext``)                     ``shim_ext``
-fallback   ``(char*)obj + sizeof(PyObject)``            borrowed           2.10+, offset
-                                                                           proven at run
-========== ============================================ ================== =============
-
-Every path refuses the same tensors before it reads anything: those whose metadata is
-not plain C++ state (the Python dispatch key; sizes, strides, device or layout computed
-by a TensorImpl subclass or in Python), which the borrow itself refuses. Every path then
-reads the same way, with the stable ABI's getters (the layout, seven ``aoti_torch_get_*``,
-the storage offset and size, ``torch_is_conj`` / ``torch_is_neg``): the views are equal.
-
-``set_path("auto")`` (the default) takes borrow, else owned, else fallback; which
-exists is decided by symbol presence, never by torch's version string. Nothing is
-resolved at import: the first ``view`` (or ``available_paths()``) does it, and needs
-``import torch`` to have happened. ``python -m bridge info`` prints what was found.
-Where shim_ext loads but was built for another torch, ``auto`` passes over the borrow
-and says so once (``StaleShimWarning``, with the rebuild command).
+dtype, itemsize in bytes, device type and index) of a dense strided ``torch.Tensor``,
+through an ``AtenTensorHandle`` that is owned (``torch_tensor_from_pyobject``), borrowed
+(``torch_tensor_borrow_from_pyobject``) or the pointer trick. README.md is the contract:
+"The bridge" (the paths, what every path refuses, ``auto``'s order) and "Threads and
+free-threaded CPython".
+Nothing is resolved at import: the first ``view`` (or ``available_paths()``) does it,
+after ``import torch``; ``python -m bridge info`` prints what was found.
 """
 
 try:

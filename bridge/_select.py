@@ -1,11 +1,9 @@
 """The one place that chooses a path: resolution cache, ``set_path`` and friends.
 
-State is process-global, like torch's own backend switches: ``set_path`` in one thread
-changes the path every thread's next ``view`` uses (a ``view`` already running finishes
-on the path it started with). ``using_path`` restores the previous choice on exit, but
-is not thread-local either; threads that need their own path call ``view_owned``,
-``view_borrow`` or ``view_fallback`` directly. Every change of that state happens under
-one lock, so it holds without a GIL too (free-threaded CPython).
+The choice is process-global, like torch's own backend switches, and every change of it
+happens under one lock (free-threaded CPython too); what that means for threads is
+README.md's "Threads and free-threaded CPython". Threads that need their own path call
+``view_owned``, ``view_borrow`` or ``view_fallback``, which ignore the choice.
 """
 
 from __future__ import annotations

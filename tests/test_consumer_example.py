@@ -26,6 +26,7 @@ import pytest
 import torch
 
 import bridge
+from bench.native import load_extension
 from helpers.expect import TORCH, expected_paths
 from hostile import cases as hostile_cases
 
@@ -89,9 +90,9 @@ def built(tmp_path_factory):
             build.build(src, out)
         except subprocess.CalledProcessError as exc:
             pytest.fail(f"{' '.join(exc.cmd)}\n{exc.stdout}{exc.stderr}")
-    sys.path.insert(0, str(out))
-    yield out
-    sys.path.remove(str(out))
+    for name in MODULES:  # loaded from their files: importable by name from here on
+        load_extension(name, out)
+    return out
 
 
 @pytest.fixture(params=MODULES)

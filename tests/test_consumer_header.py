@@ -21,6 +21,7 @@ import pytest
 import torch
 
 import bridge
+from bench.native import load_extension
 import shim_ext
 from helpers import cases as parity_cases
 from test_consumer_example import ROUTES, _unreadable, build, expected_tuple, needs_route
@@ -98,11 +99,7 @@ def test_readme_shows_the_minimal_consumer_verbatim():
 def test_minimal_consumer_equals_torch(built, case):
     from test_consumer_example import make
 
-    sys.path.insert(0, str(built))
-    try:
-        import minimal
-    finally:
-        sys.path.remove(str(built))
+    minimal = load_extension("minimal", built)
     t = make(case)
     assert minimal.view(t) == expected_tuple(t)[:4]
     with pytest.raises(TypeError, match="expected a torch.Tensor, got int"):
@@ -124,11 +121,7 @@ def _outcome(fn, x):
 def test_every_dtype_as_the_bridge(built, route):
     """Each dtype torch exposes, 2x3 with a storage offset: viewed with the bridge's
     fields, or refused with the bridge's exception type (quantized, sub-byte)."""
-    sys.path.insert(0, str(built))
-    try:
-        import borrow_consumer_c as c
-    finally:
-        sys.path.remove(str(built))
+    c = load_extension("borrow_consumer_c", built)
     if route == "owned":
         assert c._resolve("owned") == "owned"
     try:
@@ -154,11 +147,11 @@ CHILD = textwrap.dedent("""
     import json, sys, warnings
     import torch, bridge
     from hostile import cases
-    sys.path.insert(0, sys.argv[1])
-    import importlib
+    from pathlib import Path
+    from bench.native import load_extension
     out = {}
     for name in sys.argv[2].split(","):
-        c = importlib.import_module(name)
+        c = load_extension(name, Path(sys.argv[1]))
         for route in sys.argv[3].split(","):
             if route == "owned" and c._resolve("owned") != "owned":
                 continue

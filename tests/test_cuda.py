@@ -1,27 +1,13 @@
 """Parity with CUDA tensors: every path views device memory exactly as torch does.
 
-The claim of ``test_parity.py``, held on the GPU: for CUDA tensors the views made
-through ``torch_tensor_borrow_from_pyobject`` (borrow), ``torch_tensor_from_pyobject``
-(owned, torch 2.14+) and the ``THPVariable`` offset (fallback) report torch's own
-``data_ptr()`` (storage offset included), shape, strides, dtype, itemsize, device type
-``"cuda"`` and device index, and agree with each other field by field.
-
-A CUDA pointer cannot be dereferenced from the host, so "the pointer is where torch
-keeps the data" is checked through the CUDA driver, independently of torch:
-
-- ``cuPointerGetAttribute`` says the address is device memory on the GPU whose ordinal
-  the view reports (``CU_POINTER_ATTRIBUTE_MEMORY_TYPE`` / ``_DEVICE_ORDINAL``);
-- ``cuMemcpyDtoH`` copies the bytes the view spans from ``view.ptr`` to the host, which
-  are then read with the view's shape and strides; torch's answer is the same elements
-  taken through its own bookkeeping (a uint8 tensor over ``t.untyped_storage()`` on the
-  device, indexed with ``storage_offset()`` and ``stride()``), copied back by torch.
-
-The driver is reached through ``ctypes`` on ``libcuda.so.1``, which every machine with
-an NVIDIA driver has; nothing here depends on a Python CUDA binding.
-
-The module is skipped only where ``torch.cuda.is_available()`` is false (CI has no
-GPU): a "not available here" condition. The device-index-1 tests need a second GPU and
-skip on a one-GPU machine; they ran on the two-GPU kind (bench/gpu/run.sh).
+``test_parity.py``'s claim on the GPU: each path's view of a CUDA tensor reports torch's
+``data_ptr()``, shape, strides, dtype, itemsize, device ``"cuda"`` and index, and the
+paths agree field by field. The pointer is checked through the CUDA driver (``ctypes``
+on ``libcuda.so.1``, no Python CUDA binding): ``cuPointerGetAttribute`` says it is device
+memory on the reported GPU, and ``cuMemcpyDtoH`` of the bytes the view spans equals the
+elements torch reads through its own bookkeeping. Skipped only where
+``torch.cuda.is_available()`` is false; the device-index-1 tests need a second GPU
+(``bench/gpu/run.sh --two-gpu``).
 """
 
 from __future__ import annotations

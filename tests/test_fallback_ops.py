@@ -1,27 +1,13 @@
-"""The fallback-shim consumer (``bench/native/fallback_ops.cpp``): ATen ops called from C through
-torch's generated C shims on tensors from Python, input handles by each route.
+"""The fallback-shim consumer (``bench/native/fallback_ops.cpp``): ATen ops called from C
+through torch's generated C shims on tensors from Python, input handles by each route.
 
-- Results: every op through every route equals torch's own result (``torch.equal``),
-  at 32x32 and at an odd shape, on CPU and (where torch sees a GPU) CUDA tensors; an
-  ``_out`` op writes into the tensor passed and returns None.
-- What runs Python: inside a ``TorchDispatchMode``, the generated CPU shims of
-  elementwise add and mm_out run no aten op the mode can see (they call ``at::cpu::``
-  kernels directly); no device shim shows the mode its own op; the device-generic
-  ``aoti_torch_aten_amax`` (``c_shim_aten.h``) enters the dispatcher at the top and
-  shows it; kernels that call other ops (median's clone, addmm's copy_) re-enter the
-  dispatcher for those.
-- Autograd: with inputs that require grad, add and mm_out record nothing; no device
-  shim's result gets the op's own backward (addmm_out's CPU kernel records the copy_ it
-  makes: CopyBackwards, a graph without the matmul); amax through the dispatcher
-  records AmaxBackward0.
-- Errors: a non-tensor argument, a shape the op refuses, the wrong number of tensors: a
-  Python exception with torch's own message, never a crash; owned handles taken before
-  the failure are released (the TensorImpl use count is unchanged after 10**4 good and
-  400 failed owned calls).
-- Tensors the borrow refuses (a nested tensor) raise instead of reaching the op.
-
-Built with the benchmarks' build helpers (``bench/``); skipped only where cffi is
-missing (free-threaded 3.13: the owned prototype and the internal fixes need it).
+Results equal torch's (``torch.equal``) for every op and route on CPU and, where present,
+CUDA tensors; under a ``TorchDispatchMode`` the generated CPU shims of add and mm_out run
+no op the mode sees, while ``aoti_torch_aten_amax`` and ops that call other ops enter the
+dispatcher; autograd records what each kernel records; a bad argument is a Python
+exception with torch's message and releases the owned handles taken before it; a tensor
+the borrow refuses raises before the op. Skipped only where cffi is missing
+(free-threaded 3.13).
 """
 
 from __future__ import annotations

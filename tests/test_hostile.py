@@ -1,24 +1,13 @@
 """Hostile inputs on every path: an exception with a clear message, never a crash.
 
-Exception types follow the DLPack consumers' convention (``__dlpack__`` importers raise
-TypeError for an object they cannot take, BufferError for a tensor they cannot export):
-
-- ``TypeError``: the object's *real* type (``Py_TYPE``) does not derive from
-  ``torch.Tensor``. ``__class__``, ``isinstance``, mocks and proxies do not count, and
-  the message names the real type, not the one the object claims.
-- ``BufferError``: a tensor that pointer + sizes + strides (in elements) cannot
-  describe: sparse, MKL-DNN and jagged layouts, nested, quantized and sub-byte dtypes,
-  meta / fake / functionalized tensors, functorch wrappers (vmap, grad, jvp), wrapper
-  subclasses without storage, and conjugate / negative views (the message points at
-  ``resolve_conj()`` / ``resolve_neg()``).
-
-Every case (``tests/hostile/cases.py``) runs in a child process (``hostile.subproc``):
-all of them in as few children as possible, a new child resuming after any crash, so a
-crash fails exactly the case it happened in. Each case goes through each available
-path and three entry points: ``view_<path>``, ``view`` after ``set_path``, and
-``_native_loop`` (the C loop without a Python view). Dense controls run in the same
-children and must give views equal to torch's own accessors, so a runner that calls
-nothing cannot pass.
+The DLPack consumers' convention: ``TypeError`` when the object's real type
+(``Py_TYPE``, not ``__class__``) does not derive from ``torch.Tensor``, the message naming
+that type; ``BufferError`` for a tensor pointer + sizes + strides cannot describe
+(sparse and other layouts, nested, quantized, sub-byte, meta, fake, functionalized,
+functorch wrappers, storage-less wrapper subclasses, conjugate / negative views). Every
+case of ``tests/hostile/cases.py`` runs in child processes (``hostile.subproc``; a crash
+fails exactly its case) through each path's ``view_<path>``, ``view`` after ``set_path``
+and ``_native_loop``, beside dense controls that must match torch's accessors.
 """
 
 import re

@@ -1,27 +1,13 @@
-"""The two internal fixes the benchmarks run (``bench/native/internal_fixes.cpp``) are harmless,
-and the DLPack prototype fills what torch's own function fills.
+"""The two internal fixes the benchmarks run (``bench/native/internal_fixes.cpp``) are
+harmless, and the DLPack prototype fills what torch's own function fills.
 
-- The interpreter fix (the global ``PyInterpreter``'s ``vtable_`` pointed, for a ``with``
-  block, at a copy of torch's vtable whose ``incref`` / ``decref`` skip the GIL
-  acquisition on an attached thread): installed only inside the block, restored on an
-  error, never nested, for both codes it installs. The patch's own code (the default):
-  built from the one patch that changes ``PyInterpreter.cpp``, line for line the patched
-  file's; its stand-in for main's ``SafeGilScopedAcquire`` acquires on attached, detached
-  and foreign threads and refuses once Python finalizes; the fast path (no guard) on an
-  attached thread, the guard on a native thread without a thread state, on a detached
-  Python thread and on the autograd engine's detached copies, with refcounts unchanged;
-  a child process that exits with copies alive leaks them cleanly. The emulation: every
-  attached call fast, a foreign thread's calls forwarded to torch's own methods. The
-  parity suite passes with each installed.
-- DLPack without the copy (``dltensor_from_py_object_no_sync`` with a real-type check and
-  a borrowed reference, with and without the attached-thread check): field by field
-  equal to torch's on every dtype and layout of the parity suite, refusing what torch's
-  refuses, and refusing the objects on which torch's crashes (never calling torch's on
-  them here: ``make survey`` runs that in a subprocess).
-
-Built with cffi, like the rest of the benchmarks: where cffi cannot be installed
-(free-threaded CPython 3.13, ``Makefile``'s ``NO_CFFI_cp313t``) the module is skipped;
-everywhere else it must build, and does.
+The interpreter fix (the global ``PyInterpreter``'s vtable pointed, for a ``with`` block,
+at a copy whose ``incref`` / ``decref`` skip the GIL acquisition on an attached thread):
+installed only inside the block, the patch's own code line for line, correct on attached,
+detached, native and autograd threads and across interpreter finalization; the parity
+suite passes with it installed. DLPack without the copy: field by field torch's on every
+dtype and layout, refusing what torch's refuses and the objects torch's crashes on.
+Skipped only where cffi cannot be installed (free-threaded 3.13, ``NO_CFFI_cp313t``).
 """
 
 from __future__ import annotations

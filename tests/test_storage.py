@@ -1,17 +1,13 @@
 """Storage extent and memory: a view never describes bytes its storage does not hold.
 
-Two refusals, on every path and entry point (``view_<path>``, ``view`` after
-``set_path``, ``_native_loop``), with one message and no path counter moved:
-
-- No memory: torch's data-pointer getter returns the storage's base plus ``itemsize *
-  storage_offset`` without checking that the base exists (a float32 view at offset 16 of
-  a storage resized to 0 bytes reports 0x40, as ``t.data_ptr()`` does). A tensor with
-  elements is refused when ``data_ptr - storage_offset * itemsize`` is 0, whatever the
-  offset (up to and beyond 2**32 bytes), dtype, strides or however the storage lost its
-  memory; one without elements stays viewable, pointer 0 as torch reports it.
-  ``helpers.no_memory`` builds these tensors and checks each premise against torch.
-- Past the end: elements reaching past the storage's nbytes (``untyped_storage().
-  resize_(n)`` under a view) are refused with a BufferError giving both byte counts.
+Two refusals, each on every path and entry point (``view_<path>``, ``view`` after
+``set_path``, ``_native_loop``) with one message and no path counter moved. No memory:
+torch reports ``base + storage_offset * itemsize`` without checking the base, so a tensor
+with elements is refused when that base is 0, whatever the offset (beyond 2**32 bytes
+too), dtype, strides or how the memory went (``helpers.no_memory`` builds and checks
+them); one without elements is viewed, pointer 0 as torch says. Past the end: elements
+reaching past the storage's nbytes (``untyped_storage().resize_(n)``) are refused with
+both byte counts.
 """
 
 from __future__ import annotations

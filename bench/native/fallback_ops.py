@@ -226,7 +226,7 @@ class Consumer:
             addresses[key] = int(proto.ffi.cast("uintptr_t",
                                                 proto.ffi.addressof(proto.lib, name)))
         return (f"2.14's torch_tensor_to_pyobject, built for torch "
-                f"{torch.__version__.split('+')[0]} (bench/fallback_ops_to_pyobject.cpp)")
+                f"{torch.__version__.split('+')[0]} (bench/native/fallback_ops_to_pyobject.cpp)")
 
     # --- calling ------------------------------------------------------------------------
     def routes(self) -> list[str]:

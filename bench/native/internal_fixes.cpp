@@ -1,6 +1,6 @@
 // Two fixes a PyTorch maintainer could make inside torch, with no new ABI, run
 // for real so the benchmarks can time torch's own functions with and without
-// them (bench/internal_fixes.py wraps this file; benchmark-only, never used by
+// them (bench/native/internal_fixes.py wraps this file; benchmark-only, never used by
 // the bridge).
 //
 // 1. The interpreter fix. Every at::Tensor copy of a tensor whose TensorImpl

@@ -1,7 +1,7 @@
 // 2.14's torch_tensor_from_pyobject, built against the running torch for a torch that
 // does not export it (< 2.14): the owned route of the seed's consumer
-// (bench/cuda_core_consumer.pyx), labelled "owned (2.14's implementation, built for
-// torch X)" wherever it appears. Benchmark-only; bench/owned_prototype_build.py builds
+// (bench/native/cuda_core_consumer.pyx), labelled "owned (2.14's implementation, built for
+// torch X)" wherever it appears. Benchmark-only; bench/native/owned_prototype_build.py builds
 // it with cffi into peers_native.build_dir(...).
 //
 // The same shape as upstream (torch/csrc/shim_common.cpp's torch_tensor_from_pyobject

@@ -1,9 +1,9 @@
 // The interpreter fix's own code: ConcretePyInterpreterVTable::incref / decref
 // as the patch in proposal/patches/ writes them, compiled against torch 2.15's
-// headers (benchmark-only; bench/internal_fixes.cpp installs them).
+// headers (benchmark-only; bench/native/internal_fixes.cpp installs them).
 //
 // patched_interpreter.inc is generated at build time by
-// bench/patched_interpreter.py: the patch applied to the base copy of
+// bench/native/patched_interpreter.py: the patch applied to the base copy of
 // torch/csrc/PyInterpreter.cpp, and the two methods plus the helper they call
 // (attached_thread_state) cut out of the patched file, unedited. Around them,
 // only what the rest of that file supplies: a class that declares the two

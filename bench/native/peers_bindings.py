@@ -1,6 +1,6 @@
 """The binding libraries kernel authors bind with, as peers: nanobind and apache-tvm-ffi.
 
-Each library gets two functions of its own, built here from ``bench/bindings/``:
+Each library gets two functions of its own, built here from ``bench/native/bindings/``:
 
 - nanobind (PyPI ``nanobind``, 3.x): ``empty()`` and ``ndarray(t)`` taking one
   ``nb::ndarray<>``, built with nanobind's CMake (``nanobind_add_module``, Release) into
@@ -22,7 +22,7 @@ observed (a profile hook counts calls of ``torch.Tensor.__dlpack__`` and
 
 A library that is not installed, or whose build fails (no cmake, no compiler, ...),
 is returned unavailable with the reason: the benchmark reports it, it never fails.
-``python -P bench/peers_bindings.py`` builds both and prints what it found.
+``python -P bench/native/peers_bindings.py`` builds both and prints what it found.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 /* Native (C) timing loops for the peers of torch_tensor_borrow_from_pyobject.
  *
- * Compiled by bench/peers_native_build.py (cffi, out-of-line API mode) against the
+ * Compiled by bench/native/peers_native_build.py (cffi, out-of-line API mode) against the
  * installed torch's ATen/dlpack.h (DLPack 1.3: DLPackExchangeAPI). Plain C: dlpack.h
  * is a C header and nothing here needs a torch C++ header.
  *

@@ -18,7 +18,7 @@
 //     on exit;
 //   Py_IsFinalizing() or !Py_IsInitialized(): touches nothing, false (the caller
 //     leaks the reference rather than touch a dying interpreter).
-// Benchmark-only (bench/patched_interpreter.cpp compiles the patch's incref /
+// Benchmark-only (bench/native/patched_interpreter.cpp compiles the patch's incref /
 // decref against it); tests/test_internal_fixes.py tests it on its own.
 //
 // The hooks below count what the guard did, so the tests can tell the patch's fast

@@ -224,7 +224,7 @@ def label(r: "Results", group: str, name: str) -> str:
     return LABELS.get(name, name)
 
 
-# The binding libraries' pairs (bench/peers_bindings.py): (library, empty call, tensor call).
+# The binding libraries' pairs (bench/native/peers_bindings.py): (library, empty call, tensor call).
 # Our bridge's own pair (the empty METH_O call, view_borrow) is the first row for scale.
 BINDINGS = (("torch-borrow-bridge (ours)", "empty", "borrow"),
             ("nanobind", "nanobind_empty", "nanobind_ndarray"),
@@ -892,7 +892,7 @@ def markdown(r: Results, chart_name: str | None) -> str:
               "Every route a native consumer has from a Python tensor to its metadata (data "
               "pointer, ndim, sizes, strides, dtype, device type and index), today and after "
               "each internal fix, in one interleaved run (`bench/routes.py`; the `*_fixed` "
-              "rows run torch's own functions with `bench/internal_fixes.cpp`'s interpreter "
+              "rows run torch's own functions with `bench/native/internal_fixes.cpp`'s interpreter "
               "fix installed for their loop only: the patch's own incref / decref, built from "
               "the patch against torch 2.15 with a stand-in for main's SafeGilScopedAcquire, "
               "not a build of main; the `*_fixed_emulation` rows the earlier hand-written "

@@ -192,7 +192,7 @@ def render(cg: dict, run: fr.Run | None, gpu: list[pathlib.Path]) -> str:
         "",
         "## The consumer",
         "",
-        "`bench/fallback_ops.cpp` is a CPython extension that receives tensors from Python "
+        "`bench/native/fallback_ops.cpp` is a CPython extension that receives tensors from Python "
         "and calls ATen through torch's generated C fallback shims, which take "
         "`AtenTensorHandle` inputs and do not steal them: elementwise `add` "
         "(`aoti_torch_<dev>_add_Tensor`, a new result), two reductions, `amax` "

@@ -1,24 +1,13 @@
 """Tensors whose storage holds no memory, built on any device, dtype, offset and strides.
 
-torch's data pointer (``t.data_ptr()``, ``aoti_torch_get_data_ptr``: ``TensorImpl::data()``
-in c10/core/TensorImpl.h) is the storage's base plus ``itemsize * storage_offset`` bytes,
-and torch never checks that the base exists. Over a storage without memory a tensor
-with elements therefore reports ``storage_offset * itemsize``: a small, plausible address
-nobody allocated. Two builders make such tensors without touching memory:
-
-- ``freed``: a real storage of exactly the bytes the tensor spans, freed afterwards with
-  ``untyped_storage().resize_(0)`` (what FSDP does to parameters between uses). It
-  allocates the offset too, so keep offsets small (a MiB or so).
-- ``placeholder``: a storage made by ``torch._C._construct_storage_from_data_pointer(0,
-  device, nbytes)`` (private; torch's CUDA graph trees use it; present in 2.11-2.15): a
-  null base that claims ``nbytes``, so ``set_`` accepts any offset, 2**40 elements
-  included, and nothing is allocated. The same state as a functionalized tensor's
-  placeholder storage.
-
-Neither builder reads or writes the tensor's elements, and nothing here may: repr() or
-any kernel on such a tensor reads address ``storage_offset * itemsize``. pytest's report
-of a failing test prints the failing frames' arguments, so modules that build these
-tensors use the ``printable_without_memory`` fixture: a failure is reported, not a crash.
+torch's data pointer (``TensorImpl::data()``, c10/core/TensorImpl.h) is the storage's base
+plus ``itemsize * storage_offset`` bytes, unchecked, so such a tensor reports a small
+address nobody allocated. ``freed`` frees a real storage with ``untyped_storage().
+resize_(0)`` (as FSDP does; small offsets only); ``placeholder`` uses torch's private
+``_construct_storage_from_data_pointer(0, device, nbytes)`` (2.11-2.15; any offset,
+nothing allocated). Nothing here reads the elements, and nothing may: repr() would read
+address ``storage_offset * itemsize``, so tests that build them use the
+``printable_without_memory`` fixture.
 """
 
 from __future__ import annotations

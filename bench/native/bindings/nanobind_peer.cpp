@@ -1,6 +1,6 @@
 // The nanobind peer: what a kernel author binding with nanobind (3.x) pays to receive
-// one tensor. Built by bench/peers_bindings.py through nanobind's CMake
-// (bench/bindings/CMakeLists.txt) into build/bench-<torch>/nanobind/.
+// one tensor. Built by bench/native/peers_bindings.py through nanobind's CMake
+// (bench/native/bindings/CMakeLists.txt) into build/bench-<torch>/nanobind/.
 //
 // empty()      no argument, no conversion: the library's call floor.
 // ndarray(t)   one nb::ndarray<> argument (nanobind imports it through the tensor's
@@ -8,7 +8,7 @@
 //              included), ndim, sizes, strides, dtype, device type and index, into a
 //              volatile sink so the reads stay. Returns None, like empty().
 // describe(t)  the same reads returned as a tuple, for the correctness check made
-//              outside timing (bench/peers_bindings.py compares it with torch's own).
+//              outside timing (bench/native/peers_bindings.py compares it with torch's own).
 #include <cstdint>
 
 #include <nanobind/nanobind.h>
