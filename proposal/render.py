@@ -13,9 +13,10 @@ never from a rounded value). The inputs, by block:
 - ``consumers``, ``fallback-ops``: ``callgrind-fallback-ops*-torch-<v>.json`` (``per_call
   ["ccall:<route>:<op>"]``), ``fallback-ops-torch-<v>.json`` and
   ``fallback-ops-gpu-<gpu>[-host-cpu]-torch-<v>.json`` (group ``F1``, ``samples_ns``);
-  the seed's consumer and the launch step from ``bench-torch-<v>.json`` / ``gpu-<gpu>-torch-<v>.json``
-  (groups ``6 seed consumer`` and ``7 launch-bound``) and ``time-consumer-*.json``
-  (``ns_per_call``); numba-cuda's benchmark from ``numba-cuda-*.json`` (not committed yet);
+  the seed's consumer and the launch step from ``bench-torch-<v>.json`` /
+  ``gpu-<gpu>-torch-<v>.json`` (groups ``6 seed consumer`` and ``7 launch-bound``) and
+  ``time-consumer-*.json`` (``ns_per_call``, any key naming a route); numba-cuda's benchmark
+  from ``numba-cuda-*.json`` (its absence renders as a placeholder);
 - ``ask``: the same files, as sentences;
 - ``free-threaded``, ``free-threaded-all``: ``proposal/findings-free-threaded.json``
   (``make race-survey``; per reader and mutation ``crashes``, ``exact``, ``mixed``, ``raised``);
@@ -133,6 +134,7 @@ def _torch_key(path: pathlib.Path) -> tuple[int, ...]:
 
 
 def rel(path: pathlib.Path) -> str:
+    """``path`` relative to the repository root, for messages."""
     return os.path.relpath(path, ROOT)
 
 
@@ -142,6 +144,7 @@ def link(path: pathlib.Path) -> str:
 
 
 def median(values) -> float:
+    """The median of ``values`` (ns, instructions: whatever unit they are in)."""
     return statistics.median(values)
 
 
@@ -155,14 +158,17 @@ def median_ci(values, seed: int = 0) -> tuple[float, float, float]:
 
 
 def fmt(value: float, digits: int = 0) -> str:
+    """``value`` with thousands separators and ``digits`` decimals."""
     return f"{value:,.{digits}f}"
 
 
 def pct(value: float) -> str:
+    """A fraction as a percentage with one decimal."""
     return f"{100 * value:.1f}%"
 
 
 def span(values, form=fmt) -> str:
+    """'lo to hi' of ``values`` as ``form`` writes them (one value if they round alike)."""
     lo, hi = min(values), max(values)
     return form(lo) if form(lo) == form(hi) else f"{form(lo)} to {form(hi)}"
 
@@ -175,6 +181,7 @@ def python_of(data: dict) -> str:
 
 
 def torch_of(data: dict) -> str:
+    """The torch version a result file was made with."""
     return data.get("torch") or data.get("machine_info", {}).get("bench", {}).get("torch", "?")
 
 
@@ -196,10 +203,12 @@ def benchmarks(data: dict, group: str) -> dict[str, dict]:
 
 
 def samples(info: dict) -> list[float] | None:
+    """Per-round ns of one benchmark (``samples_ns``; the launch step's ``wall_ns``)."""
     return info.get("samples_ns") or info.get("wall_ns")
 
 
 def unavailable(data: dict, key: str) -> str | None:
+    """Why a run has no ``key`` (its ``evidence.unavailable``), or None if it should."""
     ev = data.get("evidence", {})
     return ev.get("unavailable", {}).get(key) or ev.get("consumer", {}).get(
         "unavailable", {}).get(key)
@@ -258,9 +267,11 @@ def routes_columns(r: Render) -> list[tuple[str, str, pathlib.Path | None, dict 
     return cols
 
 
-
 def route_cell(r: Render, unit: str, path, data, key: str,
                optional: bool = False) -> tuple[str, float | None]:
+    """(cell text, value) of route ``key`` in one column: instructions per call from a
+    callgrind file, or the median ns per call of a timed run; a dash where the run says why
+    the route cannot exist (or ``optional``), else a placeholder and a warning."""
     if data is None:
         return r.missing(f"no {path or 'file'}"), None
     if unit == "instr":
@@ -279,6 +290,7 @@ def route_cell(r: Render, unit: str, path, data, key: str,
 
 
 def render_routes(r: Render, rows=ROUTES) -> str:
+    """The routes table: one row per ``rows`` entry, columns from :func:`routes_columns`."""
     cols = routes_columns(r)
     out = ["| route | " + " | ".join(f"{h}: {u}" for h, u, _, _ in cols) + " |",
            "|---|" + "---:|" * len(cols)]
@@ -369,6 +381,8 @@ def saving_words(r: Render, values: dict[str, float], unit: str, where: str,
 
 def consumer_row(r: Render, name: str, setup: str, unit: str, values: dict[str, float],
                  reasons: dict[str, str], where: str, saving: str | None = None) -> str:
+    """One row of the consumers table: a cell per CONSUMER_ROUTES route (``reasons``: why a
+    route cannot exist in that consumer), then the saving column."""
     cells = []
     for route, _ in CONSUMER_ROUTES:
         if route in values:
@@ -380,6 +394,9 @@ def consumer_row(r: Render, name: str, setup: str, unit: str, values: dict[str, 
 
 
 def render_consumers(r: Render) -> str:
+    """The consumers table: the C-fallback-shim consumer (instructions on CPython 3.12 and
+    3.13, then CUDA time), the seed's `StridedMemoryView` (CPU here, CUDA on the GPU host), its
+    launch step (the largest N), and numba-cuda's own benchmark where its JSON exists."""
     head = ("| consumer | setup | unit | " + " | ".join(w for _, w in CONSUMER_ROUTES)
             + " | the borrow saves over the cheapest route without new ABI |")
     out = [head, "|---|---|---|" + "---:|" * len(CONSUMER_ROUTES) + "---|"]
@@ -389,7 +406,8 @@ def render_consumers(r: Render) -> str:
     for key in ("cg312", "cg313"):
         data = r.json(files[key])
         if data is None:
-            out.append(f"| C fallback shims | | | {r.missing(f'no callgrind-fallback-ops ({key})')} |")
+            gone = r.missing(f"no callgrind-fallback-ops ({key})")
+            out.append(f"| C fallback shims | | | {gone} |")
             continue
         sources.append(files[key])
         values = fallback_instr(data, LEAD_OP)
@@ -442,7 +460,8 @@ def render_consumers(r: Render) -> str:
             launch = benchmarks(data, "7 launch")
             arities = sorted({int(p.split("-")[0][1:]) for p in launch if p.startswith("N")})
             if not arities:
-                out.append(f"| launch step | | | {r.missing(f'`{path.name}` has no launch step')} |")
+                gone = r.missing(f"`{path.name}` has no launch step")
+                out.append(f"| launch step | | | {gone} |")
                 continue
             n = max(arities)
             found = consumer_routes(data, "7 launch", prefix=f"N{n}-")
@@ -471,6 +490,8 @@ def render_consumers(r: Render) -> str:
 
 # --- the ask, as sentences ------------------------------------------------------------------
 def render_ask(r: Render) -> str:
+    """The ask's figures as sentences: what each fix does to the routes, and what the borrow
+    still saves the consumer that needs a handle, after the interpreter fix on both sides."""
     cg = {tag: r.json(r.callgrind(tag)) for tag in ("cp312-", "cp313-", "")}
     have = {t: d for t, d in cg.items() if d}
     if not have:
@@ -481,7 +502,7 @@ def render_ask(r: Render) -> str:
 
     def each(k1, k2=None, form=lambda a, b: f"{fmt(a)} to {fmt(b)}"):
         parts = []
-        for t, d in have.items():
+        for d in have.values():
             a, b = route(d, k1), route(d, k2) if k2 else None
             if a is None or (k2 and b is None):
                 parts.append(r.missing(f"callgrind {python_of(d)}: route {k1} or {k2}"))
@@ -545,6 +566,7 @@ READER_WORDS = {"view_fallback": "pointer trick (`bridge.view_fallback`)",
 
 
 def race_build(data: dict, free_threaded: bool):
+    """(facts, rows) of the race survey's free-threaded or GIL build (None, None if absent)."""
     for info, rows in data.get("results", {}).values():
         if bool(info.get("free_threaded")) == free_threaded:
             return info, rows
@@ -552,6 +574,7 @@ def race_build(data: dict, free_threaded: bool):
 
 
 def race_table(info: dict, rows: list, trials: int, locked: bool = False) -> list[str]:
+    """Reader x mutation: crashed children of ``trials``, reads (exact + mixed + raised), mixed."""
     rows = [x for x in rows if x["locked"] == locked and "none" not in (x["reader"], x["mutation"])]
     mutations = list(dict.fromkeys(x["mutation"] for x in rows))
     readers = list(dict.fromkeys(x["reader"] for x in rows))
@@ -569,7 +592,8 @@ def race_table(info: dict, rows: list, trials: int, locked: bool = False) -> lis
             crash = f"**crashed {len(x['crashes'])}/{trials}**; " if x["crashes"] else ""
             raised = f", {fmt(x['raised'])} raised" if x["raised"] else ""
             cells.append(f"{crash}{fmt(reads)} reads, {fmt(x['mixed'])} mixed{raised}")
-        out.append(f"| {READER_WORDS.get(reader, '`' + reader + '`')} | " + " | ".join(cells) + " |")
+        words = READER_WORDS.get(reader, f"`{reader}`")
+        out.append(f"| {words} | " + " | ".join(cells) + " |")
     return out
 
 
@@ -580,7 +604,8 @@ def race_summary(rows: list, trials: int) -> list[str]:
     out = []
     for reader in dict.fromkeys(x["reader"] for x in rows):
         mine = [x for x in rows if x["reader"] == reader]
-        crashed = [f"`{x['mutation']}` ({len(x['crashes'])}/{trials})" for x in mine if x["crashes"]]
+        crashed = [f"`{x['mutation']}` ({len(x['crashes'])}/{trials})"
+                   for x in mine if x["crashes"]]
         mixed = [f"`{x['mutation']}`" for x in mine if x["mixed"]]
         reads = sum(x["exact"] + x["mixed"] + x["raised"] for x in mine)
         n_mixed = sum(x["mixed"] for x in mine)
@@ -592,6 +617,7 @@ def race_summary(rows: list, trials: int) -> list[str]:
 
 
 def render_free_threaded(r: Render, every: bool = False) -> str:
+    """The free-threaded build's race table (``every``: both builds, totals, the locked runs)."""
     data = r.json(r.free_threaded)
     if data is None:
         return r.missing(f"no `{rel(r.free_threaded)}` (`make race-survey`)") + "\n"
@@ -602,12 +628,23 @@ def render_free_threaded(r: Render, every: bool = False) -> str:
             out.append(r.missing(f"`{r.free_threaded.name}` has no "
                                  f"{'free-threaded' if ft else 'GIL'} build"))
             continue
-        build = f"CPython {info['python']} ({'free-threaded' if ft else 'GIL'}), torch {info['torch']}"
+        kind = "free-threaded" if ft else "GIL"
+        build = f"CPython {info['python']} ({kind}), torch {info['torch']}"
         absent = "; ".join(f"{p}: {v[2]}" for p, v in info.get("paths", {}).items() if not v[0])
         out += [f"_{build}; {data['trials']} children of {data['seconds']:g} s per cell; a read is "
                 "*mixed* when its pointer, shape and strides come from two tensors"
                 + (f"; {absent}" if absent else "") + f" ({link(r.free_threaded)})._", ""]
         out += race_table(info, rows, data["trials"]) + [""]
+        unlocked = [x for x in rows
+                    if not x["locked"] and "none" not in (x["reader"], x["mutation"])]
+        bad = {x["reader"] for x in unlocked if x["crashes"] or x["mixed"]}
+        readers = list(dict.fromkeys(x["reader"] for x in unlocked))
+        clean = [READER_WORDS.get(x, f"`{x}`") for x in readers if x not in bad]
+        out += [("Every reader, torch's own accessors included, crashed in some children or "
+                 "made mixed reads under some unlocked mutation." if not clean else
+                 f"Under every unlocked mutation without a crash or a mixed read: "
+                 f"{', '.join(clean)}; every other reader crashed or mixed under some mutation."),
+                ""]
         if every:
             out += ["In all, per reader (unlocked):", ""] + race_summary(rows, data["trials"])
             out += [""]
@@ -663,7 +700,8 @@ def render_seed_all(r: Render) -> str:
         groups = [("6 seed consumer", "the seed's consumer, ns per view")]
         groups += [(f"7 launch-bound step: a CUDA kernel with N tensor arguments bridged per "
                     f"launch, N={n}", f"launch step, {n} tensors, us per launch")
-                   for n in sorted({int(p.split('-')[0][1:]) for p in benchmarks(data, "7 launch")})]
+                   for n in sorted({int(p.split("-")[0][1:])
+                                    for p in benchmarks(data, "7 launch")})]
         for group, words in groups:
             rows = benchmarks(data, group)
             if not rows:
@@ -678,6 +716,7 @@ def render_seed_all(r: Render) -> str:
 
 
 def render_conj(r: Render) -> str:
+    """`torch_is_conj` against an owning handle + `torch_call_dispatcher`, ns, paired ratio."""
     parts = []
     for kind in ("here", "here-cp313", "gpu-host-cpu"):
         path = r.timed(kind)
