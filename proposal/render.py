@@ -707,7 +707,9 @@ def render_seed_all(r: Render) -> str:
             if not rows:
                 continue
             scale = 1e3 if "launch" in words else 1.0
-            out.append(f"**{words}**, {host_of(data)}, CPython {python_of(data)}, torch "
+            tensor = next(iter(rows.values())).get("tensor")
+            out.append(f"**{words}**" + (f", {tensor} tensors" if tensor else "")
+                       + f", {host_of(data)}, CPython {python_of(data)}, torch "
                        f"{torch_of(data)} ({link(path)}): " + "; ".join(
                            f"{info.get('label', p)}: {fmt(median(samples(info)) / scale, 2)}"
                            for p, info in rows.items() if samples(info)) + ".")
