@@ -1,806 +1,798 @@
-"""Fill the generated sections of proposal/RFC.md from the result files.
+"""Fill the generated sections of proposal/RFC.md and proposal/appendix.md from committed JSON.
 
-RFC.md holds no measured figure typed by hand. Each piece of evidence lives
-between ``<!-- BEGIN generated: NAME -->`` and ``<!-- END generated: NAME -->``
-and is replaced, on every run, by text built from the markdown tables of:
+Neither file holds a measured figure typed by hand. Each piece of evidence lives between
+``<!-- BEGIN generated: NAME -->`` and ``<!-- END generated: NAME -->`` and is rebuilt, on
+every run, from the raw values of the committed JSON (never from a rendered markdown table,
+never from a rounded value). The inputs, by block:
 
-- ``bench/results/callgrind-torch-<version>.md`` (``make callgrind``), sections
-  "Routes" and "Attribution": ``claim``, ``attribution``, ``routes``;
-- ``bench/results/bench-torch-<version>.md`` (``make bench-evidence``), the
-  timed runs on this machine: ``claim``, ``routes``, ``conj-route``,
-  ``bench-setup``, ``bench-goals``, ``workload``; with
-  ``proposal/sources/seed-benchmark.txt`` (a verbatim excerpt of the seed pull
-  request) for ``seed-side-by-side``;
-- ``bench/results/gpu-<gpu>-host-cpu-torch-<version>.md`` and
-  ``bench/results/gpu-<gpu>-torch-<version>.md`` (``make gpu-bench``), the
-  GPU host's CPU and its CUDA tensors: ``routes``, ``conj-route``, ``workload``,
-  ``launch`` (the launch-bound step, CUDA only);
-- every ``bench/results/bench-*torch-<version>.md`` and the GPU host's CPU report:
-  ``goals-matrix`` (G1-G3 per interpreter);
-- ``proposal/findings-torch-shim.md`` (``make survey``): ``findings``;
-- ``proposal/findings-free-threaded.md`` (``make race-survey``) and
-  ``bench/results/freethreaded/report-*.md`` (``make bench-freethreaded``):
-  ``free-threaded``.
+- ``routes``, ``routes-all``: ``bench/results/callgrind-torch-<v>.json``,
+  ``callgrind-cp312-torch-<v>.json``, ``callgrind-cp313-torch-<v>.json`` (``make callgrind``;
+  key ``per_call["route:<name>"]``, instructions per call) and the timed runs
+  ``bench-torch-<v>.json``, ``bench-cp313-torch-<v>.json``, ``gpu-<gpu>-host-cpu-torch-<v>.json``
+  (group ``2c routes``, ``extra_info.samples_ns``, ns per call per round);
+- ``consumers``, ``fallback-ops``: ``callgrind-fallback-ops*-torch-<v>.json`` (``per_call
+  ["ccall:<route>:<op>"]``), ``fallback-ops-torch-<v>.json`` and
+  ``fallback-ops-gpu-<gpu>[-host-cpu]-torch-<v>.json`` (group ``F1``, ``samples_ns``);
+  the seed's consumer and the launch step from ``bench-torch-<v>.json`` /
+  ``gpu-<gpu>-torch-<v>.json`` (groups ``6 seed consumer`` and ``7 launch-bound``) and
+  ``time-consumer-*.json`` (``ns_per_call``, any key naming a route); numba-cuda's benchmark
+  from ``numba-cuda-*.json`` (its absence renders as a placeholder);
+- ``ask``: the same files, as sentences;
+- ``free-threaded``, ``free-threaded-all``: ``proposal/findings-free-threaded.json``
+  (``make race-survey``; per reader and mutation ``crashes``, ``exact``, ``mixed``, ``raised``);
+- ``conj-route``: the timed runs' group ``2b native parts`` (``conj_getter``, ``conj_dispatcher``).
 
-A missing file or section gives a placeholder that says what is missing and
-which command makes it, so the RFC renders today and fills in when the results
-land. ``--check`` exits 1 if RFC.md is not what rendering would produce.
+A file, row or key that is not there renders as a placeholder naming it, and is listed as a
+warning on stderr, so both files render today and fill in when the results land.
+``--check`` exits 1 if either file is not what rendering would produce.
 
-Usage: ``python3 proposal/render.py [--results DIR] [--torch VERSION] [--check]``.
+Usage: ``python3 proposal/render.py [--results DIR] [--check]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pathlib
+import random
 import re
+import statistics
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 RFC = HERE / "RFC.md"
+APPENDIX = HERE / "appendix.md"
 RESULTS = ROOT / "bench" / "results"
-FINDINGS = HERE / "findings-torch-shim.md"
-FREE_THREADED = HERE / "findings-free-threaded.md"
-SEED = HERE / "sources" / "seed-benchmark.txt"
+FREE_THREADED = HERE / "findings-free-threaded.json"
 MARKER = re.compile(r"(<!-- BEGIN generated: ([\w-]+) -->\n)(.*?)(<!-- END generated: \2 -->)",
                     re.S)
-SEED_LINE = re.compile(r"^\s*(shim|fallback): best=([\d.]+)ns median=([\d.]+)ns stdev=([\d.]+)ns",
-                       re.M)
-# Rows of the report's seed-protocol table, by the contender's leading words.
-PATH_ROWS = {"owned": "view_owned(t)", "borrow": "view_borrow(t)", "fallback": "view_fallback(t)"}
+DASH = "\u2014"  # a cell that cannot exist on that setup (its reason is given beside it)
 
-# The routes (row names of bench/routes.py, the same in every result file).
-OWNED = "owned: torch_tensor_from_pyobject + 7 getters + delete"
-OWNED_FIX = "owned + interpreter fix"
-DLPACK = "DLPack dltensor_from_py_object_no_sync"
-DLPACK_FIX = "DLPack no_sync + interpreter fix"
-DLPACK_BORROWED = "DLPack no_sync, borrowed reference + attached-thread check"
-BORROW = "borrow: torch_tensor_borrow_from_pyobject + 7 getters"
-TRICK = "pointer trick + 7 getters (private layout)"
-H_OWNED = "owned handle alone + delete (part)"
-H_OWNED_FIX = "owned handle alone + delete + interpreter fix (part)"
-H_BORROW = "borrow handle alone (part)"
-# The Attribution rows the RFC shows (the rest are in the linked file).
-ATTRIBUTION_ROWS = (OWNED, OWNED_FIX, DLPACK, DLPACK_FIX, DLPACK_BORROWED, BORROW, TRICK,
-                    H_OWNED, H_OWNED_FIX, H_BORROW)
-UNAVAILABLE = "\u2014"  # the cell of a route a torch cannot run
+# The routes table: (key in bench/routes.py, words for the RFC). Order is the table's.
+ROUTES = (
+    ("owned", "owned: `torch_tensor_from_pyobject` + 7 getters + delete"),
+    ("owned_fixed", "owned + interpreter fix (0001)"),
+    ("dlpack_no_sync", "DLPack `dltensor_from_py_object_no_sync`, today"),
+    ("dlpack_borrowed_checked", "fixed DLPack: the same with a borrowed reference"),
+    ("borrow_getters", "borrow (0003) + 7 getters"),
+    ("fallback_getters", "pointer trick + 7 getters (private layout)"),
+    ("owned_handle_fixed", "the handle alone: owned + delete + interpreter fix"),
+    ("borrow_handle", "the handle alone: borrow"),
+)
+# Every other route the files hold, for the appendix (same order as bench/routes.py).
+MORE_ROUTES = (
+    ("owned_fixed_emulation", "owned + interpreter fix, hand-written emulation"),
+    ("dlpack_no_sync_fixed", "DLPack no_sync + interpreter fix"),
+    ("dlpack_no_sync_fixed_emulation", "DLPack no_sync + interpreter fix, emulation"),
+    ("dlpack_managed", "DLPack managed_tensor_from_py_object_no_sync + deleter"),
+    ("dlpack_managed_fixed", "DLPack managed + deleter + interpreter fix"),
+    ("dlpack_borrowed", "fixed DLPack without the attached-thread check"),
+    ("borrow_batched", "borrow + batched read (withdrawn)"),
+    ("borrow_one_call", "one call from the PyObject (withdrawn)"),
+    ("getters7", "the 7 getters alone"),
+    ("owned_handle", "the handle alone: owned + delete"),
+    ("fallback_handle", "the handle alone: pointer trick"),
+)
+# A consumer's routes, canonical names and column heads.
+CONSUMER_ROUTES = (("owned", "owned"), ("owned_fixed", "owned + fix"),
+                   ("dlpack_fixed", "fixed DLPack"), ("borrow", "borrow"),
+                   ("borrow_fixed", "borrow + fix"), ("pointer", "pointer trick"))
+NO_NEW_ABI = ("owned", "owned_fixed", "dlpack_fixed")  # what torch can offer without 0003
+OPS = ("add", "amax", "median", "mm_out", "addmm_out")  # bench/fallback_ops.py's order
+LEAD_OP = "addmm_out"  # the fallback-shim row's op: the most tensor arguments (4)
+BOOTSTRAP = 2000
+
+
+class Render:
+    """The loaded JSON and the warnings of one rendering."""
+
+    def __init__(self, results: pathlib.Path, free_threaded: pathlib.Path = FREE_THREADED):
+        self.results = results
+        self.free_threaded = free_threaded
+        self.warnings: list[str] = []
+        self._cache: dict[pathlib.Path, dict] = {}
+
+    # --- files ------------------------------------------------------------------------
+    def find(self, pattern: str, exclude: str | None = None) -> pathlib.Path | None:
+        """The committed file matching ``pattern`` with the newest torch in its name."""
+        found = [p for p in self.results.glob(pattern)
+                 if p.is_file() and not (exclude and re.search(exclude, p.name))]
+        return max(found, key=_torch_key) if found else None
+
+    def json(self, path: pathlib.Path | None) -> dict | None:
+        if path is None or not path.exists():
+            return None
+        if path not in self._cache:
+            self._cache[path] = json.loads(path.read_text())
+            self._cache[path]["_file"] = path.name  # which host: the GPU script names it
+        return self._cache[path]
+
+    def missing(self, what: str) -> str:
+        """Record a warning; the placeholder text that stands in the cell or block."""
+        if what not in self.warnings:
+            self.warnings.append(what)
+        return f"_(not measured: {what})_"
+
+    # --- the committed files, by role --------------------------------------------------
+    def callgrind(self, tag: str) -> pathlib.Path | None:
+        """Instruction counts: ``tag`` '' (CPython 3.11), 'cp312-', 'cp313-'."""
+        return self.find(f"callgrind-{tag}torch-*.json")
+
+    def timed(self, kind: str) -> pathlib.Path | None:
+        """Timed runs: 'here' (3.11), 'here-cp313', 'gpu-host-cpu', 'gpu-cuda'."""
+        return {"here": lambda: self.find("bench-torch-*.json"),
+                "here-cp313": lambda: self.find("bench-cp313-torch-*.json"),
+                "gpu-host-cpu": lambda: self.find("gpu-*-host-cpu-torch-*.json"),
+                "gpu-cuda": lambda: self.find("gpu-*-torch-*.json", exclude=r"host-cpu")}[kind]()
+
+
+def _torch_key(path: pathlib.Path) -> tuple[int, ...]:
+    tail = path.name.rsplit("torch-", 1)[-1]
+    return tuple(int(x) for x in re.findall(r"\d+", tail)[:3])
 
 
 def rel(path: pathlib.Path) -> str:
-    """``path`` relative to the repository root, for citing it."""
+    """``path`` relative to the repository root, for messages."""
     return os.path.relpath(path, ROOT)
 
 
 def link(path: pathlib.Path) -> str:
-    """A markdown link to ``path`` that works from proposal/RFC.md."""
-    return f"[`{rel(path)}`]({os.path.relpath(path, HERE)})"
+    """A markdown link to ``path`` that works from proposal/."""
+    return f"[`{path.name}`]({os.path.relpath(path, HERE)})"
 
 
-def placeholder(missing: str, command: str) -> str:
-    return f"> _Not generated yet: {missing}. Run `{command}`, then `python3 proposal/render.py`._\n"
+def median(values) -> float:
+    """The median of ``values`` (ns, instructions: whatever unit they are in)."""
+    return statistics.median(values)
 
 
-class Missing(Exception):
-    """A source file or section is not there: the section becomes a placeholder."""
-
-    def __init__(self, missing: str, command: str):
-        super().__init__(missing)
-        self.text = placeholder(missing, command)
-
-
-def version_key(path: pathlib.Path) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", path.stem.rsplit("torch-", 1)[-1])[:3])
+def median_ci(values, seed: int = 0) -> tuple[float, float, float]:
+    """Median and a 95% percentile-bootstrap interval (fixed seed: the render is stable)."""
+    values = list(values)
+    rng = random.Random(seed)
+    boots = sorted(statistics.median(rng.choices(values, k=len(values)))
+                   for _ in range(BOOTSTRAP))
+    return median(values), boots[int(0.025 * BOOTSTRAP)], boots[int(0.975 * BOOTSTRAP) - 1]
 
 
-def newest(results: pathlib.Path, pattern: str, torch_version: str | None = None,
-           exclude: str | None = None) -> pathlib.Path | None:
-    """The committed file matching ``pattern`` for ``torch_version`` (default: the newest)."""
-    found = [p for p in results.glob(pattern) if p.is_file()
-             and not (exclude and re.search(exclude, p.name))]
-    if torch_version:
-        found = [p for p in found if p.stem.endswith(f"torch-{torch_version}")]
-    return max(found, key=version_key) if found else None
+def fmt(value: float, digits: int = 0) -> str:
+    """``value`` with thousands separators and ``digits`` decimals."""
+    return f"{value:,.{digits}f}"
 
 
-def find_report(results: pathlib.Path, torch_version: str | None) -> pathlib.Path | None:
-    """The committed bench report for ``torch_version`` (default: the newest torch reported)."""
-    return newest(results, "bench-torch-*.md", torch_version)
+def pct(value: float) -> str:
+    """A fraction as a percentage with one decimal."""
+    return f"{100 * value:.1f}%"
 
 
-def sections(report: str) -> tuple[str, dict[str, str]]:
-    """(the text before the first ``## `` heading, {heading: body}) of a report."""
-    parts = re.split(r"^## (.+)\n", report, flags=re.M)
-    return parts[0], {parts[i].strip(): parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+def span(values, form=fmt) -> str:
+    """'lo to hi' of ``values`` as ``form`` writes them (one value if they round alike)."""
+    lo, hi = min(values), max(values)
+    return form(lo) if form(lo) == form(hi) else f"{form(lo)} to {form(hi)}"
 
 
-def section(path: pathlib.Path | None, head: str, command: str, what: str) -> str:
-    """The body of the section of ``path`` whose heading starts with ``head``."""
-    if path is None:
-        raise Missing(f"no {what}", command)
-    _, parts = sections(path.read_text())
-    match = next((h for h in parts if h.startswith(head)), None)
-    if match is None:
-        raise Missing(f"`{rel(path)}` has no \"{head}\" section", command)
-    return parts[match]
+# --- reading the JSON -------------------------------------------------------------------------
+def python_of(data: dict) -> str:
+    """CPython version a result file was made with (callgrind files: ``python``; benchmark
+    files: ``machine_info.bench.python``)."""
+    return data.get("python") or data.get("machine_info", {}).get("bench", {}).get("python", "?")
 
 
-def tables(body: str) -> list[list[list[str]]]:
-    """Every markdown table in ``body``: a list of rows (header first), cells stripped."""
-    found, rows = [], []
-    for line in body.splitlines() + [""]:
-        if line.startswith("|"):
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if not all(re.fullmatch(r":?-+:?", c) for c in cells):
-                rows.append(cells)
-        elif rows:
-            found.append(rows)
-            rows = []
-    return found
+def torch_of(data: dict) -> str:
+    """The torch version a result file was made with."""
+    return data.get("torch") or data.get("machine_info", {}).get("bench", {}).get("torch", "?")
 
 
-def by_name(table: list[list[str]]) -> dict[str, list[str]]:
-    """{first cell: row} of a table's body rows."""
-    return {row[0]: row for row in table[1:]}
+def host_of(data: dict) -> str:
+    """'here' (this repository's machine) or the GPU host's name, as ``bench/gpu/run.sh``
+    names its files (``gpu-<gpu>-...``, ``fallback-ops-gpu-<gpu>-...``) and records the GPU."""
+    bench = data.get("machine_info", {}).get("bench", {})
+    gpu = bench.get("gpu") or data.get("evidence", {}).get("device") or {}
+    if gpu.get("name"):
+        return f"{gpu['name']} host"
+    m = re.search(r"(?:^|-)gpu-([a-z0-9]+)-", data.get("_file", ""))
+    return f"{m.group(1).upper()} host" if m else "here"
 
 
-def column(table: list[list[str]], start: str) -> int:
-    """The index of the first header cell starting with ``start``."""
-    for i, head in enumerate(table[0]):
-        if head.startswith(start):
-            return i
-    raise KeyError(start)
+def benchmarks(data: dict, group: str) -> dict[str, dict]:
+    """{param: extra_info} of the benchmarks whose group starts with ``group``."""
+    return {b["param"]: b["extra_info"] for b in data.get("benchmarks", [])
+            if b["group"].startswith(group)}
 
 
-def num(cell: str) -> float:
-    return float(cell.replace(",", "").rstrip("x"))
+def samples(info: dict) -> list[float] | None:
+    """Per-round ns of one benchmark (``samples_ns``; the launch step's ``wall_ns``)."""
+    return info.get("samples_ns") or info.get("wall_ns")
 
 
-def count(value: float) -> str:
-    return f"{value:.0f}" if value == int(value) else f"{value:.1f}"
+def unavailable(data: dict, key: str) -> str | None:
+    """Why a run has no ``key`` (its ``evidence.unavailable``), or None if it should."""
+    ev = data.get("evidence", {})
+    return ev.get("unavailable", {}).get(key) or ev.get("consumer", {}).get(
+        "unavailable", {}).get(key)
 
 
-def preamble_item(path: pathlib.Path, key: str) -> str:
-    """The text after ``- key:`` in a report's preamble bullets ('' if absent)."""
-    head, _ = sections(path.read_text())
-    m = re.search(rf"^- {key}: (.+)$", head, re.M)
-    return m.group(1).strip() if m else ""
+def canonical(name: str) -> str | None:
+    """A consumer's route name as one of CONSUMER_ROUTES (None: not a route the RFC shows)."""
+    n = name.lower()
+    fixed = "fix" in n
+    if "dlpack" in n and (fixed or "borrow" in n):
+        return "dlpack_fixed"
+    if "owned" in n:
+        return "owned_fixed" if fixed else "owned"
+    if "borrow" in n:
+        return "borrow_fixed" if fixed else "borrow"
+    if n in ("pointer", "fallback"):
+        return "pointer"
+    return None
 
 
-def versions(path: pathlib.Path) -> tuple[str, str]:
-    """(Python version, torch version) that a report names in its preamble."""
-    head, _ = sections(path.read_text())
-    py = re.search(r"Python (\d+\.\d+\.\d+\S*?)[,;)]", head)
-    torch = re.search(r"torch (\d+\.\d+\.\d+[\w.+]*)", head)
-    return (py.group(1) if py else "?", torch.group(1) if torch else "?")
-
-
-def machine(path: pathlib.Path) -> str:
-    """A short name of the machine a report ran on: CPU model and CPU count."""
-    text = preamble_item(path, "Machine")
-    cpu = re.match(r"(.+?) \((?:GenuineIntel|AuthenticAMD|\w+ family)", text) or re.match(
-        r"([^(,]+)", text)
-    cpus = re.search(r"\((\d+) CPUs\)", text)
-    name = cpu.group(1).strip() if cpu else "?"
-    return f"{name}, {cpus.group(1)} CPUs" if cpus else name
-
-
-def setup_line(path: pathlib.Path, label: str) -> str:
-    py, torch = versions(path)
-    return f"{label}: {machine(path)}, CPython {py}, torch {torch} ({link(path)})"
-
-
-def source_line(report: pathlib.Path) -> str:
-    data = report.with_suffix(".json")
-    return f"_Source: {link(report)}, generated by `bench/report.py` from {link(data)}._\n\n"
-
-
-# --- callgrind -------------------------------------------------------------------------------
-def callgrind_routes(callgrind: pathlib.Path | None) -> list[list[str]]:
-    body = section(callgrind, "Routes", "make callgrind", "`bench/results/callgrind-torch-*.md`")
-    return tables(body)[0]
-
-
-def instructions(table: list[list[str]]) -> dict[str, float]:
-    col = column(table, "instructions per call")
-    return {name: num(row[col]) for name, row in by_name(table).items()}
-
-
-def timed_routes(report: pathlib.Path | None, command: str, what: str) -> list[list[str]]:
-    return tables(section(report, "Routes", command, what))[0]
-
-
-def need(values: dict[str, object], names, where: pathlib.Path | None, command: str) -> None:
-    missing = [n for n in names if n not in values]
-    if missing:
-        raise Missing(f"{'`' + rel(where) + '`' if where else 'the routes table'} has no row "
-                      f"\"{missing[0]}\"", command)
-
-
-def render_claim(callgrind, report) -> str:
-    """One or two sentences with the RFC's claim, from both Routes tables."""
-    table = callgrind_routes(callgrind)
-    ins = instructions(table)
-    need(ins, (OWNED, OWNED_FIX, DLPACK, DLPACK_BORROWED, BORROW, TRICK, H_BORROW, H_OWNED_FIX),
-         callgrind, "make callgrind")
-    py, torch = versions(callgrind)
-    what = re.search(r"^- What: `t` an? (.+? tensor)", sections(callgrind.read_text())[0], re.M)
-    c = {name: count(v) for name, v in ins.items()}
-    text = (f"On CPython {py} with torch {torch}, getting the metadata of one "
-            f"{what.group(1) if what else 'tensor'} "
-            f"costs **{c[OWNED]}** instructions per call through the owned shim "
-            f"(`torch_tensor_from_pyobject` + 7 getters + delete) and **{c[OWNED_FIX]}** with the "
-            f"interpreter fix; **{c[DLPACK]}** through DLPack's "
-            f"`dltensor_from_py_object_no_sync` and **{c[DLPACK_BORROWED]}** with it taking a "
-            f"borrowed reference (attached-thread check kept); **{c[BORROW]}** through the "
-            f"proposed borrowed handle + 7 getters, against **{c[TRICK]}** for the private "
-            f"pointer trick + 7 getters. The handle alone costs **{c[H_BORROW]}** borrowed "
-            f"against **{c[H_OWNED_FIX]}** owned (+ delete) even with the interpreter fix "
-            f"(callgrind, {link(callgrind)}).")
-    timed = timed_routes(report, "make bench-evidence", "`bench/results/bench-torch-*.md`")
-    rows = by_name(timed)
-    need(rows, (OWNED, OWNED_FIX, DLPACK, DLPACK_BORROWED, BORROW, H_BORROW, H_OWNED_FIX),
-         report, "make bench-evidence")
-    col = column(timed, "paired ratio to pointer trick")
-    ratio = {name: row[col].split(" [")[0] for name, row in rows.items()}
-    tpy, ttorch = versions(report)
-    text += (f" Timed in one interleaved run on {machine(report)} (CPython {tpy}, torch "
-             f"{ttorch}, {link(report)}), these routes take {ratio[OWNED]}, {ratio[OWNED_FIX]}, "
-             f"{ratio[DLPACK]}, {ratio[DLPACK_BORROWED]} and {ratio[BORROW]} the time of the "
-             f"pointer trick + 7 getters, and the two handles alone {ratio[H_BORROW]} "
-             f"(borrowed) and {ratio[H_OWNED_FIX]} (owned + delete + fix) (median paired "
-             f"ratios).")
-    return text + "\n"
-
-
-def render_attribution(callgrind) -> str:
-    """The Attribution rows that matter, all-zero parts dropped, with the parts' legend."""
-    body = section(callgrind, "Attribution", "make callgrind",
-                   "`bench/results/callgrind-torch-*.md`")
-    table = tables(body)[0]
-    rows = by_name(table)
-    name = lambda route: route.removesuffix(" (part)")
-    need(rows, [name(r) for r in ATTRIBUTION_ROWS], callgrind, "make callgrind")
-    chosen = [rows[name(r)] for r in ATTRIBUTION_ROWS]
-    keep = [0] + [i for i in range(1, len(table[0]))
-                  if table[0][i] == "total" or any(num(r[i]) for r in chosen)]
-    legend = dict(re.findall(r"^- \*\*(\w+)\*\*: (.+)$", body, re.M))
-    py, torch = versions(callgrind)
-    out = [f"_Instructions per call by part, CPython {py}, torch {torch}: {link(callgrind)}, "
-           "section \"Attribution\" (every route, and the rules that assign each function to a "
-           "part)._", ""]
-    out.append("| " + " | ".join(table[0][i] for i in keep) + " |")
-    out.append("|---" + "|---:" * (len(keep) - 1) + "|")
-    out += ["| " + " | ".join(r[i] for i in keep) + " |" for r in chosen]
-    out.append("")
-    out.append("Parts: " + "; ".join(f"**{table[0][i]}**: {legend[table[0][i]]}"
-                                     for i in keep[1:] if table[0][i] in legend) + ".")
-    # The largest part of each route measured today, and what the interpreter fix moves.
-    g, p, t = (column(table, "gil"), column(table, "pyobject"), column(table, "total"))
-    parts = lambda r: {table[0][i]: num(rows[name(r)][i]) for i in keep[1:-1]}
-    top = [(r, max(parts(r).items(), key=lambda kv: kv[1])) for r in (OWNED, DLPACK, H_OWNED)]
-    out.append("")
-    out.append("Largest part today: " + "; ".join(
-        f"{name(r)}: **{part}**, {count(v)} of {rows[name(r)][t]}" for r, (part, v) in top)
-        + f". With the interpreter fix, **gil** goes from {rows[OWNED][g]} to "
-        f"{rows[OWNED_FIX][g]} and **pyobject** from {rows[OWNED][p]} to {rows[OWNED_FIX][p]} "
-        "(owned route).")
-    return "\n".join(out) + "\n"
-
-
-# --- routes, instructions then time ----------------------------------------------------------
-def render_routes(callgrind, report, gpu_host, others=()) -> str:
-    """One table: instructions (callgrind), then on other interpreters (``others``: their
-    callgrind files, e.g. CPython 3.13's), then time here and on the GPU host's CPU."""
-    table = callgrind_routes(callgrind)
-    ins = instructions(table)
-    icol = column(table, "ratio to pointer trick")
-    other_ins = {}
-    for path in others:
-        try:
-            other_ins[versions(path)[0]] = instructions(callgrind_routes(path))
-        except Missing:
+def consumer_routes(data: dict, group: str, prefix: str = "") -> dict[str, tuple[str, list]]:
+    """{canonical route: (param, samples)} of one consumer's benchmarks. torch's own owned
+    shim is preferred over the rebuilt 2.14 implementation where both ran."""
+    out: dict[str, tuple[str, list]] = {}
+    for param, info in benchmarks(data, group).items():
+        if not param.startswith(prefix):
             continue
-    timed = {}
-    for label, path in (("here", report), ("gpu", gpu_host)):
-        if path is None:
+        route = canonical(param[len(prefix):])
+        if route is None or samples(info) is None:
             continue
-        try:
-            t = timed_routes(path, "make bench-evidence", "report")
-        except Missing:
+        if route in out and "prototype" in param:
             continue
-        timed[label] = (by_name(t), column(t, "median (ns)"), column(t, "paired ratio to pointer"))
-    gpu_name = host_label(gpu_host) if gpu_host else "GPU host"
-    more = "".join(f", CPython {py}: {link(path)}" for path in others
-                   for py in [versions(path)[0]] if py in other_ins)
-    out = [f"_Instructions (CPython {versions(callgrind)[0]}): {link(callgrind)}{more} "
-           "(deterministic). Time, one interleaved run each, median and median paired ratio "
-           "[95% CI]:_", ""]
-    if "here" in timed:
-        out.append(f"- {setup_line(report, 'here')}")
-    else:
-        out.append("- here: " + placeholder("no Routes section in `bench/results/bench-torch-*.md`",
-                                            "make bench-evidence").strip())
-    if "gpu" in timed:
-        out.append(f"- {setup_line(gpu_host, gpu_name)}")
-    else:
-        out.append(f"- {gpu_name}: " + placeholder(
-            "no `bench/results/gpu-*-host-cpu-torch-*.md` with a Routes section",
-            "make gpu-bench").strip())
-    out.append("")
-    head = ["route", "status", "instructions", "/ pointer trick"]
-    head += [f"instructions, CPython {py}" for py in other_ins]
-    labels = {"here": "here", "gpu": gpu_name}
-    for label in timed:
-        head += [f"{labels[label]}: median (ns)", f"{labels[label]}: / pointer trick [95% CI]"]
-    out.append("| " + " | ".join(head) + " |")
-    out.append("|---|---|" + "---:|" * (len(head) - 2))
-    unavailable = {}
-    for row in table[1:]:
-        cells = [row[0], row[1], count(ins[row[0]]), row[icol]]
-        cells += [count(o[row[0]]) if row[0] in o else "not run" for o in other_ins.values()]
-        for label, (rows, mcol, rcol) in timed.items():
-            r = rows.get(row[0])
-            if r is None:
-                cells += ["not run", ""]
-            elif r[2].startswith("unavailable"):
-                cells += [UNAVAILABLE, ""]
-                unavailable.setdefault(label, r[2])
-            else:
-                cells += [r[mcol], r[rcol]]
-        out.append("| " + " | ".join(cells) + " |")
-    for label, why in unavailable.items():
-        py, torch = versions(gpu_host if label == "gpu" else report)
-        out.append("")
-        out.append(f"{UNAVAILABLE}: {why} (torch {torch}).")
-    return "\n".join(out) + "\n"
-
-
-def host_label(path: pathlib.Path) -> str:
-    m = re.match(r"gpu-(\w+?)-host-cpu-torch-", path.name)
-    return f"{m.group(1).upper()} host" if m else "GPU host"
-
-
-def render_conj(report, gpu_host) -> str:
-    """The conjugate bit through a borrowed handle: 0002's getter against the dispatcher."""
-    out, rows_by, heads = [], {}, []
-    for label, path in (("here", report), (host_label(gpu_host) if gpu_host else "", gpu_host)):
-        if path is None:
-            continue
-        body = section(path, "2. Native per-call cost", "make bench-evidence", "report")
-        found = [t for t in tables(body) if any(r[0].startswith("conj bit:") for r in t[1:])]
-        if not found:
-            raise Missing(f"`{rel(path)}` has no conj-bit table", "make bench-evidence")
-        t = found[0]
-        rows_by[label] = (by_name(t), column(t, "median (ns)"), column(t, "paired ratio"))
-        heads.append((label, path))
-    if not heads:
-        raise Missing("no `bench/results/bench-torch-*.md`", "make bench-evidence")
-    first = rows_by[heads[0][0]][0]
-    out.append("_" + "; ".join(setup_line(p, l) for l, p in heads) + "._")
-    out.append("")
-    head = ["how a reader gets the conjugate bit of a borrowed handle"]
-    for label, _ in heads:
-        head += [f"{label}: median (ns)", f"{label}: / torch_is_conj [95% CI]"]
-    out.append("| " + " | ".join(head) + " |")
-    out.append("|---|" + "---:|" * (len(head) - 1))
-    for name in first:
-        cells = [name.removeprefix("conj bit: ")]
-        for label, _ in heads:
-            rows, m, r = rows_by[label]
-            cells += [rows[name][m], rows[name][r]] if name in rows else ["not run", ""]
-        out.append("| " + " | ".join(cells) + " |")
-    return "\n".join(out) + "\n"
-
-
-# --- the seed, absolute deltas -----------------------------------------------------------------
-def seed_figures(seed: pathlib.Path) -> dict[str, tuple[float, float]]:
-    """{"shim"|"fallback": (best, median)} from the seed excerpt."""
-    return {m.group(1): (float(m.group(2)), float(m.group(3)))
-            for m in SEED_LINE.finditer(seed.read_text())}
-
-
-def seed_setup(seed: pathlib.Path) -> str:
-    """The seed's own words for its setup: the tensor and the environment."""
-    text = seed.read_text()
-    env = re.search(r"^Env: ([^;\n]+)", text, re.M)
-    tensor = re.search(r"same tensor \(([^)]+)\)", text)
-    return (f"cuda.core's tensor bridge (`StridedMemoryView`), {tensor.group(1) if tensor else '?'}"
-            f" tensor; {env.group(1) if env else '?'}")
-
-
-def consumer_rows(report: pathlib.Path | None) -> list[str]:
-    """Rows for the seed's table from a report's section "6. The seed's consumer" (cuda.core's
-    StridedMemoryView filled through each route): the routes that ran, minus the pointer
-    trick. Empty when the report has no such section."""
-    if report is None:
-        return []
-    _, parts = sections(report.read_text())
-    body = next((b for h, b in parts.items() if h.startswith("6. The seed's consumer")), None)
-    if not body or not tables(body):
-        return []
-    table = tables(body)[0]
-    col = column(table, "minus pointer trick")
-    py, torch = versions(report)
-    tensor = "CUDA" if "CUDA tensors" in report.read_text().split("\n", 1)[0] else "CPU"
-    setup = (f"the seed's consumer (cuda.core `StridedMemoryView`, filled by "
-             f"`bench/cuda_core_consumer.pyx`), 32x32 float32 {tensor} tensor; CPython {py}, "
-             f"torch {torch}, {machine(report)}")
-    out = []
-    for row in table[1:]:
-        if row[1].startswith("unavailable") or row[0].startswith("cuda.core"):
-            continue
-        deltas = [x.strip() for x in row[col].split("/")]
-        label = row[0].split(" (")[0] if not row[0].startswith("owned (2.14") else \
-            "owned shim (" + row[0].split("(", 1)[1]
-        out.append(f"| ours | {setup} | {label} | {row[1]} | {row[2]} | {deltas[0]} | "
-                   f"{deltas[-1]} |")
+        out[route] = (param, samples(info))
     return out
 
 
-def render_seed(report: pathlib.Path | None, seed: pathlib.Path,
-                consumer: pathlib.Path | None = None) -> str:
-    """The seed's figures beside ours, same protocol: each side minus its own fallback. With
-    ``consumer`` (a report with section 6), the seed's own consumer's rows come first."""
-    if not seed.exists():
-        return placeholder(f"`{rel(seed)}` is missing", "see proposal/README.md")
-    theirs = seed_figures(seed)
-    lines = [f"_Seed: {link(seed)} (verbatim excerpt of the seed pull request). Ours: the "
-             "report named below, section \"1. Seed protocol\". Same protocol, different "
-             "machines, tensors and bridges: compare each side's difference to its own "
-             "fallback, not the times._", "",
-             "| side | setup | handle path | best (ns) | median (ns) | minus fallback, best (ns) | "
-             "minus fallback, median (ns) |",
-             "|---|---|---|---:|---:|---:|---:|"]
-    shim, fb = theirs["shim"], theirs["fallback"]
-    setup = seed_setup(seed)
-    lines.append(f"| seed | {setup} | owned shim | {shim[0]:.1f} | {shim[1]:.1f} | "
-                 f"{shim[0] - fb[0]:+.1f} | {shim[1] - fb[1]:+.1f} |")
-    lines.append(f"| seed | {setup} | THPVariable offset (fallback) | {fb[0]:.1f} | {fb[1]:.1f} | "
-                 "0 | 0 |")
-    lines += consumer_rows(consumer)
-    if report is None:
-        lines.append("")
-        lines.append(placeholder("no `bench/results/bench-torch-*.md`", "make bench-evidence"))
-        return "\n".join(lines) + "\n"
-    _, parts = sections(report.read_text())
-    seed_section = next((body for head, body in parts.items() if "Seed protocol" in head), None)
-    rows = {p: next((r for r in (tables(seed_section or "") or [[]])[0][1:]
-                     if r[0].startswith(start)), None) for p, start in PATH_ROWS.items()}
-    if not all(rows.values()):
-        lines.append("")
-        lines.append(placeholder(f"`{rel(report)}` has no seed-protocol table with owned, borrow "
-                                 "and fallback rows", "make bench-evidence"))
-        return "\n".join(lines) + "\n"
-    best = {p: float(r[1]) for p, r in rows.items()}
-    median = {p: float(r[2]) for p, r in rows.items()}
-    headline = next((h for h in parts if h.startswith("Headline")), "")
-    tensor = re.search(r"of an? (.+ tensor)$", headline)
-    py, torch = versions(report)
-    ours = (f"our bridge's `view_<path>(t)`, {tensor.group(1) if tensor else '?'}; "
-            f"CPython {py}, torch {torch}, {machine(report)}")
-    for path, label in (("owned", "owned shim"), ("borrow", "borrowed shim (proposed)"),
-                        ("fallback", "THPVariable offset (fallback)")):
-        lines.append(f"| ours | {ours} | {label} | {best[path]:.1f} | {median[path]:.1f} | "
-                     f"{best[path] - best['fallback']:+.1f} | "
-                     f"{median[path] - median['fallback']:+.1f} |")
-    lines.append("")
-    lines.append(source_line(report).rstrip() + (f" The seed's consumer: {link(consumer)}, "
-                 "section \"6. The seed's consumer\"." if consumer_rows(consumer) else ""))
+# --- the routes table -------------------------------------------------------------------------
+def routes_columns(r: Render) -> list[tuple[str, str, pathlib.Path | None, dict | None]]:
+    """(head, unit, file, data) per column: instructions on CPython 3.12, 3.13, 3.11, then ns."""
+    cols = []
+    for tag in ("cp312-", "cp313-", ""):
+        path = r.callgrind(tag)
+        data = r.json(path)
+        head = f"CPython {python_of(data)}" if data else f"callgrind-{tag}torch-*.json"
+        cols.append((head, "instr", path, data))
+    for kind in ("here-cp313", "here", "gpu-host-cpu"):
+        path = r.timed(kind)
+        data = r.json(path)
+        if data:
+            where = host_of(data)
+            head = f"CPython {python_of(data)}" + (
+                f", {where}, torch {torch_of(data).split('+')[0]}" if where != "here" else "")
+        else:
+            head = kind
+        cols.append((head, "ns", path, data))
+    return cols
+
+
+def route_cell(r: Render, unit: str, path, data, key: str,
+               optional: bool = False) -> tuple[str, float | None]:
+    """(cell text, value) of route ``key`` in one column: instructions per call from a
+    callgrind file, or the median ns per call of a timed run; a dash where the run says why
+    the route cannot exist (or ``optional``), else a placeholder and a warning."""
+    if data is None:
+        return r.missing(f"no {path or 'file'}"), None
+    if unit == "instr":
+        value = data.get("per_call", {}).get(f"route:{key}")
+        if value is None:
+            return r.missing(f"`{path.name}` has no `route:{key}`"), None
+        return fmt(value), value
+    info = benchmarks(data, "2c").get(f"route_{key}")
+    if info is None or samples(info) is None:
+        reason = unavailable(data, f"route_{key}")
+        if reason or optional:
+            return DASH, None
+        return r.missing(f"`{path.name}` has no `route_{key}`"), None
+    value = median(samples(info))
+    return fmt(value, 1), value
+
+
+def render_routes(r: Render, rows=ROUTES) -> str:
+    """The routes table: one row per ``rows`` entry, columns from :func:`routes_columns`."""
+    cols = routes_columns(r)
+    out = ["| route | " + " | ".join(f"{h}: {u}" for h, u, _, _ in cols) + " |",
+           "|---|" + "---:|" * len(cols)]
+    dashes = set()
+    for key, words in rows:
+        cells = []
+        for head, unit, path, data in cols:
+            text, _ = route_cell(r, unit, path, data, key, optional=(key, words) not in ROUTES)
+            if text == DASH:
+                dashes.add(f"{head}: " + (unavailable(data, f"route_{key}") or "not in that run"))
+            cells.append(text)
+        out.append(f"| {words} | " + " | ".join(cells) + " |")
+    sources = ", ".join(link(p) for _, _, p, d in cols if d)
+    note = (f"_Instructions per call (callgrind, deterministic), then median ns per call "
+            f"(interleaved rounds); 32x32 float32 CPU tensor, torch "
+            f"{', '.join(sorted({torch_of(d) for _, _, _, d in cols if d}))}. Files: {sources}."
+            + (f" {DASH}: " + "; ".join(sorted(dashes)) + "." if dashes else "")
+            + "_")
+    return "\n".join(out + ["", note]) + "\n"
+
+
+# --- the consumers ---------------------------------------------------------------------------
+def fallback_instr(data: dict, op: str) -> dict[str, float]:
+    """{route: instructions of the whole call} of one op (handles, op, release)."""
+    pc = data.get("per_call", {})
+    return {route: pc[f"ccall:{route}:{op}"]["per_call"]
+            for route in ("owned", "owned_fixed", "borrow", "borrow_fixed")
+            if f"ccall:{route}:{op}" in pc}
+
+
+def fallback_exact(data: dict, op: str) -> bool:
+    pc = data.get("per_call", {})
+    return all(pc[k]["repeat"] == 0 for k in pc if k.startswith("ccall:") and k.endswith(f":{op}"))
+
+
+def fallback_times(data: dict, op: str, size: int) -> dict[str, list[float]]:
+    """{route or 'op' / 'op_sync': per-round ns} of one op and size (group F1)."""
+    out = {}
+    for param, info in benchmarks(data, "F1").items():
+        parts = param.split("-", 2)
+        if len(parts) != 3 or parts[0] != op or parts[1] != str(size):
+            continue
+        name = parts[2]
+        if name.startswith("ccall:"):
+            out[name.split(":", 1)[1]] = samples(info)
+        elif name in ("op", "op_sync"):
+            out[name] = samples(info)
+    return out
+
+
+def fallback_share(data: dict, op: str, size: int, a: str, b: str):
+    """Median [95% CI] over rounds of (whole call a - whole call b) / the op's time (the
+    op until the GPU ran it, on CUDA), paired by round; None where a route is missing."""
+    t = fallback_times(data, op, size)
+    denom = t.get("op_sync") or t.get("op")
+    if a not in t or b not in t or not denom:
+        return None
+    return median_ci([(x - y) / d for x, y, d in zip(t[a], t[b], denom)])
+
+
+def fallback_files(r: Render) -> dict[str, pathlib.Path | None]:
+    return {"cg312": r.find("callgrind-fallback-ops-cp312-torch-*.json"),
+            "cg313": r.find("callgrind-fallback-ops-cp313-torch-*.json"),
+            "cg311": r.find("callgrind-fallback-ops-torch-*.json"),
+            "cpu": r.find("fallback-ops-torch-*.json"),
+            "gpu-cpu": r.find("fallback-ops-gpu-*-host-cpu-torch-*.json"),
+            "gpu": r.find("fallback-ops-gpu-*-torch-*.json", exclude=r"host-cpu")}
+
+
+def saving_words(r: Render, values: dict[str, float], unit: str, where: str,
+                 reasons: dict[str, str]) -> str:
+    """What the borrow saves over the cheapest route torch can offer without new ABI."""
+    mine = values.get("borrow_fixed", values.get("borrow"))
+    others = {k: v for k, v in values.items() if k in NO_NEW_ABI}
+    if mine is None or not others:
+        return r.missing(f"{where}: no borrow or no route without new ABI")
+    best = min(others, key=others.get)
+    words = dict(CONSUMER_ROUTES)
+    lacking = [words[k] for k in ("owned_fixed", "dlpack_fixed")
+               if k not in values and k not in reasons]
+    text = (f"{fmt(others[best] - mine, 0 if unit == 'instr' else 1)} {unit} "
+            f"({pct((others[best] - mine) / others[best])} of {words[best]})")
+    if lacking:
+        r.missing(f"{where}: no {' and no '.join(lacking)} row")
+        text += f"; {', '.join(lacking)} not measured in this consumer yet"
+    return text
+
+
+def consumer_row(r: Render, name: str, setup: str, unit: str, values: dict[str, float],
+                 reasons: dict[str, str], where: str, saving: str | None = None) -> str:
+    """One row of the consumers table: a cell per CONSUMER_ROUTES route (``reasons``: why a
+    route cannot exist in that consumer), then the saving column."""
+    cells = []
+    for route, _ in CONSUMER_ROUTES:
+        if route in values:
+            cells.append(fmt(values[route], 0 if unit == "instr" else (2 if unit == "us" else 1)))
+        else:
+            cells.append(f"{DASH} ({reasons[route]})" if route in reasons else DASH)
+    return (f"| {name} | {setup} | {unit} | " + " | ".join(cells) + " | "
+            + (saving or saving_words(r, values, unit, where, reasons)) + " |")
+
+
+def render_consumers(r: Render) -> str:
+    """The consumers table: the C-fallback-shim consumer (instructions on CPython 3.12 and
+    3.13, then CUDA time), the seed's `StridedMemoryView` (CPU here, CUDA on the GPU host), its
+    launch step (the largest N), and numba-cuda's own benchmark where its JSON exists."""
+    head = ("| consumer | setup | unit | " + " | ".join(w for _, w in CONSUMER_ROUTES)
+            + " | the borrow saves over the cheapest route without new ABI |")
+    out = [head, "|---|---|---|" + "---:|" * len(CONSUMER_ROUTES) + "---|"]
+    files, sources, notes = fallback_files(r), [], []
+    # 1. The C-fallback-shim consumer: instructions (CPython 3.12, 3.13), then CUDA time.
+    no_dlpack = {"dlpack_fixed": "takes handles", "pointer": "not a route there"}
+    for key in ("cg312", "cg313"):
+        data = r.json(files[key])
+        if data is None:
+            gone = r.missing(f"no callgrind-fallback-ops ({key})")
+            out.append(f"| C fallback shims | | | {gone} |")
+            continue
+        sources.append(files[key])
+        values = fallback_instr(data, LEAD_OP)
+        out.append(consumer_row(
+            r, "**C fallback shims** (`aoti_torch_cpu_*`, handles in)",
+            f"`{LEAD_OP}` 32x32, {data['arity'][LEAD_OP]} tensors, CPU, CPython "
+            f"{python_of(data)}", "instr", values, no_dlpack, files[key].name))
+    gpu = r.json(files["gpu"])
+    if gpu is None:
+        out.append(f"| C fallback shims | CUDA | | {r.missing('no fallback-ops-gpu-*.json')} |")
+    else:
+        sources.append(files["gpu"])
+        t = fallback_times(gpu, LEAD_OP, 32)
+        values = {k: median(v) for k, v in t.items() if k not in ("op", "op_sync")}
+        share = fallback_share(gpu, LEAD_OP, 32, "owned_fixed", "borrow_fixed")
+        saving = (f"{pct(share[0])} [{pct(share[1])}, {pct(share[2])}] of the op's time "
+                  "(paired per round)" if share else None)
+        out.append(consumer_row(
+            r, "C fallback shims", f"`{LEAD_OP}` 32x32, CUDA, {host_of(gpu)}, CPython "
+            f"{python_of(gpu)}, torch {torch_of(gpu)}", "ns", values, no_dlpack,
+            files["gpu"].name, saving))
+    # 2. The seed's StridedMemoryView consumer, and 3. its launch step.
+    for kind in ("here", "gpu-cuda"):
+        path = r.timed(kind)
+        data = r.json(path)
+        if data is None:
+            out.append(f"| the seed's consumer | | | {r.missing(f'no {kind} benchmark file')} |")
+            continue
+        sources.append(path)
+        found = consumer_routes(data, "6 seed consumer")
+        extra = r.find(f"time-consumer-*torch-{torch_of(data).split('+')[0]}-*.json")
+        for route, (param, s) in consumer_routes(
+                {"benchmarks": [{"group": "t", "param": k, "extra_info": {"samples_ns": v}}
+                                for k, v in (r.json(extra) or {}).get("ns_per_call", {}).items()]},
+                "t").items():
+            found.setdefault(route, (param, s))
+        values = {k: median(s) for k, (_, s) in found.items()}
+        reasons = {"borrow_fixed": "no copy to fix"}
+        if unavailable(data, "owned") and "owned" in values:
+            notes.append(f"on the {host_of(data)} the owned column is "
+                         f"\"{data['evidence']['consumer']['labels'].get('owned_prototype', '')}\""
+                         f" ({unavailable(data, 'owned')})")
+        tensor = next(iter(benchmarks(data, "6 seed consumer").values()), {}).get("tensor", "")
+        out.append(consumer_row(
+            r, "**the seed's `StridedMemoryView`** (cuda.core, metadata in)" if kind == "here"
+            else "the seed's `StridedMemoryView`",
+            f"{tensor}, {host_of(data)}, CPython {python_of(data)}, torch {torch_of(data)}",
+            "ns", values, reasons, path.name))
+        if kind == "gpu-cuda":
+            launch = benchmarks(data, "7 launch")
+            arities = sorted({int(p.split("-")[0][1:]) for p in launch if p.startswith("N")})
+            if not arities:
+                gone = r.missing(f"`{path.name}` has no launch step")
+                out.append(f"| launch step | | | {gone} |")
+                continue
+            n = max(arities)
+            found = consumer_routes(data, "7 launch", prefix=f"N{n}-")
+            lv = {k: median(s) / 1e3 for k, (_, s) in found.items()}
+            out.append(consumer_row(
+                r, "the seed's launch step (cuda.core `launch`)",
+                f"{n} tensors per launch, host time per launch, {host_of(data)}", "us", lv,
+                reasons, f"{path.name} launch N={n}"))
+    # 4. numba-cuda's own benchmark, from its file or its absence.
+    numba = r.find("numba-cuda-*.json")
+    if numba is None:
+        out.append("| numba-cuda's `test_kernel_launch.py` | | | "
+                   + r.missing("no `bench/results/numba-cuda-*.json`: numba-cuda's own launch "
+                               "benchmark has not been run into this repository") + " |")
+    else:
+        sources.append(numba)
+        out.append(f"| numba-cuda's `test_kernel_launch.py` | {link(numba)} | | "
+                   + r.missing(f"`{numba.name}` is committed but this renderer has no reader "
+                               "for it yet") + " |")
+    note = ("_Per call (the launch step: per launch); instructions by callgrind, ns / us the "
+            "median of interleaved rounds. Files: " + ", ".join(link(p) for p in sources)
+            + (". " + "; ".join(notes)[:1].upper() + "; ".join(notes)[1:] if notes else "")
+            + "._")
+    return "\n".join(out + ["", note]) + "\n"
+
+
+# --- the ask, as sentences ------------------------------------------------------------------
+def render_ask(r: Render) -> str:
+    """The ask's figures as sentences: what each fix does to the routes, and what the borrow
+    still saves the consumer that needs a handle, after the interpreter fix on both sides."""
+    cg = {tag: r.json(r.callgrind(tag)) for tag in ("cp312-", "cp313-", "")}
+    have = {t: d for t, d in cg.items() if d}
+    if not have:
+        return r.missing("no callgrind-*torch-*.json") + "\n"
+
+    def route(d, k):
+        return d.get("per_call", {}).get(f"route:{k}")
+
+    def each(k1, k2=None, form=lambda a, b: f"{fmt(a)} to {fmt(b)}"):
+        parts = []
+        for d in have.values():
+            a, b = route(d, k1), route(d, k2) if k2 else None
+            if a is None or (k2 and b is None):
+                parts.append(r.missing(f"callgrind {python_of(d)}: route {k1} or {k2}"))
+                continue
+            parts.append(f"{form(a, b)} on CPython {python_of(d)}")
+        return ", ".join(parts)
+
+    lines = [
+        "- **The interpreter fix (0001)** takes the owned route from "
+        + each("owned", "owned_fixed") + " (instructions per call), and DLPack's `no_sync` from "
+        + each("dlpack_no_sync", "dlpack_no_sync_fixed") + ", with no new ABI.",
+        "- **The DLPack fix** (a borrowed reference instead of the copy) takes `no_sync` from "
+        + each("dlpack_no_sync", "dlpack_borrowed_checked") + "; borrow + 7 getters costs "
+        + each("borrow_getters", form=lambda a, b: fmt(a)) + ".",
+    ]
+    below = [d for d in have.values() if route(d, "dlpack_borrowed_checked") is not None
+             and route(d, "borrow_getters") is not None]
+    if below:
+        cheaper = all(route(d, "dlpack_borrowed_checked") < route(d, "borrow_getters")
+                      for d in below)
+        lines.append("  Fixed DLPack is " + ("below" if cheaper else "not below")
+                     + " borrow + getters on every CPython counted.")
+    # The handle consumer, per tensor argument, after the interpreter fix on both sides.
+    files = fallback_files(r)
+    per_arg, shares = [], []
+    for key in ("cg312", "cg313", "cg311"):
+        d = r.json(files[key])
+        if not d:
+            continue
+        for op in OPS:
+            v = fallback_instr(d, op)
+            if fallback_exact(d, op) and {"owned_fixed", "borrow_fixed"} <= set(v):
+                per_arg.append((v["owned_fixed"] - v["borrow_fixed"]) / d["arity"][op])
+                shares.append((v["owned_fixed"] - v["borrow_fixed"]) / v["owned_fixed"])
+    timed = []
+    for key in ("gpu", "cpu"):
+        d = r.json(files[key])
+        if not d:
+            continue
+        for size in (32, 1024):
+            got = [fallback_share(d, op, size, "owned_fixed", "borrow_fixed") for op in OPS]
+            got = [g[0] for g in got if g]
+            if got:
+                where = f"CUDA tensors on the {host_of(d)}" if key == "gpu" else "CPU tensors here"
+                timed.append(f"{span(got, pct)} at {size}x{size} ({where})")
+    if per_arg:
+        lines.append(
+            "- **The borrow (0003)**, against the owned handle with the fix, in the consumer "
+            "that needs a handle (C fallback shims): " + span(per_arg) + " instructions per "
+            "tensor argument, " + span(shares, pct) + " of the whole call's instructions "
+            "(the ops whose counts are exact); in time, per op: " + "; ".join(timed) + ".")
+    else:
+        lines.append("- **The borrow (0003)**: " + r.missing("no callgrind-fallback-ops JSON"))
     return "\n".join(lines) + "\n"
 
 
-# --- the decode step ---------------------------------------------------------------------------
-def workload_row(path: pathlib.Path, label: str) -> list[str]:
-    body = section(path, "5. Workload", "make bench-evidence", "report")
-    step = re.search(r"\*\*(\d[\d,]*) kernel launches and (\d[\d,]*) tensors per decode step\*\*",
-                     body)
-    found = tables(body)
-    if not step or len(found) < 2:
-        raise Missing(f"`{rel(path)}` has no workload tables", "make bench-evidence")
-    runs, savings = found[0], by_name(found[1])
-    mcol, pcol = column(runs, "median (us"), column(runs, "median per op")
-    decode = next((r for r in runs[1:] if r[0].startswith("one real decode step")), None)
-    if decode is None:
-        raise Missing(f"`{rel(path)}` has no decode-step row", "make bench-evidence")
-    threads = re.search(r"\((\d+) torch threads\)", body)
-
-    def saving(name):
-        row = savings.get(name)
-        return (row[1].replace(" us", ""), row[2]) if row else (UNAVAILABLE, UNAVAILABLE)
-
-    owned, borrow = saving("owned - borrow"), saving("borrow - fallback")
-    py, torch = versions(path)
-    return [label, f"CPython {py}, torch {torch}", step.group(1), step.group(2),
-            f"{decode[mcol]} ({threads.group(1) if threads else '?'} threads)",
-            f"{num(decode[pcol]) / 1000:.1f}", owned[0], owned[1], borrow[0], borrow[1]]
+# --- free-threaded ----------------------------------------------------------------------------
+READER_WORDS = {"view_fallback": "pointer trick (`bridge.view_fallback`)",
+                "view_borrow": "borrow (`bridge.view_borrow`)",
+                "view_owned": "owned (`bridge.view_owned`)"}
 
 
-def render_workload(report, gpu_host, gpu_cuda) -> str:
-    rows, sources = [], []
-    for label, path in (("here, CPU tensors", report),
-                        (f"{host_label(gpu_host)}, CPU tensors" if gpu_host else "", gpu_host),
-                        (f"{host_label(gpu_host) if gpu_host else 'GPU host'}, CUDA tensors",
-                         gpu_cuda)):
-        if path is None:
-            continue
-        rows.append(workload_row(path, label))
-        sources.append(link(path))
-    if not rows:
-        raise Missing("no `bench/results/bench-torch-*.md`", "make bench-evidence")
-    head = ["setup", "versions", "launches / step", "tensors / step", "decode step, median (us)",
-            "step time per launch (us)", "owned - borrow per launch (ns) [95% CI]",
-            "owned - borrow, share of the step", "borrow - fallback per launch (ns) [95% CI]",
-            "borrow - fallback, share of the step"]
-    out = ["_Section \"5. Workload\" of " + ", ".join(sources) + ": a per-launch saving is the "
-           "per-1,000-ops difference divided by 1,000; the share is the per-round difference "
-           f"over the step, median [95% CI]. {UNAVAILABLE}: no owned shim on that torch._", "",
-           "| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(out) + "\n"
+def race_build(data: dict, free_threaded: bool):
+    """(facts, rows) of the race survey's free-threaded or GIL build (None, None if absent)."""
+    for info, rows in data.get("results", {}).values():
+        if bool(info.get("free_threaded")) == free_threaded:
+            return info, rows
+    return None, None
 
 
-
-# --- the goals per interpreter, and the launch-bound GPU step --------------------------------
-GOAL_KEYS = ("G1", "G2", "G3")
-
-
-def goals_row(path: pathlib.Path) -> dict[str, tuple[str, str, str]]:
-    """{G1..G3: (instructions cell, time cell, status)} of a report's Goals table."""
-    found = tables(section(path, "Goals", "make bench-evidence", "report"))
-    if not found:
-        raise Missing(f"`{rel(path)}` has no goals table", "make bench-evidence")
-    table = found[0]
-    icol, tcol, scol = column(table, "instructions"), column(table, "time"), column(table, "status")
-    out = {}
-    for row in table[1:]:
-        key = row[0].split(":")[0]
-        if key in GOAL_KEYS:
-            out[key] = (re.sub(r" \(CPython [^)]*\)", "", row[icol]), row[tcol].split(" [")[0],
-                        row[scol])
+def race_table(info: dict, rows: list, trials: int, locked: bool = False) -> list[str]:
+    """Reader x mutation: crashed children of ``trials``, reads (exact + mixed + raised), mixed."""
+    rows = [x for x in rows if x["locked"] == locked and "none" not in (x["reader"], x["mutation"])]
+    mutations = list(dict.fromkeys(x["mutation"] for x in rows))
+    readers = list(dict.fromkeys(x["reader"] for x in rows))
+    cell = {(x["reader"], x["mutation"]): x for x in rows}
+    out = ["| reader \\ mutation | " + " | ".join(f"`{m}`" for m in mutations) + " |",
+           "|---|" + "---|" * len(mutations)]
+    for reader in readers:
+        cells = []
+        for m in mutations:
+            x = cell.get((reader, m))
+            if x is None:
+                cells.append(DASH)
+                continue
+            reads = x["exact"] + x["mixed"] + x["raised"]
+            crash = f"**crashed {len(x['crashes'])}/{trials}**; " if x["crashes"] else ""
+            raised = f", {fmt(x['raised'])} raised" if x["raised"] else ""
+            cells.append(f"{crash}{fmt(reads)} reads, {fmt(x['mixed'])} mixed{raised}")
+        words = READER_WORDS.get(reader, f"`{reader}`")
+        out.append(f"| {words} | " + " | ".join(cells) + " |")
     return out
 
 
-def render_goals_matrix(results: pathlib.Path, report, gpu_host) -> str:
-    """G1-G3 in both units for every interpreter with committed evidence: this machine's
-    CPython 3.11 and 3.13 reports (torch 2.15) and the GPU host's CPU report."""
-    runs = []
-    if report is not None:
-        runs.append(("here", report))
-        tag = versions(report)[1].split("+")[0]
-        runs += [("here", p) for p in sorted(results.glob(f"bench-cp*-torch-{tag}.md"))]
-    if gpu_host is not None:
-        runs.append((host_label(gpu_host), gpu_host))
-    if not runs:
-        raise Missing("no `bench/results/bench-torch-*.md`", "make bench-evidence")
-    what = {"G1": "view(t) + reading ptr, shape, strides, dtype, device / the five-tuple",
-            "G2": "view_borrow(t) / t.data_ptr()",
-            "G3": "native borrow + batched read / pointer trick + getters"}
-    head = ["goal"] + [f"CPython {versions(p)[0]}, {where}: instructions / time"
-                       for where, p in runs]
-    rows = {k: [f"{k}: {what[k]}"] for k in GOAL_KEYS}
-    for _, path in runs:
-        cells = goals_row(path)
-        for k in GOAL_KEYS:
-            instr, time, status = cells.get(k, (UNAVAILABLE, UNAVAILABLE, ""))
-            instr = UNAVAILABLE if instr.startswith("not counted") else instr
-            rows[k].append(f"{instr} / {time} ({status})")
-    out = ["_Goals tables of " + ", ".join(link(p) for _, p in runs) + "; instructions from "
-           f"`make callgrind` (none on the GPU host, which has no valgrind: {UNAVAILABLE}), "
-           "time the median of per-round ratios of one interleaved run._", "",
-           "| " + " | ".join(head) + " |", "|---|" + "---|" * (len(head) - 1)]
-    out += ["| " + " | ".join(rows[k]) + " |" for k in GOAL_KEYS]
-    return "\n".join(out) + "\n"
+def race_summary(rows: list, trials: int) -> list[str]:
+    """Per reader, in words: under which mutations a child crashed, which gave mixed reads,
+    and how many reads it made in all (unlocked)."""
+    rows = [x for x in rows if not x["locked"] and "none" not in (x["reader"], x["mutation"])]
+    out = []
+    for reader in dict.fromkeys(x["reader"] for x in rows):
+        mine = [x for x in rows if x["reader"] == reader]
+        crashed = [f"`{x['mutation']}` ({len(x['crashes'])}/{trials})"
+                   for x in mine if x["crashes"]]
+        mixed = [f"`{x['mutation']}`" for x in mine if x["mixed"]]
+        reads = sum(x["exact"] + x["mixed"] + x["raised"] for x in mine)
+        n_mixed = sum(x["mixed"] for x in mine)
+        out.append(f"- {READER_WORDS.get(reader, '`' + reader + '`')}: "
+                   + (f"crashed under {', '.join(crashed)}" if crashed else "no crash")
+                   + f"; {fmt(reads)} reads, {fmt(n_mixed)} mixed"
+                   + (f" (under {', '.join(mixed)})" if mixed else "") + ".")
+    return out
 
 
-def render_launch(gpu_cuda) -> str:
-    """Section "7. A launch-bound GPU step" of the GPU report, per N: the GPU time and the
-    verdict, and each route's host time, launches per second, bridging share and ratio to
-    borrow."""
-    body = section(gpu_cuda, "7. A launch-bound", "make gpu-bench",
-                   "`bench/results/gpu-*-torch-*.md`")
-    blocks = re.findall(r"\*\*N = (\d+)\*\* tensor arguments? per launch\. GPU time per launch "
-                        r"([\d.]+) us \(median over rounds\); host time of the launch alone "
-                        r"([\d.]+) us: ([\w-]+)", body)
-    found = tables(body)
-    if not blocks or len(found) != len(blocks):
-        raise Missing(f"`{rel(gpu_cuda)}` has no launch-bound tables", "make gpu-bench")
-    head = ["N", "GPU time per launch (us)", "route", "host time per launch (us)",
-            "launches/s", "bridging share of the host time [95% CI]", "host time vs borrow"]
-    out = [f"_Section \"7. A launch-bound GPU step\" of {link(gpu_cuda)} "
-           f"({setup_line(gpu_cuda, 'CUDA tensors').split(' (')[0]})._", "",
-           "| " + " | ".join(head) + " |", "|---:|---:|---|---:|---:|---:|---:|"]
-    for (n, gpu, alone, bound), table in zip(blocks, found):
-        h, r, share, vs = (column(table, "host per launch"), column(table, "launches/s"),
-                           column(table, "bridging share"), column(table, "host time vs"))
-        for i, row in enumerate(table[1:]):
-            first = [n, f"{gpu} ({bound})"] if i == 0 else ["", ""]
-            out.append("| " + " | ".join(first + [row[0], row[h], row[r], row[share],
-                                                   row[vs].split(" [")[0]]) + " |")
-    return "\n".join(out) + "\n"
-
-# --- the hostile-input survey, short -------------------------------------------------------------
-VERDICT = re.compile(r"^\*\*([\w ]+?)\*\*")
-NAMED = ("crash", "crashed", "forged", "garbage")  # verdicts whose inputs the table names
-
-
-def render_findings(findings: pathlib.Path) -> str:
-    if not findings.exists():
-        raise Missing(f"`{rel(findings)}` is missing", "make survey")
-    head, parts = sections(findings.read_text())
-    when = re.search(r"on (\d{4}-\d\d-\d\d): (.+?)\. Do not edit", head)
-    out = [f"_Summary of {link(findings)} (`make survey`"
-           + (f", {when.group(1)}: {when.group(2)}" if when else "") + "): per class of input, "
-           "the verdicts of torch's own functions; the file has every input, verdict and a "
-           "minimal reproduction._", ""]
-    wrote_head = False
-    for heading, body in parts.items():
-        found = tables(body)
-        if heading in ("Summary", "Minimal reproductions") or not found:
+def render_free_threaded(r: Render, every: bool = False) -> str:
+    """The free-threaded build's race table (``every``: both builds, totals, the locked runs)."""
+    data = r.json(r.free_threaded)
+    if data is None:
+        return r.missing(f"no `{rel(r.free_threaded)}` (`make race-survey`)") + "\n"
+    out = []
+    for ft in ((True, False) if every else (True,)):
+        info, rows = race_build(data, ft)
+        if info is None:
+            out.append(r.missing(f"`{r.free_threaded.name}` has no "
+                                 f"{'free-threaded' if ft else 'GIL'} build"))
             continue
-        table = found[0]
-        if not wrote_head:
-            out.append("| inputs | n | " + " | ".join(table[0][1:]) + " |")
-            out.append("|---|---:|" + "---|" * (len(table[0]) - 1))
-            wrote_head = True
-        rows = [r for r in table[1:] if not r[0].startswith("for contrast")]
-        cells = []
-        for i in range(1, len(table[0])):
-            tally: dict[str, list[str]] = {}
-            for r in rows:
-                m = VERDICT.match(r[i]) if i < len(r) else None
-                # The input's name (and, in the DLPack table, the function's before it).
-                names = re.findall(r"`([^`]+)`", r[0].split(":")[0])
-                tally.setdefault(m.group(1) if m else "?", []).append(
-                    f"`{names[-1]}`" + (f" in `{names[0]}`" if len(names) > 1 else "")
-                    if names else "")
-            cells.append(", ".join(
-                f"{len(names)} **{v}**" + (" (" + ", ".join(names) + ")"
-                                           if v in NAMED else "")
-                for v, names in sorted(tally.items(), key=lambda kv: -len(kv[1]))))
-        label = heading.removeprefix("torch's ")
-        out.append(f"| {label} | {len(rows)} | " + " | ".join(cells) + " |")
-    return "\n".join(out) + "\n"
-
-
-# --- free-threaded CPython ---------------------------------------------------------------------
-def render_free_threaded(findings: pathlib.Path, results: pathlib.Path) -> str:
-    if not findings.exists():
-        raise Missing(f"`{rel(findings)}` is missing", "make race-survey")
-    _, parts = sections(findings.read_text())
-    out = [f"_From {link(findings)} (`make race-survey`): readers against one mutating thread, "
-           "per build; a crashed child is counted._", ""]
-    for build, body in parts.items():
-        if not build.startswith("CPython"):
-            continue
-        found = tables(body)
-        facts = by_name(found[0])
-        paths = "; ".join(f"{p}: {facts[f'path `{p}`'][1]}" for p in ("owned", "borrow", "fallback")
-                          if f"path `{p}`" in facts)
-        races = next(t for t in found if t[0][0].startswith("reader"))
-        locked = next((t for t in found[found.index(races) + 1:]
-                       if t[0][0].startswith("reader")), None)
-        crashed, mixed, cells = [], [], 0
-        for row in races[1:]:
-            if row[0] == "no reader":
-                continue
-            for head, cell in zip(races[0][1:], row[1:]):
-                if head == "no mutator" or not cell:
-                    continue
-                cells += 1
-                c = re.search(r"crashed (\d+/\d+)", cell)
-                if c:
-                    crashed.append(f"{row[0]} under {head} ({c.group(1)})")
-                m = re.search(r"([\d,]+) mixed", cell)
-                if m and num(m.group(1)) > 0:
-                    mixed.append(f"{row[0]} under {head}")
-        out.append(f"**{build}**")
-        out.append("")
-        out.append(f"- paths: {paths}.")
-        out.append(f"- unlocked mutation, crashed children: "
-                   + (", ".join(crashed) if crashed else "none") + ".")
-        out.append(f"- unlocked mutation, mixed reads in {len(mixed)} of {cells} reader x mutation "
-                   "cells" + (": " + ", ".join(mixed) if mixed else "") + ".")
-        if locked:
-            total = sum(num(re.search(r"([\d,]+) mixed", c).group(1))
-                        for r in locked[1:] for c in r[1:] if "mixed" in c)
-            readers = ", ".join(r[0] for r in locked[1:])
-            out.append(f"- one `threading.Lock` around reads and mutations: {count(total)} mixed "
-                       f"reads, no crash, readers {readers}.")
-        out.append("")
-    report = newest(results / "freethreaded", "report-*.md")
-    if report is not None:
-        ctx = re.findall(r"^- (CPython [^:]+): paths ([^;]+);", report.read_text(), re.M)
-        if ctx:
-            out.append(f"Timed paths per build ({link(report)}, `make bench-freethreaded`): "
-                       + "; ".join(f"{b}: {p}" for b, p in ctx) + ".")
+        kind = "free-threaded" if ft else "GIL"
+        build = f"CPython {info['python']} ({kind}), torch {info['torch']}"
+        absent = "; ".join(f"{p}: {v[2]}" for p, v in info.get("paths", {}).items() if not v[0])
+        out += [f"_{build}; {data['trials']} children of {data['seconds']:g} s per cell; a read is "
+                "*mixed* when its pointer, shape and strides come from two tensors"
+                + (f"; {absent}" if absent else "") + f" ({link(r.free_threaded)})._", ""]
+        out += race_table(info, rows, data["trials"]) + [""]
+        unlocked = [x for x in rows
+                    if not x["locked"] and "none" not in (x["reader"], x["mutation"])]
+        bad = {x["reader"] for x in unlocked if x["crashes"] or x["mixed"]}
+        readers = list(dict.fromkeys(x["reader"] for x in unlocked))
+        clean = [READER_WORDS.get(x, f"`{x}`") for x in readers if x not in bad]
+        out += [("Every reader, torch's own accessors included, crashed in some children or "
+                 "made mixed reads under some unlocked mutation." if not clean else
+                 f"Under every unlocked mutation without a crash or a mixed read: "
+                 f"{', '.join(clean)}; every other reader crashed or mixed under some mutation."),
+                ""]
+        if every:
+            out += ["In all, per reader (unlocked):", ""] + race_summary(rows, data["trials"])
+            out += [""]
+            out += ["With one `threading.Lock` around every read and mutation:", ""]
+            out += race_table(info, rows, data["trials"], locked=True) + [""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-# --- the report's own sections -------------------------------------------------------------------
-def render_report_section(report, head: str) -> str:
-    body = section(report, head, "make bench-evidence", "`bench/results/bench-torch-*.md`")
-    text = fix_images(body, report).strip("\n")
-    return source_line(report) + text + "\n"
+# --- the appendix's detail blocks ---------------------------------------------------------------
+def render_fallback_ops(r: Render) -> str:
+    """Per op: instructions per tensor argument (owned + fix minus borrow + fix) per CPython,
+    and the time share of the op per setup and size."""
+    files = fallback_files(r)
+    cgs = [(k, r.json(files[k])) for k in ("cg312", "cg313", "cg311") if r.json(files[k])]
+    runs = [(k, r.json(files[k])) for k in ("cpu", "gpu-cpu", "gpu") if r.json(files[k])]
+    if not cgs and not runs:
+        return r.missing("no fallback-ops JSON") + "\n"
+    head = ["op", "tensors"] + [f"instr per argument, CPython {python_of(d)}" for _, d in cgs]
+    for _, d in runs:
+        dev = d.get("evidence", {}).get("device", {}).get("type", "cpu")
+        head += [f"share of the op, {s}x{s}, {dev.upper()}, {host_of(d)}" for s in (32, 1024)]
+    out = ["| " + " | ".join(head) + " |", "|---|---:|" + "---:|" * (len(head) - 2)]
+    for op in OPS:
+        k = next((d["arity"][op] for _, d in cgs), "")
+        cells = [op, str(k)]
+        for _, d in cgs:
+            v = fallback_instr(d, op)
+            ok = {"owned_fixed", "borrow_fixed"} <= set(v)
+            cells.append((fmt((v["owned_fixed"] - v["borrow_fixed"]) / d["arity"][op])
+                          + ("" if fallback_exact(d, op) else " (inexact)")) if ok else DASH)
+        for _, d in runs:
+            for s in (32, 1024):
+                c = fallback_share(d, op, s, "owned_fixed", "borrow_fixed")
+                cells.append(f"{pct(c[0])} [{pct(c[1])}, {pct(c[2])}]" if c else DASH)
+        out.append("| " + " | ".join(cells) + " |")
+    src = ", ".join(link(files[k]) for k in ("cg312", "cg313", "cg311", "cpu", "gpu-cpu", "gpu")
+                    if files[k])
+    return "\n".join(out + ["", "_Owned + interpreter fix minus borrow + interpreter fix, whole "
+                            "call (handles, op, release); *inexact*: the op's count varies from "
+                            "call to call (repeat check not 0); shares: median over rounds of "
+                            "the paired difference over the op's time [95% bootstrap]. Files: "
+                            + src + "._"]) + "\n"
 
 
-def fix_images(text: str, report: pathlib.Path) -> str:
-    """Make the report's relative image links resolve from proposal/."""
-    def repl(m):
-        target = report.parent / m.group(2)
-        return f"![{m.group(1)}]({os.path.relpath(target, HERE)})"
-    return re.sub(r"!\[([^\]]*)\]\(([^)]+)\)", repl, text)
+def render_seed_all(r: Render) -> str:
+    """Every route of the seed's consumer and of the launch step, as run."""
+    out = []
+    for kind in ("here", "here-cp313", "gpu-host-cpu", "gpu-cuda"):
+        path = r.timed(kind)
+        data = r.json(path)
+        if data is None:
+            continue
+        groups = [("6 seed consumer", "the seed's consumer, ns per view")]
+        groups += [(f"7 launch-bound step: a CUDA kernel with N tensor arguments bridged per "
+                    f"launch, N={n}", f"launch step, {n} tensors, us per launch")
+                   for n in sorted({int(p.split("-")[0][1:])
+                                    for p in benchmarks(data, "7 launch")})]
+        for group, words in groups:
+            rows = benchmarks(data, group)
+            if not rows:
+                continue
+            scale = 1e3 if "launch" in words else 1.0
+            tensor = next(iter(rows.values())).get("tensor")
+            out.append(f"**{words}**" + (f", {tensor} tensors" if tensor else "")
+                       + f", {host_of(data)}, CPython {python_of(data)}, torch "
+                       f"{torch_of(data)} ({link(path)}): " + "; ".join(
+                           f"{info.get('label', p)}: {fmt(median(samples(info)) / scale, 2)}"
+                           for p, info in rows.items() if samples(info)) + ".")
+            out.append("")
+    return "\n".join(out).rstrip("\n") + "\n" if out else r.missing("no benchmark JSON") + "\n"
 
 
-def render_all(results: pathlib.Path, torch_version: str | None) -> dict[str, str]:
-    """Every generated section's new text, by marker name."""
-    report = find_report(results, torch_version)
-    callgrind = newest(results, "callgrind-torch-*.md",
-                       versions(report)[1].split("+")[0] if report else torch_version)
-    gpu_host = newest(results, "gpu-*-host-cpu-torch-*.md")
-    gpu_cuda = newest(results, "gpu-*-torch-*.md", exclude=r"-host-cpu-")
-    builders = {
-        "claim": lambda: render_claim(callgrind, report),
-        "attribution": lambda: render_attribution(callgrind),
-        "routes": lambda: render_routes(callgrind, report, gpu_host, sorted(
-            p for p in results.glob(f"callgrind-cp*-torch-{versions(callgrind)[1].split('+')[0]}.md")
-            if p.is_file()) if callgrind else ()),
-        "conj-route": lambda: render_conj(report, gpu_host),
-        "bench-goals": lambda: render_report_section(report, "Goals"),
-        "workload": lambda: render_workload(report, gpu_host, gpu_cuda),
-        "goals-matrix": lambda: render_goals_matrix(results, report, gpu_host),
-        "launch": lambda: render_launch(gpu_cuda),
-        "findings": lambda: render_findings(FINDINGS),
-        "free-threaded": lambda: render_free_threaded(FREE_THREADED, results),
-    }
-    out: dict[str, str] = {"seed-side-by-side": render_seed(report, SEED, gpu_cuda)}
-    for name, build in builders.items():
-        try:
-            out[name] = build()
-        except Missing as missing:
-            out[name] = missing.text
-    if report is None:
-        out["bench-setup"] = placeholder(f"no `{rel(results)}/bench-torch-*.md`",
-                                         "make bench-evidence")
-    else:
-        preamble, _ = sections(report.read_text())
-        setup = "\n".join(l for l in preamble.splitlines() if l.startswith("- "))
-        out["bench-setup"] = source_line(report) + setup + "\n"
-    return out
+def render_conj(r: Render) -> str:
+    """`torch_is_conj` against an owning handle + `torch_call_dispatcher`, ns, paired ratio."""
+    parts = []
+    for kind in ("here", "here-cp313", "gpu-host-cpu"):
+        path = r.timed(kind)
+        data = r.json(path)
+        if data is None:
+            continue
+        rows = benchmarks(data, "2b")
+        g, d = rows.get("conj_getter"), rows.get("conj_dispatcher")
+        if not (g and d and samples(g) and samples(d)):
+            parts.append(r.missing(f"`{path.name}` has no conj_getter / conj_dispatcher"))
+            continue
+        ratio = median_ci([b / a for a, b in zip(samples(g), samples(d))])
+        parts.append(f"CPython {python_of(data)}, {host_of(data)} ({link(path)}): "
+                     f"`torch_is_conj` {fmt(median(samples(g)), 1)} ns, a new owning handle + "
+                     f"`torch_call_dispatcher(aten::is_conj)` {fmt(median(samples(d)), 1)} ns, "
+                     f"{ratio[0]:.1f}x [{ratio[1]:.1f}, {ratio[2]:.1f}] paired")
+    return ("; ".join(parts) + ".\n") if parts else r.missing("no timed runs") + "\n"
+
+
+# --- putting it together ------------------------------------------------------------------------
+BUILDERS = {
+    "ask": render_ask,
+    "routes": render_routes,
+    "consumers": render_consumers,
+    "free-threaded": render_free_threaded,
+    "routes-all": lambda r: render_routes(r, ROUTES + MORE_ROUTES),
+    "fallback-ops": render_fallback_ops,
+    "seed-all": render_seed_all,
+    "conj-route": render_conj,
+    "free-threaded-all": lambda r: render_free_threaded(r, every=True),
+}
+
+
+def render_all(results: pathlib.Path, free_threaded: pathlib.Path = FREE_THREADED):
+    """({block name: text}, warnings) of one rendering."""
+    r = Render(results, free_threaded)
+    return {name: build(r) for name, build in BUILDERS.items()}, r.warnings
 
 
 def render(text: str, generated: dict[str, str]) -> str:
-    """``text`` with every known marker's content replaced."""
+    """``text`` with every generated block's content replaced."""
     def repl(m):
         name = m.group(2)
         if name not in generated:
-            raise SystemExit(f"RFC.md has an unknown generated section {name!r}")
-        body = generated[name].rstrip("\n") + "\n"
-        return m.group(1) + body + m.group(4)
+            raise SystemExit(f"unknown generated section {name!r}")
+        return m.group(1) + generated[name].rstrip("\n") + "\n" + m.group(4)
     return MARKER.sub(repl, text)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Render RFC.md in place (or, with --check, report whether it is current)."""
+    """Render RFC.md and appendix.md in place (or, with --check, say whether they are current)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rfc", type=pathlib.Path, default=RFC,
-                        help="the RFC to fill in place (default proposal/RFC.md)")
     parser.add_argument("--results", type=pathlib.Path, default=RESULTS,
                         help="folder of the result files (default bench/results)")
-    parser.add_argument("--torch", dest="torch_version", help="which torch's report (default newest)")
-    parser.add_argument("--check", action="store_true", help="exit 1 if RFC.md is stale")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a file is stale")
+    parser.add_argument("files", nargs="*", type=pathlib.Path, default=[RFC, APPENDIX],
+                        help="files to fill (default proposal/RFC.md proposal/appendix.md)")
     args = parser.parse_args(argv)
-    old = args.rfc.read_text()
-    new = render(old, render_all(args.results, args.torch_version))
-    if args.check:
-        if new != old:
-            print(f"{rel(args.rfc)} is stale: run python3 proposal/render.py", file=sys.stderr)
-            return 1
-        return 0
-    args.rfc.write_text(new)
-    print(f"rendered {rel(args.rfc)}")
-    return 0
+    generated, warnings = render_all(args.results)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    stale = []
+    for path in args.files:
+        old = path.read_text()
+        new = render(old, generated)
+        if args.check:
+            if new != old:
+                stale.append(path)
+        else:
+            path.write_text(new)
+            print(f"rendered {rel(path)}")
+    for path in stale:
+        print(f"{rel(path)} is stale: run python3 proposal/render.py", file=sys.stderr)
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":
