@@ -1,42 +1,13 @@
 """ATen ops through torch's C fallback shims, on tensors from Python: a consumer that
 needs a tensor handle for more than reading metadata (``fallback_ops.cpp``).
 
-``Consumer(torch)`` builds the extension at first use (``fallback_ops_build.py``, into
-``peers_native.build_dir(...)``), resolves every address with ``bridge._resolve`` (the
-libraries ``import torch`` loaded: libtorch_cpu, libtorch_cuda through ``torch._C``'s
-dependencies, shim_ext for the borrow) and installs them. Ops (``OPS``), each with the
-shim it calls on CPU and on CUDA tensors (``SHIMS``; ``{dev}`` is ``cpu`` or ``cuda``):
-
-- ``add``: ``aoti_torch_{dev}_add_Tensor(a, b, alpha=1)`` -> a new tensor (elementwise);
-- ``amax``: ``aoti_torch_aten_amax(a, dim=[], keepdim=0)`` -> a new 0-d tensor (the
-  device-generic shim of ``c_shim_aten.h``; a reduction);
-- ``median``: ``aoti_torch_{dev}_median(a)`` -> a new 0-d tensor (a reduction with the
-  device shim);
-- ``mm_out``: ``aoti_torch_{dev}_mm_out(out, a, b)`` (matmul into ``out``);
-- ``addmm_out``: ``aoti_torch_{dev}_addmm_out(out, c, a, b, beta=1, alpha=1)``.
-
-Routes to the input handles (``ROUTES``): ``owned`` (torch's ``torch_tensor_from_pyobject``
-on 2.14+, else 2.14's implementation built for the running torch,
-``owned_prototype.cpp``: a new reference per tensor, deleted after the op), ``owned_fixed``
-(the same with ``internal_fixes.InternalFixes.interpreter_fix()`` installed around the
-call or loop), ``borrow`` (``torch_tensor_borrow_from_pyobject``: borrowed, never
-deleted) and ``borrow_fixed`` (the borrow with the interpreter fix installed: the fix
-changes what the op's kernel pays when it copies an input, below). Output tensors of ``_out`` ops are passed in by the caller and borrowed the
-same way; a new result handle is turned into a Python tensor by
-``torch_tensor_to_pyobject`` (2.14+, else 2.14's implementation built here) and deleted.
-
-Why the whole call differs by route by less than the handles alone do: torch 2.15's
-``intrusive_ptr`` increfs a ``TensorImpl``'s Python object (through the interpreter, with
-a GIL acquisition) when the ``TensorImpl``'s count goes from 1 to 2, and decrefs it on the
-way back (``c10/util/intrusive_ptr.h``; the owned handle's copy pays this). A kernel
-that copies an input ``at::Tensor`` (a ``c10::MaybeOwned``, a ``TensorIterator`` operand,
-an ``expand``) pays the same 1 -> 2 transition when the only other reference is the
-Python object's, i.e. with a borrowed handle, and the cheap 2 -> 3 one after an owned
-handle. ``call_loop`` measures the whole call, so the difference between routes there
-is what a consumer saves; ``handles_loop`` is what the handles cost on their own.
-
-Every failure is a ``RuntimeError`` carrying torch's own message (a tensor the borrow
-refuses, a shape the op refuses), never a crash; handles taken before it are released.
+``Consumer(torch)`` builds the extension at first use (``fallback_ops_build.py``), resolves
+every address with ``bridge._resolve`` and installs them. Each op of ``OPS`` calls the
+shim ``SHIMS`` names on CPU or CUDA tensors; its input handles come by one of ``ROUTES``;
+a new result handle becomes a Python tensor through ``torch_tensor_to_pyobject`` (2.14+,
+else 2.14's implementation built here) and is deleted; the outputs of ``_out`` ops are
+passed in and borrowed. Every failure is a ``RuntimeError`` carrying torch's own message,
+never a crash; handles taken before it are released.
 """
 
 from __future__ import annotations
@@ -47,6 +18,13 @@ import ctypes
 from bench.native import peers_native
 
 OPS = ("add", "amax", "median", "mm_out", "addmm_out")
+#: The routes to the input handles: ``owned`` (torch's ``torch_tensor_from_pyobject`` on
+#: 2.14+, else 2.14's implementation built for the running torch, ``owned_prototype.cpp``: a
+#: new reference per tensor, deleted after the op), ``owned_fixed`` (the same with
+#: ``internal_fixes.InternalFixes.interpreter_fix()`` installed around the call or loop),
+#: ``borrow`` (``torch_tensor_borrow_from_pyobject``: borrowed, never deleted) and
+#: ``borrow_fixed`` (the borrow with the fix: it changes what a kernel pays when it copies
+#: an input, ``Consumer.call_loop``).
 ROUTES = ("owned", "owned_fixed", "borrow", "borrow_fixed")
 #: what each route is compared with: the borrow of the same torch (the fix installed or not)
 BASELINE = {"owned": "borrow", "owned_fixed": "borrow_fixed", "borrow_fixed": "borrow"}
@@ -269,7 +247,13 @@ class Consumer:
         """ns per whole call in C, ``n`` times: the handles by ``route``, the op, the
         result handle deleted (not wrapped), the handles released; the interpreter fix
         around it for the ``*_fixed`` routes. Unlike ``handles_loop`` plus ``op_loop``, this
-        includes what the route changes inside the op (below)."""
+        includes what the route changes inside the op: torch 2.15's ``intrusive_ptr``
+        increfs a ``TensorImpl``'s Python object (through the interpreter, with a GIL
+        acquisition) when its count goes from 1 to 2 and decrefs it on the way back
+        (``c10/util/intrusive_ptr.h``). A kernel that copies an input ``at::Tensor`` (a
+        ``c10::MaybeOwned``, a ``TensorIterator`` operand, an ``expand``) pays that 1 -> 2
+        transition after a borrowed handle, and the cheap 2 -> 3 one after an owned
+        handle; so the whole call differs by route by less than the handles alone do."""
         with self.route_context(route):
             return self.module.call_loop(self._op[op], self._route[route], n, *tensors)
 

@@ -134,7 +134,8 @@ def loops_md(run: Run) -> str:
              + "; ".join(f"{ROUTE_WORDS[r]}: {b}" for r, b in BASE_WORDS.items()) +
              ". Median over rounds [95% bootstrap interval]. The whole-call difference is "
              "what a consumer saves; it is smaller than the handles' where the op's kernel "
-             "copies an input (`bench/native/fallback_ops.py` says why).", ""]
+             "copies an input (`Consumer.call_loop` in `bench/native/fallback_ops.py` says "
+             "why).", ""]
     lines += ["| op | size | tensors | op alone | route | whole call | minus baseline | per "
               "argument | share of the op | handles alone, per argument | handles' share of "
               "the op | handles minus baseline, per argument |",
