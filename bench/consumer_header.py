@@ -1,30 +1,13 @@
 """The consumer built on ``torch_borrow/consumer.h``, measured beside the hand-written reads.
 
-    python -P bench/consumer_header.py --out bench/results             # instructions
-    python -P bench/consumer_header.py --time --out bench/results      # and time
-
-Four Python-level statements on ``t`` (a 32x32 float32 tensor; on ``--device cuda`` a CUDA
-one), each compiled by ``timeit``:
-
-- ``five_tuple``: the hand-written five reads, ``(t.data_ptr(), t.shape, t.stride(),
-  t.dtype, t.device)``;
-- ``view_read``: ``bridge.view(t)`` and reading the same fields from the view;
-- ``header_c``: ``read(t)`` of ``shim_ext/examples/consumer.c``: ``torch_borrow_read`` with
-  every check, the metadata kept in a C struct (returns None);
-- ``header_tuples``: ``view(t)`` of the same module: the read, returned as Python tuples.
-
-Instructions (the default): one valgrind process (``--tool=callgrind``, collection off
-at start) runs each statement ``n1``, ``n2`` and ``n1`` times with collection toggled on
-around the loop (``peers_native``'s client requests, as ``bench/callgrind.py`` counts its
-statements); per call is ``(I(n2) - I(n1)) / (n2 - n1)`` and the two ``n1`` counts must
-agree. Writes ``<out>/<stem>.json`` and ``.md`` (stem ``callgrind-consumer-<tag>torch-<v>``,
-tag ``cp313-`` etc. off CPython 3.11) with the ratio to the five reads and the target.
-
-Time (``--time``): the four statements interleaved (``protocol.measure``: warm-up, GC
-off, rounds in rotating order), best and median ns per call, and the paired ratios of
-``header_c`` and ``header_tuples`` to ``view_read`` (median of per-round ratios, with
-their spread) into
-``<out>/time-consumer-<tag>torch-<v>-<device>.json`` / ``.md``.
+``python -P -m bench.consumer_header --out bench/results`` counts instructions
+(``count``), ``--time`` times (``time_it``), four Python-level statements on a 32x32
+float32 tensor (a CUDA one with ``--device cuda``), each compiled by ``timeit``:
+``five_tuple`` (``(t.data_ptr(), t.shape, t.stride(), t.dtype, t.device)``), ``view_read``
+(``bridge.view(t)`` and the same fields from the view), ``header_c`` (``read(t)`` of
+``shim_ext/examples/consumer.c``: ``torch_borrow_read`` with every check, the metadata
+kept in C) and ``header_tuples`` (its ``view(t)``: the read as Python tuples). Files:
+``callgrind-consumer-[<tag>]torch-<v>.{json,md}``, ``time-consumer-...-<device>.*``.
 """
 
 from __future__ import annotations
@@ -117,6 +100,11 @@ def child(args) -> int:
 
 
 def count(args) -> int:
+    """Instructions per call: one valgrind process (``--tool=callgrind``, collection off
+    at start) runs each statement ``n1``, ``n2`` and ``n1`` times with collection toggled
+    on around the loop (``peers_native``'s client requests, as ``bench/callgrind.py``
+    counts); per call is ``(I(n2) - I(n1)) / (n2 - n1)``, and the two ``n1`` counts must
+    agree. Writes the JSON and markdown with the ratio to the five reads and the target."""
     from bench import callgrind
 
     work = pathlib.Path(tempfile.mkdtemp(prefix="cg-consumer-"))
@@ -169,7 +157,9 @@ def count(args) -> int:
 
 
 def time_it(args) -> int:
-    """The four statements interleaved; best / median ns per call; header_c / view_read."""
+    """The four statements interleaved (``protocol.measure``: warm-up, GC off, rounds in
+    rotating order): best and median ns per call, and the paired ratios of ``header_c``
+    and ``header_tuples`` to ``view_read`` (median of per-round ratios, with their spread)."""
     from bench import protocol
 
     torch, c, ns = _namespace(args.device)

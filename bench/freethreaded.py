@@ -1,30 +1,13 @@
 """The Python-level figures on a free-threaded CPython beside a GIL build's.
 
-Measure (default): in the running interpreter, with the seed's protocol
-(``bench/protocol.py``: rounds x calls per contender after a warm-up, contenders
-interleaved round by round, garbage collector off), the per-call cost of
-
-- ``view_<path>(t)`` for each available path and ``view(t)`` (a 32x32 float32 CPU
-  tensor), beside torch's own ``t.data_ptr()``, ``t.shape``, ``t.stride()`` and an
-  empty Cython call (``_bridge._active_path()``);
-- natively (``_bridge._native_loop``): each path's gate + handle + metadata read (the
-  gate includes the Python-level conj/neg check where torch_is_conj is missing, as on
-  3.13t), handle + read alone, and handle + read inside a per-object critical section
-  (``Py_BEGIN_CRITICAL_SECTION`` on the tensor: what taking a per-tensor lock would
-  cost; a no-op with the GIL);
-- threads: ``view_fallback`` (the pointer trick) and ``view_borrow`` throughput with 1
-  and 2 threads, each viewing its own tensor, then one shared tensor (ns per view per
-  thread), to show whether views scale without a GIL;
-
-and write ``<out>/<stem>.json``. ``--hide-shim-ext`` resolves the bridge as if shim_ext
-were not built (no borrow path, Python-level conj/neg check), so a GIL build can be
-measured with what free-threaded 3.13 had before shim_ext was built there by setuptools
-(the pointer trick alone).
-
-Report (``--report A.json B.json ... --md OUT``): one markdown table, one column per
-file, and each column's ratio to the first (medians of the per-round samples). Quote
-ratios: the machine is shared and noisy. ``make bench-freethreaded`` runs both steps.
-Run with ``python -P`` from the repository root (``bridge`` must be the built package).
+Measure (default, ``measure``): in the running interpreter, with the seed's protocol
+(``bench/protocol.py``), each path's view beside torch's own accessors, each path
+natively (with and without a per-object critical section around handle + read), and
+views from 1 and 2 threads; writes ``<out>/<stem>.json``. ``--hide-shim-ext`` resolves
+the bridge as if shim_ext were not built (the pointer trick alone). Report (``--report
+A.json B.json ... --md OUT``): one table, a column per file, each column's ratio to the
+first. ``make bench-freethreaded`` runs both steps (``python -P -m bench.freethreaded``);
+quote ratios: the machine is shared and noisy.
 """
 
 from __future__ import annotations
@@ -42,6 +25,19 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 
 def measure(args) -> dict:
+    """Per-call cost, ns, in the running interpreter (interleaved rounds, GC off):
+
+    - ``view_<path>(t)`` for each available path and ``view(t)`` (a 32x32 float32 CPU
+      tensor), beside ``t.data_ptr()``, ``t.shape``, ``t.stride()`` and an empty Cython
+      call (``_bridge._active_path()``);
+    - natively (``_bridge._native_loop``): each path's gate + handle + metadata read (the
+      gate includes the Python-level conj/neg check where torch_is_conj is missing, as on
+      3.13t), handle + read alone, and handle + read inside a per-object critical section
+      (``Py_BEGIN_CRITICAL_SECTION`` on the tensor: what a per-tensor lock would cost; a
+      no-op with the GIL);
+    - threads (``threads``): ``view_fallback`` and ``view_borrow`` with 1 and 2 threads,
+      each on its own tensor, then one shared tensor (ns per view per thread).
+    """
     from bench import protocol
     from bench import machine_info
     import torch

@@ -1,30 +1,13 @@
 """Two fixes inside torch, with no new ABI, run for real (benchmark-only).
 
-``internal_fixes.cpp`` says what each one changes and on which ABI facts it rests;
-this module builds it (``internal_fixes_build.py``, into ``peers_native.build_dir``,
-beside the peers' loops: one folder per torch and interpreter) and wraps it:
-
-- ``InternalFixes.interpreter_fix(code="patch")``: a context manager that, for its
-  duration, points the global ``c10::impl::PyInterpreter``'s ``vtable_`` at a copy of
-  torch's vtable whose ``incref`` / ``decref`` skip the GIL acquisition when the calling
-  thread has an attached thread state and Python is not finalizing, and restores
-  torch's vtable on exit, an exception included. ``code="patch"`` (the default)
-  installs the patch's own ``incref`` / ``decref``, cut out of the patched
-  ``PyInterpreter.cpp`` at build time (``patched_interpreter.py``) and compiled against
-  torch 2.15 with a working stand-in for main's ``SafeGilScopedAcquire``
-  (``safe_gil_stand_in.h``): the patch's code on torch 2.15, not a build of main.
-  ``code="emulation"`` installs the earlier hand-written copy of the same test, whose
-  slow path is torch 2.15's own method (``pybind11::gil_scoped_acquire``). Source:
-  ``c10/core/impl/PyInterpreter.h`` (the ``vtable_`` member),
-  ``c10/core/impl/PyInterpreterHooks.h`` (``getGlobalPyInterpreter``),
-  ``torch/csrc/PyInterpreter.cpp`` (what it replaces).
-- ``InternalFixes.dlpack_api(check_attached)``: the address of a copy of torch's
-  ``DLPackExchangeAPI`` whose ``dltensor_from_py_object_no_sync`` takes a borrowed
-  reference (real-type check, ``THPVariable_Unpack``, ``at::toDLPackNonOwning``)
-  instead of copying the tensor; ``dltensor(api, obj)`` calls that slot once.
-
-Neither is used by the bridge. The C side takes the GIL itself where it needs it (cffi
-calls arrive without it).
+``internal_fixes.cpp`` says what each one changes and on which ABI facts it rests; this
+module builds it (``internal_fixes_build.py``, beside the peers' loops) and wraps it in
+``InternalFixes``: ``interpreter_fix(code)``, for a ``with`` block, points the global
+``c10::impl::PyInterpreter``'s ``vtable_`` at a copy of torch's whose ``incref`` / ``decref``
+skip the GIL acquisition on an attached thread (``c10/core/impl/PyInterpreter.h``,
+``PyInterpreterHooks.h``, ``torch/csrc/PyInterpreter.cpp``); ``dlpack_api(check_attached)``
+is a copy of torch's ``DLPackExchangeAPI`` whose ``dltensor_from_py_object_no_sync`` takes
+a borrowed reference instead of copying the tensor. The bridge uses neither.
 """
 
 from __future__ import annotations
@@ -146,9 +129,15 @@ class InternalFixes:
     def interpreter_fix(self, code: str = "patch"):
         """Install the interpreter fix for the ``with`` block; restore torch's on exit.
 
-        ``code``: ``"patch"`` (default), the patch's own ``incref`` / ``decref`` with the
-        stand-in guard; ``"emulation"``, the hand-written copy that forwards the slow
-        path to torch 2.15's own methods. Raises ``ValueError`` for another ``code``;
+        ``code``: ``"patch"`` (default), the patch's own ``incref`` / ``decref``, cut out
+        of the patched ``PyInterpreter.cpp`` at build time (``patched_interpreter.py``) and
+        compiled against torch 2.15 with a working stand-in for main's
+        ``SafeGilScopedAcquire`` (``safe_gil_stand_in.h``): the patch's code on torch 2.15,
+        not a build of main; ``"emulation"``, the hand-written copy that forwards the slow
+        path to torch 2.15's own methods (``pybind11::gil_scoped_acquire``). The fast path
+        runs when the calling thread has an attached thread state and Python is not
+        finalizing. The C side takes the GIL itself where it needs it (cffi calls arrive
+        without it). Raises ``ValueError`` for another ``code``;
         ``FixError`` if a fix is already installed (no nesting: the outer block would
         restore it early) or cannot be installed, and on exit if the interpreter's
         vtable was replaced by someone else meanwhile (left alone then). Install it only
