@@ -50,10 +50,10 @@ receives from ``bridge._resolve`` (the same addresses the bridge installs), so t
 never loads a torch library and never needs ``RTLD_GLOBAL``.
 """
 
-from libc.stdint cimport int32_t, int64_t, intptr_t, uintptr_t
+from libc.stdint cimport int32_t, int64_t, intptr_t, uint32_t, uintptr_t
 from cpython.object cimport PyObject, PyTypeObject, PyObject_TypeCheck
 
-from cuda.core._dlpack cimport DLTensor, DLPackExchangeAPI
+from cuda.core._dlpack cimport DLTensor
 from cuda.core._memoryview cimport StridedMemoryView
 from cuda.core._layout cimport _StridedLayout
 
@@ -87,6 +87,28 @@ cdef dict _itemsize_map = None
 
 # DLPack's dltensor_from_py_object_no_sync: 0, or -1 with a Python exception set.
 ctypedef int (*dltensor_fn)(void*, DLTensor*) except -1
+
+# The head of DLPack 1.x's DLPackExchangeAPI (dlpack.h 1.3: a header of the version and
+# prev_api, then five function pointers in this order), under a name of its own: the
+# cuda-core wheel's dlpack.h (and its .pxd) may predate the exchange API, and the
+# layout is DLPack's ABI, fixed for every 1.x (install_dlpack checks major == 1).
+cdef extern from *:
+    """
+    typedef struct {
+      struct { uint32_t major; uint32_t minor; } version;
+      void* prev_api;
+      void* managed_tensor_allocator;
+      void* managed_tensor_from_py_object_no_sync;
+      void* managed_tensor_to_py_object_no_sync;
+      void* dltensor_from_py_object_no_sync;
+      void* current_work_stream;
+    } bench_dlpack_exchange_api_v1;
+    """
+    ctypedef struct bench_api_version "struct { uint32_t major; uint32_t minor; }":
+        uint32_t major
+    ctypedef struct bench_dlpack_exchange_api_v1:
+        bench_api_version version
+        void* dltensor_from_py_object_no_sync
 cdef dltensor_fn _dltensor = NULL
 cdef dltensor_fn _dltensor_fixed = NULL
 #: (code | bits << 8 | lanes << 16) of a DLPack dtype -> (AOTI dtype code, itemsize)
@@ -246,10 +268,14 @@ def view_pointer(object obj):
     return _fill(obj, <AtenTensorHandle>(<char*><PyObject*>obj + _offset))
 
 
-cdef inline dltensor_fn _slot(uintptr_t api):
+cdef dltensor_fn _slot(uintptr_t api) except? NULL:
+    cdef bench_dlpack_exchange_api_v1* a = <bench_dlpack_exchange_api_v1*><void*>api
     if api == 0:
         return NULL
-    return <dltensor_fn>(<DLPackExchangeAPI*><void*>api).dltensor_from_py_object_no_sync
+    if a.version.major != 1:
+        raise RuntimeError(f"DLPackExchangeAPI major version {a.version.major}: only 1.x's "
+                           "layout is known here")
+    return <dltensor_fn>a.dltensor_from_py_object_no_sync
 
 
 def install_dlpack(uintptr_t torch_api, uintptr_t fixed_api, dict dl_dtypes):

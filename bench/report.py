@@ -466,6 +466,14 @@ def launch_section(r: Results) -> str:
     return "\n".join(lines).rstrip()
 
 
+def protocol_rounds(p: dict) -> str:
+    """The footer's rounds: ``"30 rounds"``, or ``"150 rounds (5 fresh processes x 30)"``."""
+    if (p.get("processes") or 1) > 1:
+        return (f"{p.get('rounds')} rounds ({p['processes']} fresh processes x "
+                f"{p.get('rounds_per_process')}, each its own order)")
+    return f"{p.get('rounds')} rounds"
+
+
 def owned_stand_in(r: Results) -> str:
     """Which owned shim the consumer's owned rows are, when this torch has none of its own
     (from the run's JSON: the consumer's labels and reasons); "" when torch's own ran."""
@@ -952,7 +960,7 @@ def footer(r: Results) -> str:
         f"- Python {m.get('python')}, torch {m.get('torch')}, bridge built by "
         f"{m.get('bridge_compiler')}, native peer loops by {ev.get('native_compiler')}; "
         f"pytest-benchmark {m.get('pytest_benchmark')}; {m.get('date_utc')}.",
-        f"- Protocol: {p.get('rounds')} rounds; Python level {p.get('calls')} calls per round "
+        f"- Protocol: {protocol_rounds(p)}; Python level {p.get('calls')} calls per round "
         f"after {p.get('warmup')} warm-up; native {p.get('native_calls')} calls per round "
         f"after {p.get('native_warmup')}; contenders interleaved round by round (rotating), "
         f"gc off{'; QUICK MODE: not a measurement' if p.get('quick') else ''}.",
