@@ -57,6 +57,20 @@ def _built_module(builder, out: pathlib.Path):
     return peers_native.built_module(builder, out)
 
 
+def _load_fixes(torch):
+    """``(InternalFixes or None, why not)``, as ``routes.load_fixes`` (not imported: a
+    top-level name ``routes`` may be another distribution's where bench/ is last on
+    ``sys.path``)."""
+    try:
+        import internal_fixes
+    except ImportError as exc:  # no cffi (free-threaded 3.13)
+        return None, f"cannot import internal_fixes: {exc}"
+    try:
+        return internal_fixes.InternalFixes(torch), None
+    except Exception as exc:  # a compile error is reported, not hidden
+        return None, f"{type(exc).__name__}: {exc}"
+
+
 def cuda_core_version() -> str | None:
     from importlib import metadata
 
@@ -179,9 +193,7 @@ class Consumer:
 
     def _install_fixed(self, torch, mod, itemsizes: dict, codes: dict) -> None:
         """The routes with an internal fix, and torch's own DLPack route beside them."""
-        import routes as routes_table
-
-        fixes, why = routes_table.load_fixes(torch)
+        fixes, why = _load_fixes(torch)
         self.fixes = fixes
         owned = "owned" if self.available["owned"] else "owned_prototype"
         base = self.labels[owned]
