@@ -475,15 +475,18 @@ def protocol_rounds(p: dict) -> str:
 
 
 def owned_stand_in(r: Results) -> str:
-    """Which owned shim the consumer's owned rows are, when this torch has none of its own
-    (from the run's JSON: the consumer's labels and reasons); "" when torch's own ran."""
+    """The run's host note (``bench/run.py --host-note``), and which owned shim the
+    consumer's owned rows are when this torch has none of its own (from the run's JSON:
+    the consumer's labels and reasons); "" when there is neither."""
     facts = r.evidence.get("consumer") or {}
     labels, why = facts.get("labels") or {}, facts.get("unavailable") or {}
+    note = r.evidence.get("host_note")
+    note = f"_{note.rstrip('.')}._ " if note else ""
     if "owned" not in why or "owned_prototype" in why:
-        return ""
+        return note.rstrip()
     fixed = (f" \"{labels['owned_fixed']}\" is that build with the interpreter fix."
              if "owned_fixed" in labels and "owned_fixed" not in why else "")
-    return (f"_torch {r.machine.get('torch')}: {why['owned']}; the owned shim that stands in "
+    return note + (f"_torch {r.machine.get('torch')}: {why['owned']}; the owned shim that stands in "
             f"is \"{labels.get('owned_prototype')}\" (`bench/owned_prototype.cpp`).{fixed}_")
 
 

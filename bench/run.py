@@ -62,6 +62,10 @@ def main(argv=None) -> int:
     parser.add_argument("--order-seed", default=None,
                         help="with --processes: the seeds' common prefix (default: random, "
                         "recorded in the JSON's evidence.processes)")
+    parser.add_argument("--host-note", default=None,
+                        help="a sentence about the machine that the report prints beside the "
+                        "consumer's and the launch step's tables (JSON: evidence.host_note), "
+                        "e.g. why it runs the torch it runs")
     parser.add_argument("--process-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("pytest_args", nargs="*",
                         help="extra pytest arguments after --, e.g. -- -k native")
@@ -111,6 +115,8 @@ def main(argv=None) -> int:
         return int(rc)
     if args.process_only:
         return 0
+    if args.host_note:
+        add_host_note(json_path, args.host_note)
     tables_written = pytest_benchmark_tables(json_path, tables_path, md_path)
     print()
     report.main([str(json_path), "--md", str(md_path), "--chart", str(chart_path), "--headline"])
@@ -122,6 +128,15 @@ def main(argv=None) -> int:
                         "not written: pytest-benchmark compare failed (above)")):
         print(f"  {path}  ({what})")
     return 0
+
+
+def add_host_note(json_path: pathlib.Path, note: str) -> None:
+    """Store ``note`` as the JSON's ``evidence["host_note"]`` (the report prints it)."""
+    import json
+
+    data = json.loads(json_path.read_text())
+    data.setdefault("evidence", {})["host_note"] = note
+    json_path.write_text(json.dumps(data, indent=4))
 
 
 #: Where ``run_processes`` keeps each process's JSON (git-ignored).

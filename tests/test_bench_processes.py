@@ -131,3 +131,28 @@ def test_one_process_says_so():
 def test_quick_runs_stay_one_process():
     with pytest.raises(SystemExit):
         run.main(["--quick", "--processes", "5"])
+
+
+def test_the_host_note_and_the_stand_in_owned_shim_are_printed(tmp_path):
+    """Where torch has no ``torch_tensor_from_pyobject``, sections 6 and 7 name the owned
+    shim that stands in (the consumer's own label), after the run's host note."""
+    rng = np.random.default_rng(4)
+    data = one_run(0, rng)
+    data["machine_info"]["bench"]["torch"] = "2.11.0+cu130"
+    data["evidence"]["consumer"] = {
+        "labels": {"owned_prototype": "owned (2.14's implementation, built for torch 2.11.0)",
+                   "owned_fixed": "owned + interpreter fix (the patch's incref / decref), via "
+                                  "owned (2.14's implementation, built for torch 2.11.0)"},
+        "unavailable": {"owned": "torch 2.11.0+cu130 exports no torch_tensor_from_pyobject"}}
+    path = tmp_path / "r.json"
+    import json
+
+    path.write_text(json.dumps(data))
+    run.add_host_note(path, "This host stays on torch 2.11.")
+    line = report.owned_stand_in(report.Results(json.loads(path.read_text())))
+    assert line.startswith("_This host stays on torch 2.11._ _torch 2.11.0+cu130: torch "
+                           "2.11.0+cu130 exports no torch_tensor_from_pyobject")
+    assert "\"owned (2.14's implementation, built for torch 2.11.0)\"" in line
+    assert "is that build with the interpreter fix" in line
+    del data["evidence"]["consumer"]["unavailable"]["owned"]
+    assert report.owned_stand_in(report.Results(data)) == ""

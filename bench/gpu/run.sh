@@ -54,11 +54,14 @@ OUT=${OUT:-$ROOT/build/gpu-out}
 PYTHON=${PYTHON:-python3}
 SITE=${SITE:-/tmp/site}
 PKG=${PKG:-/tmp/bridge-site}
-# The result files are written here and bundled into $OUT/gpu-results.tar.gz at the end,
-# so what comes back is two files however many the benchmarks write.
+# The result files are written here and bundled into $OUT/gpu-results.tar.gz after each
+# benchmark step, so what comes back is two files however many the benchmarks write.
 RESULTS=${RESULTS:-/tmp/gpu-results}
 PROCESSES=${PROCESSES:-5}
 ROUNDS=${ROUNDS:-12}
+# A sentence about this host for the reports (bench/run.py --host-note), e.g. why it runs
+# the torch it runs; none by default.
+HOST_NOTE=${HOST_NOTE:-}
 mkdir -p "$OUT"
 rm -rf "$RESULTS"; mkdir -p "$RESULTS"
 exec > >(tee -a "$OUT/run.log") 2>&1
@@ -67,6 +70,14 @@ export PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
 step() { echo; echo ">>> [$(date -u +%H:%M:%S)] $*"; }
+# (Re)bundle what $RESULTS holds so far: a run stopped by a time limit still leaves the
+# tables of the steps that finished.
+bundle() {
+  if compgen -G "$RESULTS/*" >/dev/null; then
+    tar -czf "$OUT/gpu-results.tar.gz.part" -C "$RESULTS" . \
+      && mv "$OUT/gpu-results.tar.gz.part" "$OUT/gpu-results.tar.gz"
+  fi
+}
 FAILED=()
 
 step "machine ($MODE, $PART)"
@@ -139,7 +150,9 @@ else
   [[ $MODE == quick ]] && QUICK=(--quick)
   if "$PYTHON" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())'; then
     step "benchmarks: CUDA tensors (${QUICK[*]})"
-    "$PYTHON" -P bench/run.py "${QUICK[@]}" --device cuda --out "$RESULTS" || FAILED+=(bench-cuda)
+    "$PYTHON" -P bench/run.py "${QUICK[@]}" --device cuda --out "$RESULTS" \
+      ${HOST_NOTE:+--host-note "$HOST_NOTE"} || FAILED+=(bench-cuda)
+    bundle
     GPU_STEM=$("$PYTHON" -P -c 'import sys; sys.path.insert(0, "bench"); import run, torch
 print(run.default_stem(torch, "cuda").replace("-torch-", "-host-cpu-torch-"))')
   else
@@ -152,9 +165,11 @@ print(run.default_stem(torch, "cuda").replace("-torch-", "-host-cpu-torch-"))')
   "$PYTHON" -P bench/consumer_header.py --no-count --time --device "$CONSUMER_DEVICE" \
     ${QUICK_ONE:+--rounds 3 --calls 1000 --warmup 100} --out "$RESULTS" \
     || FAILED+=(consumer-header-bench)
+  bundle
   step "benchmarks: CPU tensors on the same host, for comparison (${QUICK[*]})"
   "$PYTHON" -P bench/run.py "${QUICK[@]}" --out "$RESULTS" ${GPU_STEM:+--stem "$GPU_STEM"} \
-    || FAILED+=(bench-cpu)
+    ${HOST_NOTE:+--host-note "$HOST_NOTE"} || FAILED+=(bench-cpu)
+  bundle
 
   # ATen ops through torch's C fallback shims (aoti_torch_cuda_* on CUDA tensors), input
   # handles owned / owned + interpreter fix / borrowed: scenario F with CUDA tensors and
@@ -171,9 +186,8 @@ print(run.default_stem(torch, "cuda").replace("-torch-", "-host-cpu-torch-"))')
 fi
 
 step "done"
-if compgen -G "$RESULTS/*" >/dev/null; then
-  tar -czf "$OUT/gpu-results.tar.gz" -C "$RESULTS" . && tar -tzvf "$OUT/gpu-results.tar.gz"
-fi
+bundle
+[[ -f $OUT/gpu-results.tar.gz ]] && tar -tzvf "$OUT/gpu-results.tar.gz"
 ls -la "$OUT"
 if ((${#FAILED[@]})); then
   echo "FAILED: ${FAILED[*]}"
