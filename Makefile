@@ -120,8 +120,15 @@ RESULT_TAG := $(if $(filter $(DEFAULT_PYTHON),$(PYTHON)),,$(PYTAG)-)
 bench: $(VENVS)/torch-$(TORCH)/.bench  ## benchmarks on the default torch (TORCH=...) into bench/results/scratch/
 	$(call py,$(TORCH)) -m bench --out $(BENCH_OUT) --stem bench-$(RESULT_TAG)torch-$(TORCH)
 
-bench-evidence: $(VENVS)/torch-$(TORCH)/.bench  ## the same run, refreshing the committed bench/results/ (quiet machine)
-	$(call py,$(TORCH)) -m bench --out bench/results --stem bench-$(RESULT_TAG)torch-$(TORCH)
+# The evidence takes every table from EVIDENCE_PROCESSES fresh processes (the routes'
+# order shuffled per process, the spread between them reported), EVIDENCE_ROUNDS rounds
+# each (the protocol's 30: five processes take about 20 minutes on 2 cores; fewer
+# rounds fit a busier machine).
+EVIDENCE_PROCESSES ?= 5
+EVIDENCE_ROUNDS ?= 30
+bench-evidence: $(VENVS)/torch-$(TORCH)/.bench  ## the same run from 5 fresh processes, refreshing the committed bench/results/ (quiet machine)
+	$(call py,$(TORCH)) -m bench --out bench/results --stem bench-$(RESULT_TAG)torch-$(TORCH) \
+	  --processes $(EVIDENCE_PROCESSES) --rounds $(EVIDENCE_ROUNDS)
 
 bench-quick: $(VENVS)/torch-$(TORCH)/.bench  ## every benchmark briefly (what CI runs)
 	$(call py,$(TORCH)) -m bench --quick --out bench/results/scratch \

@@ -18,6 +18,18 @@ the GPU machine) and names the files after the GPU: ``gpu-<gpu>-torch-<v>.*``,
 ``<gpu>`` being the last word of its name, lower-cased (``NVIDIA H200`` -> ``h200``).
 ``--stem`` overrides the name (e.g. the GPU host's own CPU run, for comparison). The CPU
 default is unchanged.
+
+``--processes K`` (``make bench-evidence`` and the GPU script's evidence run: 5) runs the
+whole suite K times, each in a fresh interpreter (``run_processes``), each with its own
+order seed (``BENCH_ORDER_SEED``: every measurement then starts its rotation from its own
+shuffled order, ``interleave.start_order``), and ``--rounds`` rounds per measurement;
+``merge_runs`` pools the K JSONs into the one JSON the report reads (every contender's
+per-round samples in process order, ``extra_info["process_rounds"]`` saying how many came
+from each process, pytest-benchmark's stats recomputed over the pooled rounds by its own
+``Stats``), so the report can give the spread between processes beside each median and
+interval. The per-process JSONs stay in ``build/bench-processes/<stem>/`` (git-ignored).
+Without ``--processes`` (``make bench``, ``make bench-quick``) one process measures, as
+before.
 """
 
 from __future__ import annotations
@@ -41,9 +53,28 @@ def main(argv=None) -> int:
                         help="where the scenarios' tensors live (default cpu)")
     parser.add_argument("--stem", help="file name stem instead of the default "
                         "(bench-torch-<v>, or gpu-<gpu>-torch-<v> with --device cuda)")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="fresh processes to take every measurement from (default 1); "
+                        "their rounds are pooled and the spread between them reported")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="rounds per measurement and process (default the protocol's 30; "
+                        "quick: 3)")
+    parser.add_argument("--order-seed", default=None,
+                        help="with --processes: the seeds' common prefix (default: random, "
+                        "recorded in the JSON's evidence.processes)")
+    parser.add_argument("--host-note", default=None,
+                        help="a sentence about the machine that the report prints beside the "
+                        "consumer's and the launch step's tables (JSON: evidence.host_note), "
+                        "e.g. why it runs the torch it runs")
+    parser.add_argument("--process-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("pytest_args", nargs="*",
                         help="extra pytest arguments after --, e.g. -- -k native")
     args = parser.parse_args(argv)
+
+    if args.processes < 1:
+        parser.error("--processes must be at least 1")
+    if args.processes > 1 and args.quick:
+        parser.error("--quick runs one process (its numbers are not evidence)")
 
     import pytest
     import torch
@@ -67,16 +98,24 @@ def main(argv=None) -> int:
     # pytest-benchmark's own tables would print here, before the headline, each group's
     # ratios to its fastest row (a floor of a fraction of a ns in the native groups):
     # --benchmark-quiet keeps them off the terminal; they go to a file after the run.
-    rc = pytest.main([
-        str(HERE / "scenarios"), "-p", "no:cacheprovider", "--import-mode=importlib",
-        "-o", "python_files=bench_*.py",
-        "-o", "python_functions=test_*", "-q", "-rs", "--benchmark-quiet",
-        f"--benchmark-json={json_path}", *(["--bench-quick"] if args.quick else []),
-        *(["--bench-device", args.device] if args.device != "cpu" else []),
-        *args.pytest_args])
+    if args.processes > 1:
+        rc = run_processes(args, stem, json_path)
+    else:
+        rc = pytest.main([
+            str(HERE / "scenarios"), "-p", "no:cacheprovider", "--import-mode=importlib",
+            "-o", "python_files=bench_*.py",
+            "-o", "python_functions=test_*", "-q", "-rs", "--benchmark-quiet",
+            f"--benchmark-json={json_path}", *(["--bench-quick"] if args.quick else []),
+            *(["--bench-device", args.device] if args.device != "cpu" else []),
+            *([f"--bench-rounds={args.rounds}"] if args.rounds else []),
+            *args.pytest_args])
     if rc != 0:
         print(f"benchmarks failed (pytest exit code {rc}); no report written", file=sys.stderr)
         return int(rc)
+    if args.process_only:
+        return 0
+    if args.host_note:
+        add_host_note(json_path, args.host_note)
     tables_written = pytest_benchmark_tables(json_path, tables_path, md_path)
     print()
     report.main([str(json_path), "--md", str(md_path), "--chart", str(chart_path), "--headline"])
@@ -88,6 +127,113 @@ def main(argv=None) -> int:
                         "not written: pytest-benchmark compare failed (above)")):
         print(f"  {path}  ({what})")
     return 0
+
+
+def add_host_note(json_path: pathlib.Path, note: str) -> None:
+    """Store ``note`` as the JSON's ``evidence["host_note"]`` (the report prints it)."""
+    import json
+
+    data = json.loads(json_path.read_text())
+    data.setdefault("evidence", {})["host_note"] = note
+    json_path.write_text(json.dumps(data, indent=4))
+
+
+#: Where ``run_processes`` keeps each process's JSON (git-ignored).
+PROCESS_DIR = HERE.parent / "build" / "bench-processes"
+
+
+def run_processes(args, stem: str, json_path: pathlib.Path) -> int:
+    """Run the suite ``args.processes`` times, each in a fresh ``python -P -m bench
+    --process-only`` with ``BENCH_ORDER_SEED=<prefix>-<k>``, then ``merge_runs`` their
+    JSONs into ``json_path``. Returns the first failing exit code, else 0."""
+    import json
+    import os
+    import secrets
+    import subprocess
+    import time
+
+    prefix = args.order_seed or secrets.token_hex(4)
+    work = PROCESS_DIR / stem
+    work.mkdir(parents=True, exist_ok=True)
+    paths, seeds = [], []
+    for k in range(args.processes):
+        seed = f"{prefix}-{k}"
+        path = work / f"{stem}.p{k}.json"
+        cmd = [sys.executable, "-P", "-m", "bench", "--process-only",
+               "--out", str(work), "--stem", f"{stem}.p{k}", "--device", args.device,
+               *([f"--rounds={args.rounds}"] if args.rounds else []),
+               *(["--"] + args.pytest_args if args.pytest_args else [])]
+        print(f"\n>>> process {k + 1} of {args.processes} (order seed {seed}), "
+              f"{time.strftime('%H:%M:%S')}", flush=True)
+        done = subprocess.run(cmd, env={**os.environ, "BENCH_ORDER_SEED": seed})
+        if done.returncode != 0:
+            return done.returncode
+        paths.append(path)
+        seeds.append(seed)
+    merged = merge_runs([json.loads(p.read_text()) for p in paths], seeds)
+    json_path.write_text(json.dumps(merged, indent=4))
+    print(f"\nmerged {len(paths)} processes into {json_path} (each: {work})", flush=True)
+    return 0
+
+
+def merge_runs(runs: list[dict], seeds: list[str]) -> dict:
+    """One pytest-benchmark JSON from several runs of the same suite.
+
+    Every run must hold the same benchmarks (by ``fullname``). Per benchmark:
+    ``extra_info["samples_ns"]`` and every other per-round list of the same length
+    (``wall_ns``, ``gpu_ns``) are concatenated in run order, ``extra_info["process_rounds"]``
+    lists each run's number of rounds, and ``stats`` are pytest-benchmark's own
+    (``pytest_benchmark.stats.Stats``) over the pooled per-call times. The rest of a
+    benchmark, ``machine_info`` and ``evidence`` are the first run's, with
+    ``evidence["processes"]`` (per run: its order seed, from which every measurement's
+    starting order follows, ``interleave.start_order``; its date; its load averages) and
+    the protocol's ``processes`` / ``rounds_per_process`` added, and the last run's load
+    at the end.
+    Raises ``ValueError`` when the runs' benchmarks differ."""
+    import copy
+
+    from pytest_benchmark.stats import Stats
+
+    names = [sorted(b["fullname"] for b in run["benchmarks"]) for run in runs]
+    for k, n in enumerate(names[1:], 1):
+        if n != names[0]:
+            raise ValueError(f"process {k} measured other benchmarks than process 0: "
+                             f"{sorted(set(n) ^ set(names[0]))}")
+    merged = copy.deepcopy(runs[0])
+    by_name = [{b["fullname"]: b for b in run["benchmarks"]} for run in runs]
+    for b in merged["benchmarks"]:
+        parts = [idx[b["fullname"]] for idx in by_name]
+        extras = [p["extra_info"] for p in parts]
+        rounds = [len(e["samples_ns"]) for e in extras]
+        for key, value in extras[0].items():
+            if isinstance(value, list) and all(
+                    isinstance(e.get(key), list) and len(e[key]) == n
+                    for e, n in zip(extras, rounds)):
+                b["extra_info"][key] = [x for e in extras for x in e[key]]
+        b["extra_info"]["process_rounds"] = rounds
+        stats = Stats()
+        for ns in b["extra_info"]["samples_ns"]:
+            stats.update(ns * 1e-9)
+        pooled = stats.as_dict()
+        pooled["data"] = list(stats.data)
+        pooled["iterations"] = b["stats"].get("iterations")
+        b["stats"] = {k: pooled.get(k, v) for k, v in b["stats"].items()}
+    ev = merged.setdefault("evidence", {})
+    ev["processes"] = [{"order_seed": seed, "datetime": run.get("datetime"),
+                        "load_average_at_start":
+                            run["machine_info"].get("bench", {}).get("load_average_at_start"),
+                        "load_average_at_end":
+                            run["machine_info"].get("bench", {}).get("load_average_at_end")}
+                       for run, seed in zip(runs, seeds)]
+    protocol = ev.get("protocol") or {}
+    protocol["rounds_per_process"] = protocol.get("rounds")
+    protocol["processes"] = len(runs)
+    protocol["rounds"] = (protocol["rounds_per_process"] or 0) * len(runs)
+    ev["protocol"] = protocol
+    bench = merged["machine_info"].setdefault("bench", {})
+    bench["load_average_at_end"] = \
+        runs[-1]["machine_info"].get("bench", {}).get("load_average_at_end")
+    return merged
 
 
 #: pytest-benchmark's own tables of a run, beside its JSON.

@@ -9,6 +9,13 @@ round ``r`` of one path can be *paired* with round ``r`` of another (the per-rou
 difference removes load common to both). The garbage collector is off for the whole
 measurement, warm-up included.
 
+The order a round starts from is the list's own, unless ``ORDER_SEED_ENV``
+(``BENCH_ORDER_SEED``) is set: then each measurement shuffles its contenders once, with a
+``random.Random`` seeded by that value and the contenders' names, before rotating
+(``bench/run.py --processes`` gives every process its own seed, so which contender
+follows which differs from process to process and a position effect averages out
+across them instead of landing on the same pair every time).
+
 The per-round samples are then handed to pytest-benchmark (``record``), so its stats
 (min / median / stddev / rounds), its grouping, its ``--benchmark-json`` and its
 tables are the ones reported; pytest-benchmark has no public call for submitting
@@ -20,6 +27,8 @@ pytest-benchmark release removes it).
 from __future__ import annotations
 
 import gc
+import os
+import random
 import timeit
 from dataclasses import dataclass
 from typing import Callable
@@ -38,11 +47,41 @@ class Contender:
     level: str = "python"
 
 
-def statement(name: str, stmt: str, namespace: dict) -> Contender:
+def statement(name: str, stmt: str, namespace: dict, context=None) -> Contender:
     """A Python-level contender: ``stmt`` (e.g. ``"f(t)"``) compiled by ``timeit`` into
-    its own loop, so no extra Python call wraps it; ``namespace`` holds its names."""
+    its own loop, so no extra Python call wraps it; ``namespace`` holds its names.
+    ``context``: a factory of a context manager held around each timed loop (an
+    internal fix installed for the round, not per call), or None."""
     timer = timeit.Timer(stmt, globals=namespace)
-    return Contender(name, lambda n: timer.timeit(n) / n * 1e9, "python")
+    if context is None:
+        return Contender(name, lambda n: timer.timeit(n) / n * 1e9, "python")
+
+    def run(n: int) -> float:
+        with context():
+            return timer.timeit(n) / n * 1e9
+
+    return Contender(name, run, "python")
+
+
+#: The environment variable that seeds each measurement's starting order (unset: the
+#: list's order, as given).
+ORDER_SEED_ENV = "BENCH_ORDER_SEED"
+
+
+def start_order(contenders: list[Contender]) -> list[Contender]:
+    """The order round 0 runs ``contenders`` in: the list's, or, with ``ORDER_SEED_ENV``
+    set, a shuffle seeded by its value and the contenders' names (so each measurement
+    of a process has its own order, reproducible from the seed)."""
+    seed = os.environ.get(ORDER_SEED_ENV)
+    if not seed:
+        return list(contenders)
+    order = list(contenders)
+    random.Random(f"{seed}:{','.join(c.name for c in contenders)}").shuffle(order)
+    return order
+
+
+#: ``[names in round-0 order, ...]`` of every ``measure`` call of this process.
+ORDERS: list[list[str]] = []
 
 
 def native(name: str, loop: Callable[[int], float]) -> Contender:
@@ -54,10 +93,12 @@ def measure(contenders: list[Contender], rounds: int, calls: int, warmup: int) -
     """Run ``rounds`` interleaved rounds of ``calls`` calls per contender.
 
     ``warmup`` calls per contender come first (untimed for the results). Round ``r``
-    runs the contenders in the list order rotated by ``r``. Returns
+    runs the contenders in ``start_order(contenders)`` rotated by ``r``. Returns
     ``{name: [ns per call in round 0, round 1, ...]}`` (lists in round order, so index
     ``r`` pairs across contenders).
     """
+    contenders = start_order(contenders)
+    ORDERS.append([c.name for c in contenders])
     gc_was_enabled = gc.isenabled()
     gc.collect()
     gc.disable()

@@ -1,6 +1,8 @@
 """The seed's consumer on every path (``bench/native/cuda_core_consumer.pyx``): a real cuda.core
 ``StridedMemoryView`` filled through torch's owned shim, the prototype of 2.14's owned shim
-built for this torch (``bench/native/owned_prototype.cpp``), the borrow and the pointer trick is
+built for this torch (``bench/native/owned_prototype.cpp``), the owned route with the interpreter
+fix installed (the patch's own code, ``bench/native/internal_fixes.py``), the borrow, the pointer
+trick, torch's DLPack ``dltensor_from_py_object_no_sync`` and the fixed (borrowed) one is
 equal field by field (ptr, shape, strides, dtype, device, readonly, the object it keeps
 alive) to the view cuda.core itself makes for the same tensor
 (``StridedMemoryView.from_dlpack(t, -1)``), on every dtype: where cuda.core's own view
@@ -29,7 +31,9 @@ if cuda_core_consumer.cuda_core_version() is None:
     pytest.skip("cuda-core is not installed (the bench extra installs it)",
                 allow_module_level=True)
 
-OURS = ("owned", "owned_prototype", "borrow", "pointer")
+OURS = ("owned", "owned_prototype", "owned_fixed", "borrow", "pointer", "dlpack",
+        "dlpack_fixed")
+DLPACK = ("dlpack", "dlpack_fixed")
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 TORCH_RELEASE = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
 
@@ -83,6 +87,13 @@ def test_every_route_is_available_here(consumer):
     release = torch.__version__.split("+")[0]
     assert consumer.labels["owned_prototype"] == (
         f"owned (2.14's implementation, built for torch {release})")
+    # The fixed routes: the interpreter fix on the owned route torch has (its own from
+    # 2.14, else the prototype), DLPack's exchange API from 2.10 on.
+    assert consumer.available["owned_fixed"], consumer.reasons.get("owned_fixed")
+    assert consumer.fixed_base == ("owned" if TORCH_RELEASE >= (2, 14) else "owned_prototype")
+    assert consumer.labels["owned_fixed"].endswith(consumer.labels[consumer.fixed_base])
+    for route in DLPACK:
+        assert consumer.available[route] == (TORCH_RELEASE >= (2, 10)), consumer.reasons
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -91,7 +102,8 @@ def test_every_dtype_matches_cuda_core(consumer, dtype, device):
     """The dtypes of cuda.core's tensor bridge table (``AOTI_DTYPES``): equal to cuda.core's
     own view, or refused by both. Every other dtype: refused by every route with the
     error cuda.core's AOTI bridge raises ("Unsupported AOTI dtype code"), whatever
-    cuda.core's DLPack path makes of it (it views torch.int1..int7 as 8-bit integers)."""
+    cuda.core's DLPack path makes of it (it views torch.int1..int7 as 8-bit integers); the
+    DLPack routes make of them what DLPack says, as cuda.core's DLPack path does."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -103,6 +115,15 @@ def test_every_dtype_matches_cuda_core(consumer, dtype, device):
         return
     for route in ours(consumer):
         got = fields_or_error(consumer.viewer(route), t)
+        if route in DLPACK:
+            # The DLPack routes see the DLPack dtype torch reports (as cuda.core's own
+            # DLPack path does: torch.int1..int7 as int8): refused, or the tensor's own
+            # memory, shape, strides and element size.
+            assert isinstance(got, tuple) and got[1] in REFUSALS or (
+                not isinstance(got, tuple) and got["ptr"] == t.data_ptr()
+                and got["shape"] == tuple(t.shape) and got["strides"] == t.stride()
+                and got["dtype"].itemsize == t.element_size()), (route, got)
+            continue
         assert got[:2] == ("error", "TypeError") and "Unsupported AOTI dtype code" in got[2], (
             route, got)
 
@@ -196,3 +217,51 @@ def test_prototype_error_message(consumer):
         consumer.viewer("owned_prototype")(object())
     assert consumer.prototype_error() == (
         "torch_tensor_from_pyobject: expected torch.Tensor, got object")
+
+
+def test_the_fix_is_installed_only_around_the_timed_loop(consumer):
+    """``timed("owned_fixed")``: the bare owned view and a context that installs the patch's
+    incref / decref for its block, torch's vtable back afterwards (and after an error);
+    ``viewer("owned_fixed")`` installs it for each call."""
+    fixes = consumer.fixes
+    torch_vtable = fixes.vtable_address()
+    view, context = consumer.timed("owned_fixed")
+    t = torch.randn(5, 7)[::2]
+    want = cuda_core_consumer.fields(consumer.viewer(consumer.fixed_base)(t))
+    with context():
+        assert fixes.installed_code() == "patch"
+        assert fixes.vtable_address() != torch_vtable
+        assert cuda_core_consumer.fields(view(t)) == want
+    assert fixes.installed_code() is None and fixes.vtable_address() == torch_vtable
+    with pytest.raises((TypeError, RuntimeError)):
+        with context():
+            view(object())
+    assert fixes.installed_code() is None and fixes.vtable_address() == torch_vtable
+    assert cuda_core_consumer.fields(consumer.viewer("owned_fixed")(t)) == want
+    assert fixes.installed_code() is None
+    for route in ("borrow", "pointer", "dlpack", "dlpack_fixed"):
+        f, ctx = consumer.timed(route)
+        with ctx():
+            assert fixes.installed_code() is None
+        assert f is consumer.viewer(route)
+
+
+@pytest.mark.parametrize("route", DLPACK)
+def test_dlpack_routes_refuse_non_tensors(consumer, route):
+    """torch's own slot refuses through pybind11's caster (a RuntimeError); the fixed one
+    by its real-type check, with the message torch's exchange functions use."""
+    if not consumer.available[route]:
+        pytest.skip(consumer.reasons[route])
+    if route == "dlpack_fixed":
+        with pytest.raises(TypeError, match="expected torch.Tensor, got object"):
+            consumer.viewer(route)(object())
+    else:
+        with pytest.raises((TypeError, RuntimeError)):
+            consumer.viewer(route)(object())
+    # a subclass of torch.Tensor is a real tensor: both routes take it
+    class Sub(torch.Tensor):
+        pass
+
+    t = torch.arange(6.0).reshape(2, 3).as_subclass(Sub)
+    got = cuda_core_consumer.fields(consumer.viewer(route)(t))
+    assert got["ptr"] == t.data_ptr() and got["shape"] == (2, 3)

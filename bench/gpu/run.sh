@@ -4,19 +4,28 @@
 # if the machine lacks them: bench/README.md says how to get them). From the repository
 # root:
 #
-#   bench/gpu/run.sh [--quick] [--two-gpu]
+#   bench/gpu/run.sh [--quick] [--two-gpu] [--tests-only] [--bench-only]
 #
-#   (no flag)  build; tests/test_cuda.py + the CPU parity/api/availability tests;
-#              the benchmarks with CUDA tensors, then with CPU tensors on the same host
-#   --quick    the same, benchmarks in quick mode (checks that it all runs; no evidence)
-#   --two-gpu  build; only the tests that need a second GPU (device index 1)
+#   (no flag)    build; tests/test_cuda.py + the CPU parity/api/availability tests;
+#                the benchmarks with CUDA tensors, then with CPU tensors on the same
+#                host, each from $PROCESSES fresh processes (default 5) of $ROUNDS
+#                rounds (default 12), the routes' order shuffled per process
+#   --quick      the same, benchmarks in quick mode, one process (checks that it all
+#                runs; no evidence)
+#   --two-gpu    build; only the tests that need a second GPU (device index 1)
+#   --tests-only build and the tests, no benchmarks
+#   --bench-only build and the benchmarks, no tests (with --tests-only in a second
+#                command: the same run in two shorter parts)
 #
-# Writes into $OUT (default build/gpu-out):
-#   run.log                               everything printed, in order
-#   gpu-<gpu>-torch-<v>.{json,md,svg}     benchmarks, CUDA tensors on cuda:0
-#   gpu-<gpu>-host-cpu-torch-<v>.{...}    the same benchmarks, CPU tensors, same host
-#   fallback-ops-gpu-<gpu>[-host-cpu]-torch-<v>.{json,md}   ATen ops through the C
-#                                         fallback shims (bench/fallback_ops_run.py)
+# Writes into $OUT (default build/gpu-out) two files:
+#   run.log                  everything printed, in order
+#   gpu-results.tar.gz       the result files (none with --tests-only / --two-gpu):
+#     gpu-<gpu>-torch-<v>.{json,md,svg,pytest-benchmark.txt}   CUDA tensors on cuda:0
+#     gpu-<gpu>-host-cpu-torch-<v>.{...}   the same benchmarks, CPU tensors, same host
+#     time-consumer-<py>-torch-<v>-<device>.{json,md}   consumer.h's row, timed
+#     fallback-ops-gpu-<gpu>[-host-cpu]-torch-<v>.{json,md}   ATen ops through the C
+#                                          fallback shims (bench/fallback_ops_run.py)
+#   (unpack into bench/results/: tar -xzf gpu-results.tar.gz -C bench/results)
 #
 # Why the steps look this way:
 # - cffi and pycparser may be missing there and nothing may be fetchable: the cp312
@@ -27,11 +36,14 @@
 set -uo pipefail
 
 MODE=full
+PART=all
 for arg in "$@"; do
   case "$arg" in
     --quick) MODE=quick ;;
     --two-gpu) MODE=two-gpu ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --tests-only) PART=tests ;;
+    --bench-only) PART=bench ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "unknown argument: $arg (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -42,16 +54,33 @@ OUT=${OUT:-$ROOT/build/gpu-out}
 PYTHON=${PYTHON:-python3}
 SITE=${SITE:-/tmp/site}
 PKG=${PKG:-/tmp/bridge-site}
+# The result files are written here and bundled into $OUT/gpu-results.tar.gz after each
+# benchmark step, so what comes back is two files however many the benchmarks write.
+RESULTS=${RESULTS:-/tmp/gpu-results}
+PROCESSES=${PROCESSES:-5}
+ROUNDS=${ROUNDS:-12}
+# A sentence about this host for the reports (python -P -m bench --host-note), e.g. why it runs
+# the torch it runs; none by default.
+HOST_NOTE=${HOST_NOTE:-}
 mkdir -p "$OUT"
+rm -rf "$RESULTS"; mkdir -p "$RESULTS"
 exec > >(tee -a "$OUT/run.log") 2>&1
 export PYTHONUNBUFFERED=1
 # On shared multi-GPU hosts NVLink multicast stays off (NCCL, PyTorch, NVSHMEM).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
 step() { echo; echo ">>> [$(date -u +%H:%M:%S)] $*"; }
+# (Re)bundle what $RESULTS holds so far: a run stopped by a time limit still leaves the
+# tables of the steps that finished.
+bundle() {
+  if compgen -G "$RESULTS/*" >/dev/null; then
+    tar -czf "$OUT/gpu-results.tar.gz.part" -C "$RESULTS" . \
+      && mv "$OUT/gpu-results.tar.gz.part" "$OUT/gpu-results.tar.gz"
+  fi
+}
 FAILED=()
 
-step "machine ($MODE)"
+step "machine ($MODE, $PART)"
 nvidia-smi -L 2>&1 || echo "nvidia-smi: not available"
 "$PYTHON" - <<'PY'
 import platform, torch
@@ -101,51 +130,66 @@ if [[ $MODE == two-gpu ]]; then
   step "tests needing two GPUs (device index 1)"
   "${PYTEST[@]}" tests/test_cuda.py -k "device_index_1 or two_devices" || FAILED+=(two-gpu-tests)
 else
+ if [[ $PART != bench ]]; then
   step "tests: CUDA parity, and the borrow's rule on CUDA and CPU tensors"
   "${PYTEST[@]}" tests/test_cuda.py tests/test_metadata_rule.py || FAILED+=(test_cuda)
   step "tests: CPU parity, api, availability, the internal fixes on this torch"
   "${PYTEST[@]}" tests/test_parity.py tests/test_api.py tests/test_availability.py \
     tests/test_internal_fixes.py \
     || FAILED+=(cpu-tests)
-  step "tests: the seed's consumer (cuda.core StridedMemoryView via each route; CPU and CUDA)"
+  step "tests: the seed's consumer (cuda.core StridedMemoryView via each route, the fixed ones included; CPU and CUDA)"
   "${PYTEST[@]}" tests/test_cuda_core_consumer.py || FAILED+=(consumer-tests)
-
-  QUICK=(); [[ $MODE == quick ]] && QUICK=(--quick)
+  step "consumer.h: the consumer examples' tests"
+  "${PYTEST[@]}" tests/test_consumer_example.py tests/test_consumer_header.py \
+    || FAILED+=(consumer-header-tests)
+  step "fallback shims: tests (CPU and CUDA tensors)"
+  "${PYTEST[@]}" tests/test_fallback_ops.py || FAILED+=(fallback-ops-tests)
+ fi
+ if [[ $PART != tests ]]; then
+  # The evidence: every table from $PROCESSES fresh processes (python -P -m bench --processes);
+  # a quick run stays one process.
+  QUICK=(--processes "$PROCESSES" --rounds "$ROUNDS")
+  [[ $MODE == quick ]] && QUICK=(--quick)
   if "$PYTHON" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())'; then
-    step "benchmarks: CUDA tensors"
-    "$PYTHON" -P -m bench "${QUICK[@]}" --device cuda --out "$OUT" || FAILED+=(bench-cuda)
+    step "benchmarks: CUDA tensors (${QUICK[*]})"
+    "$PYTHON" -P -m bench "${QUICK[@]}" --device cuda --out "$RESULTS" \
+      ${HOST_NOTE:+--host-note "$HOST_NOTE"} || FAILED+=(bench-cuda)
+    bundle
     GPU_STEM=$("$PYTHON" -P -c 'from bench import __main__ as run; import torch
 print(run.default_stem(torch, "cuda").replace("-torch-", "-host-cpu-torch-"))')
   else
     echo "no CUDA device: the CUDA benchmarks are not run"
     GPU_STEM=
   fi
-  step "consumer.h: the consumer examples' tests, and its row (time; CUDA tensors where present)"
-  "${PYTEST[@]}" tests/test_consumer_example.py tests/test_consumer_header.py \
-    || FAILED+=(consumer-header-tests)
+  step "consumer.h: its row (time; CUDA tensors where present)"
   CONSUMER_DEVICE=cpu; [[ -n $GPU_STEM ]] && CONSUMER_DEVICE=cuda
+  QUICK_ONE=(); [[ $MODE == quick ]] && QUICK_ONE=(--quick)
   "$PYTHON" -P -m bench.consumer_header --no-count --time --device "$CONSUMER_DEVICE" \
-    ${QUICK:+--rounds 3 --calls 1000 --warmup 100} --out "$OUT" || FAILED+=(consumer-header-bench)
-  step "benchmarks: CPU tensors on the same host, for comparison"
-  "$PYTHON" -P -m bench "${QUICK[@]}" --out "$OUT" ${GPU_STEM:+--stem "$GPU_STEM"} \
-    || FAILED+=(bench-cpu)
+    ${QUICK_ONE:+--rounds 3 --calls 1000 --warmup 100} --out "$RESULTS" \
+    || FAILED+=(consumer-header-bench)
+  bundle
+  step "benchmarks: CPU tensors on the same host, for comparison (${QUICK[*]})"
+  "$PYTHON" -P -m bench "${QUICK[@]}" --out "$RESULTS" ${GPU_STEM:+--stem "$GPU_STEM"} \
+    ${HOST_NOTE:+--host-note "$HOST_NOTE"} || FAILED+=(bench-cpu)
+  bundle
 
   # ATen ops through torch's C fallback shims (aoti_torch_cuda_* on CUDA tensors), input
-  # handles owned / owned + interpreter fix / borrowed: tests (CPU and CUDA tensors), then
-  # scenario F with CUDA tensors and with the host's CPU tensors.
-  step "fallback shims: tests (CPU and CUDA tensors)"
-  "${PYTEST[@]}" tests/test_fallback_ops.py || FAILED+=(fallback-ops-tests)
+  # handles owned / owned + interpreter fix / borrowed: scenario F with CUDA tensors and
+  # with the host's CPU tensors (one process each: bench/fallback_ops_run.py's protocol).
   if [[ -n $GPU_STEM ]]; then
     step "fallback shims: scenario F, CUDA tensors"
-    "$PYTHON" -P -m bench.fallback_ops_run "${QUICK[@]}" --device cuda --out "$OUT" \
+    "$PYTHON" -P -m bench.fallback_ops_run "${QUICK_ONE[@]}" --device cuda --out "$RESULTS" \
       || FAILED+=(fallback-ops-cuda)
   fi
   step "fallback shims: scenario F, CPU tensors on the same host"
-  "$PYTHON" -P -m bench.fallback_ops_run "${QUICK[@]}" --out "$OUT" \
+  "$PYTHON" -P -m bench.fallback_ops_run "${QUICK_ONE[@]}" --out "$RESULTS" \
     ${GPU_STEM:+--stem "fallback-ops-$GPU_STEM"} || FAILED+=(fallback-ops-cpu)
+ fi
 fi
 
 step "done"
+bundle
+[[ -f $OUT/gpu-results.tar.gz ]] && tar -tzvf "$OUT/gpu-results.tar.gz"
 ls -la "$OUT"
 if ((${#FAILED[@]})); then
   echo "FAILED: ${FAILED[*]}"

@@ -12,20 +12,35 @@ and installs them. Its routes, each a function ``view(t) -> StridedMemoryView``:
   (``owned_prototype.cpp``): built on every torch, so on 2.14+ both run side by side;
 - ``borrow``: ``torch_tensor_borrow_from_pyobject`` (libtorch's, else shim_ext's);
 - ``pointer``: ``(char*)obj + sizeof(PyObject)``, the offset proven by the bridge;
+- ``owned_fixed``: the owned route (torch's own where this torch has it, else the
+  prototype) with the interpreter fix installed (``internal_fixes``: the patch's own
+  ``incref`` / ``decref``, cut out of the patched ``PyInterpreter.cpp``);
+- ``dlpack``: torch's ``DLPackExchangeAPI.dltensor_from_py_object_no_sync`` (2.10+), the
+  view filled from the ``DLTensor``;
+- ``dlpack_fixed``: the same with the borrowed ``dltensor_from_py_object_no_sync``
+  (``internal_fixes``: real-type check, ``THPVariable_Unpack``, attached-thread check);
 - ``cuda_core``: cuda.core's own ``StridedMemoryView.from_dlpack(t, -1)`` (not ours; the
   path it takes, AOTI bridge or DLPack, is observed by ``cuda_core_peer``).
 
 A route that cannot run has ``available[route] = False`` and ``reasons[route]`` says why;
-``labels[route]`` names each for the report.
+``labels[route]`` names each for the report. ``viewer(route)`` is a function that is
+right on its own (``owned_fixed``'s installs the fix for each call); ``timed(route)`` is
+what a timing loop takes: the bare function and the context to hold around the loop
+(the fix installed once per round, not per call).
 """
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
+import warnings
 
 from bench.native import peers_native
 
-ROUTES = ("owned", "owned_prototype", "borrow", "pointer", "cuda_core")
+ROUTES = ("owned", "owned_prototype", "owned_fixed", "borrow", "pointer", "dlpack",
+          "dlpack_fixed", "cuda_core")
+#: The routes with an internal fix of torch's (``bench/internal_fixes.cpp``).
+FIXED = ("owned_fixed", "dlpack_fixed")
 #: The dtypes cuda.core 1.2's tensor bridge maps (``_tensor_bridge.pyx``'s
 #: ``_build_itemsize_map``: AOTI dtype code -> itemsize; its binary names these
 #: ``aoti_torch_dtype_*`` functions), where this torch exports the code.
@@ -40,6 +55,13 @@ class Unavailable(RuntimeError):
 
 def _built_module(builder, out: pathlib.Path):
     return peers_native.built_module(builder, out)
+
+
+def _load_fixes(torch):
+    """``(InternalFixes or None, why not)``: ``routes.load_fixes``."""
+    from bench import routes
+
+    return routes.load_fixes(torch)
 
 
 def cuda_core_version() -> str | None:
@@ -85,12 +107,7 @@ class Consumer:
             raise Unavailable(f"torch {torch.__version__} exports no {', '.join(missing)}")
         addresses = {name: s.address for name, s in res.symbols.items()}
         self.available, self.reasons, self.labels = {}, {}, {}
-
-        def mark(route, reason, label):
-            self.available[route] = reason is None
-            self.labels[route] = label
-            if reason is not None:
-                self.reasons[route] = reason
+        mark = self.mark
 
         owned = res.paths["owned"]
         mark("owned", owned.reason,
@@ -148,7 +165,11 @@ class Consumer:
                     -1 if cpu is None else cpu, -1 if cuda is None else cuda)
 
         self._viewers = {"owned": mod.view_owned, "owned_prototype": mod.view_owned_prototype,
-                         "borrow": mod.view_borrow, "pointer": mod.view_pointer}
+                         "borrow": mod.view_borrow, "pointer": mod.view_pointer,
+                         "dlpack": mod.view_dlpack, "dlpack_fixed": mod.view_dlpack_fixed}
+        self._contexts = {}
+        self._install_fixed(torch, mod, itemsizes, codes={
+            name: code(f"aoti_torch_dtype_{name}") for name in AOTI_DTYPES})
         own, info = cuda_core_peer.load(torch, device)
         self.cuda_core_info = info
         self._viewers["cuda_core"] = own
@@ -156,9 +177,83 @@ class Consumer:
              f"cuda.core {info.get('call', 'StridedMemoryView')} "
              f"(cuda-core {version}, its {info.get('path', '?')} path)")
 
+    def mark(self, route, reason, label):
+        """Record ``route`` as available (``reason`` None) or not, with its label."""
+        self.available[route] = reason is None
+        self.labels[route] = label
+        if reason is not None:
+            self.reasons[route] = reason
+
+    def _install_fixed(self, torch, mod, itemsizes: dict, codes: dict) -> None:
+        """The routes with an internal fix, and torch's own DLPack route beside them."""
+        fixes, why = _load_fixes(torch)
+        self.fixes = fixes
+        owned = "owned" if self.available["owned"] else "owned_prototype"
+        base = self.labels[owned]
+        if fixes is None:
+            reason = f"the internal fixes are not built: {why}"
+        elif not self.available[owned]:
+            reason = f"no owned route to fix: {self.reasons[owned]}"
+        else:
+            reason = None
+            bare = self._viewers[owned]
+            self._viewers["owned_fixed"] = self._fixed_each_call(bare)
+            self._timed_owned_fixed = bare
+            self._contexts["owned_fixed"] = lambda: fixes.interpreter_fix("patch")
+        self.fixed_base = owned
+        self.mark("owned_fixed", reason, "owned + interpreter fix (the patch's incref / "
+                  f"decref), via {base}")
+
+        torch_api = fixes.torch_api if fixes is not None else 0
+        dl_reason = None if torch_api else (
+            f"torch {torch.__version__} has no __dlpack_c_exchange_api__" if fixes is not None
+            else f"the internal fixes are not built: {why}")
+        fixed_api = 0
+        dl_dtypes = {}
+        if torch_api:
+            fixed_api = fixes.dlpack_api(True)
+            # Each AOTI dtype's DLPack dtype as torch itself reports it (one DLTensor of a
+            # one-element tensor, through torch's own slot): the map is torch's, not typed.
+            for name, aoti in codes.items():
+                if aoti is None or aoti not in itemsizes:
+                    continue
+                try:
+                    with warnings.catch_warnings():  # complex32: "experimental"
+                        warnings.simplefilter("ignore")
+                        one = torch.empty(1, dtype=getattr(torch, name))
+                    dl = fixes.dltensor(torch_api, one)
+                except Exception:  # a dtype DLPack has no code for: refused by both routes
+                    continue
+                c, bits, lanes = dl.dtype
+                dl_dtypes[c | bits << 8 | lanes << 16] = (aoti, itemsizes[aoti])
+        mod.install_dlpack(torch_api, fixed_api, dl_dtypes)
+        self.mark("dlpack", dl_reason,
+                  "DLPack dltensor_from_py_object_no_sync (torch's: a copy made and destroyed)")
+        self.mark("dlpack_fixed", dl_reason,
+                  "fixed DLPack: dltensor_from_py_object_no_sync, borrowed reference "
+                  "+ attached-thread check")
+
+    def _fixed_each_call(self, bare):
+        fixes = self.fixes
+
+        def view(t):
+            with fixes.interpreter_fix("patch"):
+                return bare(t)
+
+        view.__doc__ = f"{bare.__name__} with the interpreter fix installed for the call"
+        return view
+
     def viewer(self, route: str):
-        """``view(t) -> StridedMemoryView`` of ``route``."""
+        """``view(t) -> StridedMemoryView`` of ``route``, right on its own."""
         return self._viewers[route]
+
+    def timed(self, route: str):
+        """``(view, context)`` for a timing loop: ``view(t)`` the bare function, and
+        ``context()`` a context manager to hold around the loop (the interpreter fix for
+        ``owned_fixed``; nothing for every other route)."""
+        if route == "owned_fixed":
+            return self._timed_owned_fixed, self._contexts["owned_fixed"]
+        return self._viewers[route], contextlib.nullcontext
 
     def routes(self) -> list[str]:
         """The available routes, in ``ROUTES`` order."""

@@ -28,14 +28,32 @@ device_type, device_index):
 - ``view_pointer``: ``(char*)obj + sizeof(PyObject)`` after a type check, cuda.core's
   ``pyobj_to_aten_handle`` (the offset proven by ``bridge._resolve``).
 
+Routes through DLPack (no handle; the view filled from the ``DLTensor`` instead, as
+cuda.core's DLPack exchange path reads it: ``data + byte_offset``, shape, strides in
+elements (NULL: dense, as ``init_from_ptr`` takes it), the device from
+``DLDevice.device_type``, ``metadata`` the AOTI dtype code of the DLPack dtype (one dict
+look-up, as the AOTI routes' itemsize look-up), so ``dtype`` resolves exactly as on the
+AOTI routes and every field compares equal):
+
+- ``view_dlpack``: torch's own ``DLPackExchangeAPI.dltensor_from_py_object_no_sync``
+  (torch 2.10+), which copies the ``at::Tensor`` and destroys the copy;
+- ``view_dlpack_fixed``: the same slot of the copy of torch's API that
+  ``bench/internal_fixes.cpp`` hands out, whose ``dltensor_from_py_object_no_sync`` takes
+  a borrowed reference (real-type check, ``THPVariable_Unpack``, attached-thread check).
+
+The interpreter fix needs no function of its own here: ``view_owned`` and
+``view_owned_prototype`` are timed with it installed around the loop
+(``cuda_core_consumer.Consumer.context``).
+
 No symbol is linked: every function is called through an address that ``install``
 receives from ``bridge._resolve`` (the same addresses the bridge installs), so the module
 never loads a torch library and never needs ``RTLD_GLOBAL``.
 """
 
-from libc.stdint cimport int32_t, int64_t, intptr_t, uintptr_t
+from libc.stdint cimport int32_t, int64_t, intptr_t, uint32_t, uintptr_t
 from cpython.object cimport PyObject, PyTypeObject, PyObject_TypeCheck
 
+from cuda.core._dlpack cimport DLTensor
 from cuda.core._memoryview cimport StridedMemoryView
 from cuda.core._layout cimport _StridedLayout
 
@@ -66,6 +84,38 @@ cdef int32_t _DEVICE_TYPE_CPU = -1
 cdef int32_t _DEVICE_TYPE_CUDA = -1
 #: AOTI dtype code -> itemsize, as cuda.core's ``_build_itemsize_map`` (a dict lookup).
 cdef dict _itemsize_map = None
+
+# DLPack's dltensor_from_py_object_no_sync: 0, or -1 with a Python exception set.
+ctypedef int (*dltensor_fn)(void*, DLTensor*) except -1
+
+# The head of DLPack 1.x's DLPackExchangeAPI (dlpack.h 1.3: a header of the version and
+# prev_api, then five function pointers in this order), under a name of its own: the
+# cuda-core wheel's dlpack.h (and its .pxd) may predate the exchange API, and the
+# layout is DLPack's ABI, fixed for every 1.x (install_dlpack checks major == 1).
+cdef extern from *:
+    """
+    typedef struct {
+      struct { uint32_t major; uint32_t minor; } version;
+      void* prev_api;
+      void* managed_tensor_allocator;
+      void* managed_tensor_from_py_object_no_sync;
+      void* managed_tensor_to_py_object_no_sync;
+      void* dltensor_from_py_object_no_sync;
+      void* current_work_stream;
+    } bench_dlpack_exchange_api_v1;
+    """
+    ctypedef struct bench_api_version "struct { uint32_t major; uint32_t minor; }":
+        uint32_t major
+    ctypedef struct bench_dlpack_exchange_api_v1:
+        bench_api_version version
+        void* dltensor_from_py_object_no_sync
+cdef dltensor_fn _dltensor = NULL
+cdef dltensor_fn _dltensor_fixed = NULL
+#: (code | bits << 8 | lanes << 16) of a DLPack dtype -> (AOTI dtype code, itemsize)
+cdef dict _dl_dtype_map = None
+# DLPack's device types (dlpack.h's DLDeviceType, fixed by the DLPack standard)
+cdef int32_t _kDLCPU = 1
+cdef int32_t _kDLCUDA = 2
 
 PYOBJECT_SIZE = sizeof(PyObject)
 
@@ -218,9 +268,86 @@ def view_pointer(object obj):
     return _fill(obj, <AtenTensorHandle>(<char*><PyObject*>obj + _offset))
 
 
+cdef dltensor_fn _slot(uintptr_t api) except? NULL:
+    cdef bench_dlpack_exchange_api_v1* a = <bench_dlpack_exchange_api_v1*><void*>api
+    if api == 0:
+        return NULL
+    if a.version.major != 1:
+        raise RuntimeError(f"DLPackExchangeAPI major version {a.version.major}: only 1.x's "
+                           "layout is known here")
+    return <dltensor_fn>a.dltensor_from_py_object_no_sync
+
+
+def install_dlpack(uintptr_t torch_api, uintptr_t fixed_api, dict dl_dtypes):
+    """Install the DLPack routes: ``torch_api`` (torch's ``DLPackExchangeAPI``, the capsule
+    ``torch.Tensor.__dlpack_c_exchange_api__``) and ``fixed_api`` (the borrowed prototype's
+    copy of it, ``internal_fixes.InternalFixes.dlpack_api``); 0: that route is unavailable.
+    ``dl_dtypes``: ``{code | bits << 8 | lanes << 16: (AOTI dtype code, itemsize)}``."""
+    global _dltensor, _dltensor_fixed, _dl_dtype_map
+    _dl_dtype_map = dict(dl_dtypes)
+    _dltensor = _slot(torch_api)
+    _dltensor_fixed = _slot(fixed_api)
+
+
+cdef StridedMemoryView _fill_dlpack(object obj, dltensor_fn fn):
+    """The view from one non-owning ``DLTensor`` (valid while ``obj`` lives: the view
+    keeps ``obj`` as its ``exporting_obj``; nothing of the DLTensor is kept)."""
+    cdef DLTensor dl
+    cdef StridedMemoryView buf
+    cdef _StridedLayout layout
+    cdef int32_t device_type
+    fn(<void*>obj, &dl)
+
+    buf = StridedMemoryView.__new__(StridedMemoryView)
+    buf.ptr = <intptr_t>dl.data + <intptr_t>dl.byte_offset
+    buf.readonly = False
+    buf.exporting_obj = obj
+    buf.dl_tensor = NULL
+    buf.metadata = None
+    buf._buffer = None
+
+    device_type = <int32_t>dl.device.device_type
+    if device_type == _kDLCPU:
+        buf.device_id = -1
+        buf.is_device_accessible = False
+    elif device_type == _kDLCUDA:
+        buf.device_id = <int>dl.device.device_id
+        buf.is_device_accessible = True
+    else:
+        raise BufferError(f"Unsupported device type from torch tensor "
+                          f"(DLPack device type: {device_type})")
+
+    entry = _dl_dtype_map.get(<int>dl.dtype.code | (<int>dl.dtype.bits << 8)
+                              | (<int>dl.dtype.lanes << 16))
+    if entry is None:
+        raise TypeError(f"Unsupported DLPack dtype (code {dl.dtype.code}, bits "
+                        f"{dl.dtype.bits}, lanes {dl.dtype.lanes})")
+    buf.metadata = (<tuple>entry)[0]
+    layout = _StridedLayout.__new__(_StridedLayout)
+    layout.init_from_ptr(<int>dl.ndim, dl.shape, dl.strides, <int>(<tuple>entry)[1])
+    buf._layout = layout
+    return buf
+
+
+def view_dlpack(object obj):
+    """torch's ``dltensor_from_py_object_no_sync`` (an owning copy made and destroyed)."""
+    if _dltensor == NULL:
+        _not_installed(b"DLPackExchangeAPI.dltensor_from_py_object_no_sync")
+    return _fill_dlpack(obj, _dltensor)
+
+
+def view_dlpack_fixed(object obj):
+    """The borrowed ``dltensor_from_py_object_no_sync`` (``bench/internal_fixes.cpp``)."""
+    if _dltensor_fixed == NULL:
+        _not_installed(b"the borrowed dltensor_from_py_object_no_sync")
+    return _fill_dlpack(obj, _dltensor_fixed)
+
+
 def routes():
     """``{route: installed?}``."""
     return {"owned": _owned != NULL and _delete != NULL,
             "owned_prototype": _owned_prototype != NULL and _delete != NULL,
             "borrow": _borrow != NULL,
-            "pointer": _offset >= 0 and _tensor_type != NULL}
+            "pointer": _offset >= 0 and _tensor_type != NULL,
+            "dlpack": _dltensor != NULL,
+            "dlpack_fixed": _dltensor_fixed != NULL}

@@ -318,7 +318,8 @@ def seed_comparison(r: Results, excerpt: pathlib.Path = SEED_EXCERPT) -> str:
     return "\n".join(lines)
 
 
-CONSUMER_ROUTES = ("owned", "owned_prototype", "borrow", "pointer", "cuda_core")
+CONSUMER_ROUTES = ("owned", "owned_prototype", "owned_fixed", "borrow", "pointer", "dlpack",
+                   "dlpack_fixed", "cuda_core")
 
 
 def consumer_section(r: Results, excerpt: pathlib.Path = SEED_EXCERPT) -> str:
@@ -344,20 +345,27 @@ def consumer_section(r: Results, excerpt: pathlib.Path = SEED_EXCERPT) -> str:
         f"32x32 float32 {where} tensor, `f(t)` per call, interleaved rounds.", "",
         "| route | best (ns) | median (ns) | minus pointer trick, best / median (ns) | "
         "ratio to pointer trick, best / median | paired per-round difference [95% CI] | "
-        "paired ratio [95% CI] |", "|---|---:|---:|---:|---:|---:|---:|"]
+        "paired ratio [95% CI] | x vs borrow [95% CI] | x vs borrow, per process |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    borrow_s = r.samples(CONSUMER, "borrow")
     for name in CONSUMER_ROUTES:
         b = r.get(CONSUMER, name)
         label = (b["extra_info"].get("label") if b else None) or labels.get(name, name)
         if b is None:
             why = (facts.get("unavailable") or {}).get(name, "not measured")
-            lines.append(f"| {label} | unavailable: {why} | | | | | |")
+            lines.append(f"| {label} | unavailable: {why} | | | | | | | |")
             continue
         best, med, s = ns(b, "min"), ns(b, "median"), r.samples(CONSUMER, name)
         diff = "0" if name == "pointer" else fmt_ci(paired(s, p_s, "diff"), " ns")
         ratio = "1" if name == "pointer" else fmt_ci(paired(s, p_s, "ratio"))
+        vs, spread = consumer_vs_borrow(r, name, s, borrow_s)
         lines.append(f"| {label} | {best:.1f} | {med:.1f} | {best - p_best:+.1f} / "
                      f"{med - p_med:+.1f} | {best / p_best:.3f}x / {med / p_med:.3f}x | "
-                     f"{diff} | {ratio} |")
+                     f"{diff} | {ratio} | {vs} | {spread} |")
+    lines += ["", processes_line(r)]
+    stand_in = owned_stand_in(r)
+    if stand_in:
+        lines += ["", stand_in]
     if excerpt.is_file():
         text = excerpt.read_text()
         theirs = {m.group(1): (float(m.group(2)), float(m.group(3)))
@@ -396,9 +404,19 @@ def consumer_section(r: Results, excerpt: pathlib.Path = SEED_EXCERPT) -> str:
     return "\n".join(lines)
 
 
-LAUNCH_ROUTES = ("ints", "data_ptr", "bridge_view", "owned", "owned_prototype", "borrow",
-                 "pointer", "cuda_core")
+LAUNCH_ROUTES = ("ints", "data_ptr", "bridge_view", "owned", "owned_prototype", "owned_fixed",
+                 "borrow", "pointer", "dlpack", "dlpack_fixed", "cuda_core")
 
+
+def consumer_vs_borrow(r: Results, name: str, s, borrow_s) -> tuple[str, str]:
+    """Cells ``x vs borrow [95% CI]`` (pooled rounds) and its range over processes, for
+    the consumer's route ``name`` (``s``: its samples; ``borrow_s``: the borrow's)."""
+    if name == "borrow":
+        return "1", "1"
+    if borrow_s is None:
+        return "", ""
+    return (fmt_ci(paired(s, borrow_s, "ratio")),
+            fmt_spread(per_process(r, CONSUMER, name, "borrow", "ratio"), "x"))
 
 def launch_section(r: Results) -> str:
     """Section 7: the launch-bound GPU step. Per N (tensor arguments per launch) and
@@ -440,7 +458,8 @@ def launch_section(r: Results) -> str:
                   f"alone {host0 / 1e3:.2f} us: {bound}.", "",
                   "| route | host per launch, median (us) | launches/s (median) | bridging "
                   "per launch [95% CI] (ns) | bridging share of host time [95% CI] | host "
-                  "time vs borrow [95% CI] |", "|---|---:|---:|---:|---:|---:|"]
+                  "time vs borrow [95% CI] | per process: host per launch (us); vs borrow |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]
         for name in LAUNCH_ROUTES:
             b = r.get(LAUNCH, name, arity=n)
             if b is None:
@@ -461,8 +480,13 @@ def launch_section(r: Results) -> str:
             vs = ("1" if name == "borrow" else "" if borrow is None
                   else fmt_ci(paired(s, borrow, "ratio")))
             lines.append(f"| {b['extra_info'].get('label', name)} | {ns(b, 'median') / 1e3:.2f}"
-                         f" | {rate} | {diff} | {share} | {vs} |")
+                         f" | {rate} | {diff} | {share} | {vs} | "
+                         f"{launch_spread(r, name, n, borrow is not None)} |")
         lines.append("")
+    lines += [processes_line(r), ""]
+    stand_in = owned_stand_in(r)
+    if stand_in:
+        lines += [stand_in, ""]
     step = r.samples(WORK, "decode_step")
     if step is not None:
         shares = []
@@ -473,6 +497,128 @@ def launch_section(r: Results) -> str:
         lines.append("Beside it, the eager decode step of section 5 (same run): bridging every "
                      "tensor of a step is " + ", ".join(shares) + " of the step's time.")
     return "\n".join(lines).rstrip()
+
+
+def protocol_rounds(p: dict) -> str:
+    """The footer's rounds: ``"30 rounds"``, or ``"150 rounds (5 fresh processes x 30)"``."""
+    if (p.get("processes") or 1) > 1:
+        return (f"{p.get('rounds')} rounds ({p['processes']} fresh processes x "
+                f"{p.get('rounds_per_process')}, each its own order)")
+    return f"{p.get('rounds')} rounds"
+
+
+def owned_stand_in(r: Results) -> str:
+    """The run's host note (``bench/run.py --host-note``), and which owned shim the
+    consumer's owned rows are when this torch has none of its own (from the run's JSON:
+    the consumer's labels and reasons); "" when there is neither."""
+    facts = r.evidence.get("consumer") or {}
+    labels, why = facts.get("labels") or {}, facts.get("unavailable") or {}
+    note = r.evidence.get("host_note")
+    note = f"_{note.rstrip('.')}._ " if note else ""
+    if "owned" not in why or "owned_prototype" in why:
+        return note.rstrip()
+    fixed = (f" \"{labels['owned_fixed']}\" is that build with the interpreter fix."
+             if "owned_fixed" in labels and "owned_fixed" not in why else "")
+    return note + (f"_torch {r.machine.get('torch')}: {why['owned']}; the owned shim that stands in "
+            f"is \"{labels.get('owned_prototype')}\" (`bench/owned_prototype.cpp`).{fixed}_")
+
+
+def launch_spread(r: Results, name: str, arity: int, have_borrow: bool) -> str:
+    """The launch table's per-process cell: the range over processes of the route's median
+    host time per launch (us) and of its paired ratio to the borrow."""
+    host = per_process(r, LAUNCH, name, None, "value", arity=arity)
+    cell = fmt_spread(None if host is None else [h / 1e3 for h in host], " us", ".2f")
+    if have_borrow and name != "borrow":
+        cell += "; " + fmt_spread(per_process(r, LAUNCH, name, "borrow", "ratio",
+                                              arity=arity), "x")
+    return cell
+
+
+# --- between processes -------------------------------------------------------------------------
+#: The row each group's per-process ratios are taken against (the first one it has).
+PROCESS_REFS = ("borrow", "route_borrow_getters", "borrow_getters", "handle_borrow")
+#: The ``extra_info`` keys that tell apart the rows of one path in one group.
+ROW_KEYS = ("ndim", "ntensors", "arity")
+
+
+def process_count(r: Results) -> int:
+    """How many fresh processes this JSON's rounds came from (1 without ``--processes``)."""
+    return int((r.evidence.get("protocol") or {}).get("processes") or 1)
+
+
+def per_process(r: Results, group: str, name: str, ref: str | None, kind: str,
+                **params) -> list[float] | None:
+    """Per process, the median over its own rounds of ``name``'s samples (``kind``
+    ``"value"``, ns), or of its per-round ``"ratio"`` / ``"diff"`` against ``ref`` in the
+    same rounds. None when a row is missing or the JSON is of one process."""
+    b = r.get(group, name, **params)
+    counts = b and b["extra_info"].get("process_rounds")
+    if not counts or len(counts) < 2:
+        return None
+    s = r.samples(group, name, **params)
+    if ref is not None:
+        base = r.samples(group, ref, **params)
+        if base is None or len(base) != len(s):
+            return None
+        s = s / base if kind == "ratio" else s - base
+    edges = np.cumsum([0] + list(counts))
+    return [float(np.median(s[a:e])) for a, e in zip(edges[:-1], edges[1:])]
+
+
+def fmt_spread(values: list[float] | None, unit: str, spec: str | None = None) -> str:
+    """``"lo .. hi unit (k processes)"``; ``"one process"`` when there is no split."""
+    if values is None:
+        return "one process"
+    spec = spec or (".3f" if unit == "x" else ".1f")
+    return f"{min(values):{spec}}{unit} .. {max(values):{spec}}{unit} ({len(values)} processes)"
+
+
+def processes_line(r: Results) -> str:
+    """One sentence: how many processes and rounds each table's figures pool."""
+    p = r.evidence.get("protocol") or {}
+    k = process_count(r)
+    if k < 2:
+        return ("_One process: the intervals are of its rounds only (run-to-run spread not "
+                "measured; `make bench-evidence` takes five processes)._")
+    seeds = ", ".join(x.get("order_seed", "?") for x in r.evidence.get("processes", []))
+    return (f"_Pooled from {k} fresh processes x {p.get('rounds_per_process')} rounds each, "
+            f"the contenders' starting order shuffled per process (order seeds {seeds}); "
+            "medians and 95% intervals over the pooled rounds, pairs within a round; "
+            "\"per process\": the lowest and highest of the processes' own medians._")
+
+
+def processes_section(r: Results) -> str:
+    """Every timed table's rows, each with its pooled median and the range of the
+    processes' own medians, and its paired ratio to the group's borrow row (pooled, with
+    its interval, and the range over processes): the spread between processes beside each
+    median and interval of the sections above."""
+    if process_count(r) < 2:
+        return processes_line(r)
+    lines = [processes_line(r), "",
+             "| group | contender | median (ns) | per process: median (ns) | x vs borrow "
+             "[95% CI] | per process: x vs borrow |", "|---|---|---:|---:|---:|---:|"]
+    seen = []
+    for b in r.data["benchmarks"]:
+        if b["group"] not in seen:
+            seen.append(b["group"])
+    for group in seen:
+        rows = [b for b in r.data["benchmarks"] if b["group"] == group]
+        key = group.split(" ")[0]
+        paths = {b["extra_info"].get("path") for b in rows}
+        ref = next((x for x in PROCESS_REFS if x in paths), None)
+        for b in rows:
+            name = b["extra_info"].get("path")
+            params = {k: b["extra_info"][k] for k in ROW_KEYS if k in b["extra_info"]}
+            what = name + "".join(f", {k}={v}" for k, v in params.items())
+            med = per_process(r, key, name, None, "value", **params)
+            vs = spread = ""
+            if ref is not None and name != ref and r.get(key, ref, **params) is not None:
+                vs = fmt_ci(paired(r.samples(key, name, **params),
+                                   r.samples(key, ref, **params), "ratio"))
+                spread = fmt_spread(per_process(r, key, name, ref, "ratio", **params), "x")
+            lines.append(f"| {key} | {what} | {ns(b, 'median'):.1f} | "
+                         f"{fmt_spread(med, '')} | {vs} | {spread} |")
+    return "\n".join(lines)
 
 
 #: The goals timed here: (key, numerator, denominator, target), each a (group, name) of
@@ -851,7 +997,7 @@ def footer(r: Results) -> str:
         f"- Python {m.get('python')}, torch {m.get('torch')}, bridge built by "
         f"{m.get('bridge_compiler')}, native peer loops by {ev.get('native_compiler')}; "
         f"pytest-benchmark {m.get('pytest_benchmark')}; {m.get('date_utc')}.",
-        f"- Protocol: {p.get('rounds')} rounds; Python level {p.get('calls')} calls per round "
+        f"- Protocol: {protocol_rounds(p)}; Python level {p.get('calls')} calls per round "
         f"after {p.get('warmup')} warm-up; native {p.get('native_calls')} calls per round "
         f"after {p.get('native_warmup')}; contenders interleaved round by round (rotating), "
         f"gc off{'; QUICK MODE: not a measurement' if p.get('quick') else ''}.",
@@ -909,7 +1055,8 @@ def markdown(r: Results, chart_name: str | None) -> str:
               "## 4. Scaling (Python level, medians)", "", scaling_tables(r), "",
               "## 5. Workload: a transformer decode step", "", workload_table(r), "",
               "## 6. The seed's consumer", "", consumer_section(r), "",
-              "## 7. A launch-bound GPU step", "", launch_section(r), ""]
+              "## 7. A launch-bound GPU step", "", launch_section(r), "",
+              "## 8. Between processes", "", processes_section(r), ""]
     return "\n".join(parts)
 
 

@@ -10,8 +10,11 @@ Routes per launch, interleaved round by round (one measurement per N):
   is part of their bridging);
 - the seed consumer's routes (``cuda_core_consumer``): a real cuda.core
   ``StridedMemoryView`` per tensor through torch's owned shim, 2.14's implementation
-  built for this torch, the borrow, the pointer trick, and cuda.core's own
-  ``StridedMemoryView.from_dlpack(t, -1)``; its ``.ptr`` is the kernel argument.
+  built for this torch, the owned route with the interpreter fix installed for the round
+  (the patch's own ``incref`` / ``decref``), the borrow, the pointer trick, torch's
+  DLPack ``dltensor_from_py_object_no_sync`` and the fixed one (borrowed reference), and
+  cuda.core's own ``StridedMemoryView.from_dlpack(t, -1)``; its ``.ptr`` is the kernel
+  argument.
 
 Before timing, one launch per route and N runs on zeroed tensors and every tensor must
 then hold exactly 1.0 (the kernel got the right pointers). Per round: host ns per launch
@@ -24,13 +27,16 @@ CPU run every case is skipped with the reason.
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from bench import protocol as interleave
 from bench.scenarios import launch
 
 GROUP = "7 launch-bound step: a CUDA kernel with N tensor arguments bridged per launch"
-CONSUMER_ROUTES = ("owned", "owned_prototype", "borrow", "pointer", "cuda_core")
+CONSUMER_ROUTES = ("owned", "owned_prototype", "owned_fixed", "borrow", "pointer", "dlpack",
+                   "dlpack_fixed", "cuda_core")
 ROUTES = ("ints", "data_ptr", "bridge_view") + CONSUMER_ROUTES
 ARGS = {"ints": "p{i}", "data_ptr": "x{i}.data_ptr()"}
 #: Launches per round and contender: a launch costs tens of Python-level views.
@@ -72,12 +78,13 @@ def consumer(torch, device, notes):
         return None
 
 
-def _check(step, stmt: str, ns: dict, tensors, route: str) -> None:
+def _check(step, stmt: str, ns: dict, tensors, route: str, context) -> None:
     """One launch of ``stmt`` on zeroed tensors must leave every element at 1.0."""
     for x in tensors:
         x.zero_()
     step.device.sync()
-    exec(stmt, ns)
+    with context():
+        exec(stmt, ns)
     step.stream.sync()
     for i, x in enumerate(tensors):
         assert bool((x == 1).all()), f"{route}: argument {i} was not the tensor's memory"
@@ -94,24 +101,26 @@ def launch_run(request, torch, device, step, consumer, protocol, bridge, availab
         r: "the seed's consumer is unavailable" for r in CONSUMER_ROUTES}
     routes, labels = {}, {"ints": "pointers read once (launch alone)",
                           "data_ptr": "x.data_ptr() per tensor"}
+    none = contextlib.nullcontext
     for r in ("ints", "data_ptr"):
-        routes[r] = (launch.launch_statement(arity, ARGS[r]), None)
+        routes[r] = (launch.launch_statement(arity, ARGS[r]), None, none)
     if available["borrow"]:
         routes["bridge_view"] = (launch.launch_statement(arity, "f(x{i}).ptr"),
-                                 bridge.view_borrow)
+                                 bridge.view_borrow, none)
         labels["bridge_view"] = "bridge.view_borrow(x).ptr (this project's view)"
     else:
         reasons["bridge_view"] = "the borrow is unavailable here"
     if consumer is not None:
         for r in consumer.routes():
-            routes[r] = (launch.launch_statement(arity, "f(x{i}).ptr"), consumer.viewer(r))
+            f, context = consumer.timed(r)
+            routes[r] = (launch.launch_statement(arity, "f(x{i}).ptr"), f, context)
             labels[r] = consumer.labels[r]
     wall = {r: [] for r in routes}
     contenders = []
-    for r, (stmt, f) in routes.items():
+    for r, (stmt, f, context) in routes.items():
         ns = step.namespace(arity, tensors, f)
-        _check(step, stmt, ns, tensors, r)
-        contenders.append(step.contender(r, stmt, ns, wall[r]))
+        _check(step, stmt, ns, tensors, r, context)
+        contenders.append(step.contender(r, stmt, ns, wall[r], context))
     pointers = [x.data_ptr() for x in tensors]
     gpu = []
     contenders.append(interleave.Contender(

@@ -27,6 +27,9 @@ def pytest_addoption(parser):
                      help="every scenario briefly: checks the code runs, not a measurement")
     parser.addoption("--bench-device", choices=("cpu", "cuda"), default="cpu",
                      help="where the scenarios' tensors live (default cpu)")
+    parser.addoption("--bench-rounds", type=int, default=None,
+                     help="rounds per measurement instead of the protocol's 30 (a run of "
+                     "several processes, bench/run.py --processes, takes fewer per process)")
 
 
 @dataclass(frozen=True)
@@ -43,11 +46,12 @@ class Protocol:
 
 @pytest.fixture(scope="session")
 def protocol(request) -> Protocol:
+    rounds = request.config.getoption("--bench-rounds")
     if request.config.getoption("--bench-quick"):
-        return Protocol(True, rounds=3, calls=200, warmup=50, native_calls=1_000,
+        return Protocol(True, rounds=rounds or 3, calls=200, warmup=50, native_calls=1_000,
                         native_warmup=100)
-    return Protocol(False, rounds=30, calls=10_000, warmup=2_000, native_calls=100_000,
-                    native_warmup=10_000)
+    return Protocol(False, rounds=rounds or 30, calls=10_000, warmup=2_000,
+                    native_calls=100_000, native_warmup=10_000)
 
 
 _NOTES: dict = {"unavailable": {}, "protocol": None}

@@ -30,6 +30,7 @@ and a CUDA device.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import timeit
 from dataclasses import dataclass
@@ -134,19 +135,22 @@ class Step:
     def timing_event(self):
         return self.stream.record(options=self.cuda.EventOptions(timing_enabled=True))
 
-    def contender(self, name: str, stmt: str, namespace: dict, wall: list) -> interleave.Contender:
+    def contender(self, name: str, stmt: str, namespace: dict, wall: list,
+                  context=contextlib.nullcontext) -> interleave.Contender:
         """A contender whose ``run(n)`` returns the host ns per launch of ``n`` launches
         of ``stmt`` (``timeit``, gc already off in ``interleave.measure``) and appends
-        the wall ns per launch (until ``Stream.sync()`` returns) to ``wall``."""
+        the wall ns per launch (until ``Stream.sync()`` returns) to ``wall``. ``context``:
+        a factory of a context manager held around the round (an internal fix)."""
         timer = timeit.Timer(stmt, globals=namespace)
         stream = self.stream
 
         def run(n: int) -> float:
-            stream.sync()
-            start = time.perf_counter_ns()
-            host = timer.timeit(n)
-            stream.sync()
-            wall.append((time.perf_counter_ns() - start) / n)
+            with context():
+                stream.sync()
+                start = time.perf_counter_ns()
+                host = timer.timeit(n)
+                stream.sync()
+                wall.append((time.perf_counter_ns() - start) / n)
             return host / n * 1e9
 
         return interleave.Contender(name, run, "python")

@@ -1,0 +1,153 @@
+"""The evidence run's several processes, outside any timing: ``protocol.start_order``
+(the list's order without a seed; a reproducible shuffle per seed and per set of
+contenders with one), ``run.merge_runs`` (pooled per-round samples in process order,
+pytest-benchmark's own stats over them, the per-process split kept) and report.py's
+per-process figures (each the median of one process's own rounds, checked against
+numpy on made-up samples)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench import __main__ as run
+from bench import protocol
+from bench import report
+
+GROUP = "6 seed consumer: cuda.core StridedMemoryView via each route, 32x32 float32"
+
+
+def contenders(names):
+    return [protocol.Contender(n, lambda k: 0.0) for n in names]
+
+
+def test_without_a_seed_the_order_is_the_lists(monkeypatch):
+    monkeypatch.delenv(protocol.ORDER_SEED_ENV, raising=False)
+    cs = contenders("abcdefg")
+    assert [c.name for c in protocol.start_order(cs)] == list("abcdefg")
+
+
+def test_a_seed_shuffles_reproducibly_and_differs_between_seeds(monkeypatch):
+    cs = contenders([f"route{i}" for i in range(8)])
+    orders = {}
+    for seed in ("s-0", "s-1", "s-2", "s-3", "s-4"):
+        monkeypatch.setenv(protocol.ORDER_SEED_ENV, seed)
+        first = [c.name for c in protocol.start_order(cs)]
+        assert first == [c.name for c in protocol.start_order(cs)]  # reproducible
+        assert sorted(first) == sorted(c.name for c in cs)  # a permutation
+        orders[seed] = tuple(first)
+    assert len(set(orders.values())) > 1, orders
+
+
+def test_measure_rotates_from_the_shuffled_order(monkeypatch):
+    monkeypatch.setenv(protocol.ORDER_SEED_ENV, "x-1")
+    ran = []
+    cs = [protocol.Contender(n, lambda k, n=n: ran.append(n) or 1.0) for n in "abcd"]
+    start = [c.name for c in protocol.start_order(cs)]
+    protocol.measure(cs, rounds=4, calls=1, warmup=1)
+    timed = ran[4:]  # after one warm-up call each
+    for r in range(4):
+        assert timed[4 * r:4 * r + 4] == start[r:] + start[:r]
+    assert protocol.ORDERS[-1] == start
+
+
+def bench(path, samples, calls=100, **extra):
+    return {"group": GROUP, "name": f"test_consumer[{path}]",
+            "fullname": f"bench/bench_consumer.py::test_consumer[{path}]",
+            "params": {"route": path}, "param": path, "options": {},
+            "stats": {"min": 0.0, "max": 0.0, "mean": 0.0, "stddev": 0.0, "rounds": 0,
+                      "median": 0.0, "iqr": 0.0, "q1": 0.0, "q3": 0.0, "iqr_outliers": 0,
+                      "stddev_outliers": 0, "outliers": "", "ld15iqr": 0.0, "hd15iqr": 0.0,
+                      "ops": 0.0, "total": 0.0, "data": [], "iterations": calls},
+            "extra_info": {"path": path, "label": path, "samples_ns": list(samples),
+                           "calls_per_round": calls, **extra}}
+
+
+def one_run(k, rng):
+    borrow = 100 + 5 * k + rng.normal(0, 1, 6)
+    return {"machine_info": {"bench": {"load_average_at_start": [k], "load_average_at_end":
+                                       [k + 0.5]}},
+            "datetime": f"t{k}", "benchmarks": [
+                bench("borrow", borrow, wall_ns=list(borrow * 2)),
+                bench("pointer", borrow * (0.97 + 0.01 * k), wall_ns=list(borrow))],
+            "evidence": {"protocol": {"rounds": 6, "quick": False}, "consumer": {}}}
+
+
+def test_merge_pools_the_rounds_and_keeps_the_split():
+    rng = np.random.default_rng(1)
+    runs = [one_run(k, rng) for k in range(5)]
+    merged = run.merge_runs(runs, [f"s-{k}" for k in range(5)])
+    by = {b["extra_info"]["path"]: b for b in merged["benchmarks"]}
+    for path in ("borrow", "pointer"):
+        b = by[path]
+        want = [x for r in runs for x in next(
+            c for c in r["benchmarks"] if c["extra_info"]["path"] == path)["extra_info"]
+            ["samples_ns"]]
+        assert b["extra_info"]["samples_ns"] == want
+        assert b["extra_info"]["process_rounds"] == [6] * 5
+        assert len(b["extra_info"]["wall_ns"]) == 30
+        assert b["stats"]["rounds"] == 30
+        assert b["stats"]["median"] == pytest.approx(np.median(want) * 1e-9)
+        assert b["stats"]["min"] == pytest.approx(min(want) * 1e-9)
+        assert b["stats"]["iterations"] == 100
+    ev = merged["evidence"]
+    assert ev["protocol"]["processes"] == 5 and ev["protocol"]["rounds_per_process"] == 6
+    assert ev["protocol"]["rounds"] == 30
+    assert [p["order_seed"] for p in ev["processes"]] == [f"s-{k}" for k in range(5)]
+    assert merged["machine_info"]["bench"]["load_average_at_end"] == [4.5]
+
+    r = report.Results(merged)
+    assert report.process_count(r) == 5
+    ratios = report.per_process(r, "6", "pointer", "borrow", "ratio")
+    assert ratios == pytest.approx([0.97 + 0.01 * k for k in range(5)])
+    medians = report.per_process(r, "6", "borrow", None, "value")
+    assert medians == pytest.approx([float(np.median(
+        runs[k]["benchmarks"][0]["extra_info"]["samples_ns"])) for k in range(5)])
+    assert report.fmt_spread(ratios, "x") == "0.970x .. 1.010x (5 processes)"
+    assert "Pooled from 5 fresh processes x 6 rounds" in report.processes_section(r)
+
+
+def test_merge_refuses_runs_of_different_benchmarks():
+    rng = np.random.default_rng(2)
+    a, b = one_run(0, rng), one_run(1, rng)
+    b["benchmarks"].pop()
+    with pytest.raises(ValueError, match="other benchmarks"):
+        run.merge_runs([a, b], ["s-0", "s-1"])
+
+
+def test_one_process_says_so():
+    rng = np.random.default_rng(3)
+    r = report.Results(one_run(0, rng))
+    assert report.per_process(r, "6", "pointer", "borrow", "ratio") is None
+    assert report.fmt_spread(None, "x") == "one process"
+    assert report.processes_section(r).startswith("_One process")
+
+
+def test_quick_runs_stay_one_process():
+    with pytest.raises(SystemExit):
+        run.main(["--quick", "--processes", "5"])
+
+
+def test_the_host_note_and_the_stand_in_owned_shim_are_printed(tmp_path):
+    """Where torch has no ``torch_tensor_from_pyobject``, sections 6 and 7 name the owned
+    shim that stands in (the consumer's own label), after the run's host note."""
+    rng = np.random.default_rng(4)
+    data = one_run(0, rng)
+    data["machine_info"]["bench"]["torch"] = "2.11.0+cu130"
+    data["evidence"]["consumer"] = {
+        "labels": {"owned_prototype": "owned (2.14's implementation, built for torch 2.11.0)",
+                   "owned_fixed": "owned + interpreter fix (the patch's incref / decref), via "
+                                  "owned (2.14's implementation, built for torch 2.11.0)"},
+        "unavailable": {"owned": "torch 2.11.0+cu130 exports no torch_tensor_from_pyobject"}}
+    path = tmp_path / "r.json"
+    import json
+
+    path.write_text(json.dumps(data))
+    run.add_host_note(path, "This host stays on torch 2.11.")
+    line = report.owned_stand_in(report.Results(json.loads(path.read_text())))
+    assert line.startswith("_This host stays on torch 2.11._ _torch 2.11.0+cu130: torch "
+                           "2.11.0+cu130 exports no torch_tensor_from_pyobject")
+    assert "\"owned (2.14's implementation, built for torch 2.11.0)\"" in line
+    assert "is that build with the interpreter fix" in line
+    del data["evidence"]["consumer"]["unavailable"]["owned"]
+    assert report.owned_stand_in(report.Results(data)) == ""
