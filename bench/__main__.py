@@ -1,7 +1,7 @@
 """Run the benchmark suite and write its evidence: ``make bench`` / ``make bench-quick``.
 
-Runs ``bench/bench_*.py`` under pytest-benchmark (one group per scenario, JSON out),
-then ``report.py`` on that JSON. The terminal shows pytest's progress, then the headline
+Runs ``bench/scenarios/bench_*.py`` under pytest-benchmark (one group per scenario, JSON
+out), then ``bench.report`` on that JSON. The terminal shows pytest's progress, then the headline
 (Python level and native C loop, each row against the borrow), the goals and the machine,
 then the files written; pytest-benchmark's own tables go to a file, not the terminal.
 Files, per torch version (``<v>`` = torch's version without the local tag), in ``--out``

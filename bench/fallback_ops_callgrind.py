@@ -18,7 +18,7 @@ repeat check):
   otherwise go uncounted);
 - ``ccall:<route>``: ``fallback_ops_call_loop``: the whole call in C (handles, op,
   result handle deleted, handles released): what the route saves, a kernel's own copies
-  of its inputs included (``fallback_ops.py`` says why that differs from the handles);
+  of its inputs included (``native/fallback_ops.py``'s ``Consumer.call_loop`` says why that differs from the handles);
 - ``call:<route>``: the Python-level statement ``f(*head, *ts)`` (``timeit``-compiled,
   collection toggled around the loop by a client request): what a user's call costs.
 

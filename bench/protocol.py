@@ -12,7 +12,7 @@ measurement, warm-up included.
 The order a round starts from is the list's own, unless ``ORDER_SEED_ENV``
 (``BENCH_ORDER_SEED``) is set: then each measurement shuffles its contenders once, with a
 ``random.Random`` seeded by that value and the contenders' names, before rotating
-(``bench/run.py --processes`` gives every process its own seed, so which contender
+(``python -m bench --processes`` gives every process its own seed, so which contender
 follows which differs from process to process and a position effect averages out
 across them instead of landing on the same pair every time).
 
@@ -121,7 +121,7 @@ def record(benchmark, samples_ns: list[float], calls: int, **extra) -> None:
 
     Each round counts as ``calls`` iterations, so pytest-benchmark's stats are per call
     (in seconds, its unit). The raw samples, in round order, also go to
-    ``benchmark.extra_info["samples_ns"]`` for the paired statistics of ``report.py``,
+    ``benchmark.extra_info["samples_ns"]`` for the paired statistics of ``bench.report``,
     with ``extra`` (path, level, correctness checks, ...).
     """
     make_stats = getattr(benchmark, "_make_stats", None)

@@ -1,7 +1,7 @@
 """The evidence run's several processes, outside any timing: ``protocol.start_order``
 (the list's order without a seed; a reproducible shuffle per seed and per set of
 contenders with one), ``run.merge_runs`` (pooled per-round samples in process order,
-pytest-benchmark's own stats over them, the per-process split kept) and report.py's
+pytest-benchmark's own stats over them, the per-process split kept) and the report's
 per-process figures (each the median of one process's own rounds, checked against
 numpy on made-up samples)."""
 

@@ -1,8 +1,8 @@
 """The benchmark tools' own logic, outside any timing: a binding peer that cannot run is
 reported with its reason (never an exception), a peer that reads a tensor wrongly is
 refused, callgrind.py passes ``reader=`` only to a ``_native_loop`` that takes it, and
-report.py's headline, chart and quick-run marks (on a made-up JSON: every figure checked
-is computed from it) and run.py's file of pytest-benchmark's own tables."""
+bench.report's headline, chart and quick-run marks (on a made-up JSON: every figure checked
+is computed from it) and the runner's file of pytest-benchmark's own tables."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ def test_callgrind_attribution_adds_up():
     assert sum(parts.values()) == sum(split.values())
 
 
-# --- report.py: the headline, the chart, a quick run -----------------------------------------
+# --- bench.report: the headline, the chart, a quick run -----------------------------------------
 def fake_run(samples: dict, quick: bool = False, unavailable: dict | None = None) -> dict:
     """A benchmark JSON as ``python -m bench`` writes it, for ``{(group, name): samples_ns}``:
     pytest-benchmark's stats of the samples (seconds per call) and the samples themselves."""
@@ -218,7 +218,7 @@ def test_the_chart_has_the_headline_rows_under_their_labels(tmp_path):
         assert (tmp_path / name).stat().st_size > 0
 
 
-# --- run.py: pytest-benchmark's own tables into a file ------------------------------------------
+# --- the runner: pytest-benchmark's own tables into a file ------------------------------------------
 def test_pytest_benchmark_tables_go_to_a_file(tmp_path, monkeypatch):
     pytest.importorskip("pytest_benchmark")
     source = pathlib.Path(__file__).resolve().parent.parent / "bench" / "results" / \

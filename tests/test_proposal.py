@@ -592,7 +592,7 @@ def test_committed_files_are_rendered():
 
 
 def _bench(python, groups, unavailable=None):
-    """A pytest-benchmark JSON as bench/run.py writes it: {group: {param: samples}}."""
+    """A pytest-benchmark JSON as python -m bench writes it: {group: {param: samples}}."""
     return {"machine_info": {"bench": {"python": python, "torch": "9.9.0"}},
             "evidence": {"unavailable": unavailable or {}},
             "benchmarks": [{"group": g, "param": p, "extra_info": {"samples_ns": s, "label": p}}

@@ -1,4 +1,4 @@
-"""Shared fixtures of the benchmark suite (run through ``bench/run.py`` / ``make bench``).
+"""Shared fixtures of the benchmark suite (run through ``python -P -m bench`` / ``make bench``).
 
 - ``--bench-quick``: every scenario with a handful of short rounds (CI's check that the
   code runs; its numbers are not evidence).
@@ -29,7 +29,7 @@ def pytest_addoption(parser):
                      help="where the scenarios' tensors live (default cpu)")
     parser.addoption("--bench-rounds", type=int, default=None,
                      help="rounds per measurement instead of the protocol's 30 (a run of "
-                     "several processes, bench/run.py --processes, takes fewer per process)")
+                     "several processes, python -m bench --processes, takes fewer per process)")
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Scenario F: ATen ops through torch's C fallback shims, their input handles by route.
 
-Run by ``bench/fallback_ops_run.py`` (``make bench-fallback-ops``), not by ``run.py``'s
+Run by ``bench/fallback_ops_run.py`` (``make bench-fallback-ops``), not by the runner of
 ``make bench`` (its file name does not match ``bench_*.py``): pytest-benchmark with this
 directory's ``conftest.py`` (``--bench-quick``, ``--bench-device``).
 
@@ -14,13 +14,14 @@ the order rotating) of:
 - ``ccall:<route>``: ``call_loop``: the whole call in C per route (handles, the op, the
   result handle deleted, the handles released): the difference between routes here is
   what a consumer saves, a kernel's own copies of its inputs included
-  (``fallback_ops.py``'s docstring says why that differs from the handles alone);
+  (``native/fallback_ops.py``'s ``Consumer.call_loop`` says why that differs from the
+  handles alone);
 - ``op``: ``op_loop``: the op's shim alone in C, its handles borrowed once before the
   loop; ns per op. On CUDA this is the host's time per call of a loop whose kernels
   queue up on the stream (``op_sync``: the same loop then ``torch.cuda.synchronize()``,
   per op: the wall time until the GPU ran them all);
 
-so round ``r`` of a route pairs with round ``r`` of the op (``fallback_ops_report.py``:
+so round ``r`` of a route pairs with round ``r`` of the op (``bench/report/fallback_ops.py``:
 the handles' share of the op, per round). At 32x32 also ``call:<route>``: the
 Python-level call ``call(op, route, *tensors)`` (what a user's code pays end to end),
 interleaved per op. torch's intra-op threads: ``$FALLBACK_OPS_THREADS`` when set (the
