@@ -16,7 +16,8 @@ import numpy as np
 #: (``x_*``, ``*_over_*``, ``time_ratio``) or differences (``*_ns``) and its 95% interval.
 FIGURE_KEYS = (
     "schema",
-    "rows.<group>.<name>.{label,median_ns,min_ns,stddev_ns,rounds,calls_per_round}",
+    "rows.<group>.<name>[,ndim=|,ntensors=|,arity=<n>].{label,median_ns,min_ns,stddev_ns,"
+    "rounds,calls_per_round[,wall_median_ns]}",
     "routes.<route>.{label,status,part,median_ns,x_vs_fallback_getters,x_vs_borrow_getters}",
     "headline.{python,native}.<name>.{label,median_ns,min_ns,x_vs_borrow}",
     "goals.<G1|G2|G3>.{what,time_ratio,time_target}",
@@ -46,14 +47,20 @@ def figures(r) -> dict:
                  "owned_minus_borrow_ns": {}, "handles": {}, "conj": {}}
     for b in r.data["benchmarks"]:
         group = b["group"].split(" ")[0]
-        name = b["extra_info"].get("path") or b.get("param") or b["name"]
+        path = b["extra_info"].get("path")
+        name = path or b.get("param") or b["name"]
+        # Rows of one path told apart by a parameter (tensors per launch, ndim, arity).
+        key = name + "".join(f",{k}={b['extra_info'][k]}" for k in rp.ROW_KEYS
+                             if k in b["extra_info"])
         s = _samples(b)
-        out["rows"].setdefault(group, {})[name] = {
-            "label": rp.label(r, group, name) if b["extra_info"].get("path") else name,
+        out["rows"].setdefault(group, {})[key] = {
+            "label": rp.label(r, group, name) if path else name,
             "median_ns": None if s is None else float(np.median(s)),
             "min_ns": rp.ns(b, "min"), "stddev_ns": rp.ns(b, "stddev"),
             "rounds": b["stats"].get("rounds"),
             "calls_per_round": b["extra_info"].get("calls_per_round")}
+        if b["extra_info"].get("wall_ns"):  # the launch step: until the stream ran them all
+            out["rows"][group][key]["wall_median_ns"] = float(np.median(b["extra_info"]["wall_ns"]))
     refs = {k: r.samples(rp.ROUTES, "route_" + k) for k in ("fallback_getters", "borrow_getters")}
     for route in routes_mod.ROUTES:
         s = r.samples(rp.ROUTES, "route_" + route.name)
