@@ -1,35 +1,13 @@
-"""Run the benchmark suite and write its evidence: ``make bench`` / ``make bench-quick``.
+"""Run the benchmark suite and write its evidence: ``python -P -m bench`` (``make bench``).
 
-Runs ``bench/scenarios/bench_*.py`` under pytest-benchmark (one group per scenario, JSON
-out), then ``bench.report`` on that JSON. The terminal shows pytest's progress, then the headline
-(Python level and native C loop, each row against the borrow), the goals and the machine,
-then the files written; pytest-benchmark's own tables go to a file, not the terminal.
-Files, per torch version (``<v>`` = torch's version without the local tag), in ``--out``
-(default the git-ignored ``bench/results/scratch/``; the committed evidence in
-``bench/results/`` is written only when asked, ``make bench-evidence``):
-``<out>/bench-torch-<v>.json`` (pytest-benchmark's JSON, with the per-round samples
-and the machine), ``<out>/bench-torch-<v>.md`` (the tables), ``<out>/bench-torch-<v>.svg``
-(the chart) and ``<out>/bench-torch-<v>.pytest-benchmark.txt`` (pytest-benchmark's own
-tables of the JSON, by ``pytest-benchmark compare``). Run with ``python -P`` from the
-repository root, so ``bridge`` is the built package, never the source tree.
-
-``--device cuda`` makes every scenario's tensors on ``cuda:0`` (``bench/gpu/run.sh`` on
-the GPU machine) and names the files after the GPU: ``gpu-<gpu>-torch-<v>.*``,
-``<gpu>`` being the last word of its name, lower-cased (``NVIDIA H200`` -> ``h200``).
-``--stem`` overrides the name (e.g. the GPU host's own CPU run, for comparison). The CPU
-default is unchanged.
-
-``--processes K`` (``make bench-evidence`` and the GPU script's evidence run: 5) runs the
-whole suite K times, each in a fresh interpreter (``run_processes``), each with its own
-order seed (``BENCH_ORDER_SEED``: every measurement then starts its rotation from its own
-shuffled order, ``interleave.start_order``), and ``--rounds`` rounds per measurement;
-``merge_runs`` pools the K JSONs into the one JSON the report reads (every contender's
-per-round samples in process order, ``extra_info["process_rounds"]`` saying how many came
-from each process, pytest-benchmark's stats recomputed over the pooled rounds by its own
-``Stats``), so the report can give the spread between processes beside each median and
-interval. The per-process JSONs stay in ``build/bench-processes/<stem>/`` (git-ignored).
-Without ``--processes`` (``make bench``, ``make bench-quick``) one process measures, as
-before.
+Runs ``bench/scenarios/bench_*.py`` under pytest-benchmark (one group per scenario), then
+``bench.report`` on its JSON: the terminal shows the headline, the goals and the machine;
+pytest-benchmark's own tables go to a file. Files in ``--out`` (default the git-ignored
+``bench/results/scratch/``; ``make bench-evidence`` writes ``bench/results/``):
+``bench-torch-<v>.{json,md,svg,pytest-benchmark.txt}``, or ``gpu-<gpu>-torch-<v>.*`` with
+``--device cuda`` (``--stem`` names them otherwise). ``--processes K`` runs the suite in K
+fresh interpreters and pools their rounds (``run_processes``, ``merge_runs``). Run with
+``-P`` from the repository root, so ``bridge`` is the built package, never the source tree.
 """
 
 from __future__ import annotations
@@ -145,7 +123,12 @@ PROCESS_DIR = HERE.parent / "build" / "bench-processes"
 def run_processes(args, stem: str, json_path: pathlib.Path) -> int:
     """Run the suite ``args.processes`` times, each in a fresh ``python -P -m bench
     --process-only`` with ``BENCH_ORDER_SEED=<prefix>-<k>``, then ``merge_runs`` their
-    JSONs into ``json_path``. Returns the first failing exit code, else 0."""
+    JSONs into ``json_path``. Returns the first failing exit code, else 0.
+
+    Each process has its own order seed (every measurement then starts its rotation from
+    its own shuffled order, ``protocol.start_order``), so the report can give the spread
+    between processes beside each median and interval; the per-process JSONs stay in
+    ``build/bench-processes/<stem>/`` (git-ignored)."""
     import json
     import os
     import secrets

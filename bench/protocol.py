@@ -1,27 +1,12 @@
 """Interleaved rounds: the seed's protocol, for any set of contenders.
 
-Why not pytest-benchmark's own loop: it times one callable to completion before the
-next test starts, so on this shared 2-core machine a burst of load from a neighbour
-lands on whichever path happened to run then, and the difference between two paths
-(the quantity the RFC argues from) absorbs it. Here every round runs every contender
-once, in an order that rotates from round to round, so drift hits all alike and
-round ``r`` of one path can be *paired* with round ``r`` of another (the per-round
-difference removes load common to both). The garbage collector is off for the whole
-measurement, warm-up included.
-
-The order a round starts from is the list's own, unless ``ORDER_SEED_ENV``
-(``BENCH_ORDER_SEED``) is set: then each measurement shuffles its contenders once, with a
-``random.Random`` seeded by that value and the contenders' names, before rotating
-(``python -m bench --processes`` gives every process its own seed, so which contender
-follows which differs from process to process and a position effect averages out
-across them instead of landing on the same pair every time).
-
-The per-round samples are then handed to pytest-benchmark (``record``), so its stats
-(min / median / stddev / rounds), its grouping, its ``--benchmark-json`` and its
-tables are the ones reported; pytest-benchmark has no public call for submitting
-rounds measured elsewhere, so ``record`` uses ``BenchmarkFixture._make_stats``, the
-constructor its own ``pedantic`` uses (checked to exist, with a clear error if a
-pytest-benchmark release removes it).
+pytest-benchmark's own loop times one callable to completion before the next, so on a
+shared machine a burst of load lands on whichever contender ran then. Here every round
+runs every contender once, in an order that rotates from round to round (``measure``;
+its starting order from ``start_order``), so drift hits all alike and round ``r`` of one
+contender pairs with round ``r`` of another; the garbage collector is off for the whole
+measurement, warm-up included. ``record`` hands the per-round samples to
+pytest-benchmark, so its stats, groups, JSON and tables are the ones reported.
 """
 
 from __future__ import annotations
@@ -71,7 +56,9 @@ ORDER_SEED_ENV = "BENCH_ORDER_SEED"
 def start_order(contenders: list[Contender]) -> list[Contender]:
     """The order round 0 runs ``contenders`` in: the list's, or, with ``ORDER_SEED_ENV``
     set, a shuffle seeded by its value and the contenders' names (so each measurement
-    of a process has its own order, reproducible from the seed)."""
+    of a process has its own order, reproducible from the seed). ``python -m bench
+    --processes`` gives every process its own seed, so which contender follows which
+    differs between processes and a position effect averages out across them."""
     seed = os.environ.get(ORDER_SEED_ENV)
     if not seed:
         return list(contenders)
@@ -122,7 +109,10 @@ def record(benchmark, samples_ns: list[float], calls: int, **extra) -> None:
     Each round counts as ``calls`` iterations, so pytest-benchmark's stats are per call
     (in seconds, its unit). The raw samples, in round order, also go to
     ``benchmark.extra_info["samples_ns"]`` for the paired statistics of ``bench.report``,
-    with ``extra`` (path, level, correctness checks, ...).
+    with ``extra`` (path, level, label, correctness checks, ...). pytest-benchmark has no
+    public call for rounds measured elsewhere, so this uses ``BenchmarkFixture._make_stats``,
+    the constructor its own ``pedantic`` uses (checked to exist, with a clear error if a
+    release removes it).
     """
     make_stats = getattr(benchmark, "_make_stats", None)
     if make_stats is None:

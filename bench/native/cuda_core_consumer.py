@@ -3,30 +3,12 @@ each of our routes (``cuda_core_consumer.pyx``, built by ``cuda_core_consumer_bu
 at first use), beside the view cuda.core itself makes (``cuda_core_peer``).
 
 ``Consumer(torch)`` builds what is missing into ``peers_native.build_dir(...)/cuda_core-<v>/``
-(the compiled module depends on cuda-core's struct layout, so one folder per cuda-core
-version), resolves every address with ``bridge._resolve`` (the ones the bridge installs)
-and installs them. Its routes, each a function ``view(t) -> StridedMemoryView``:
-
-- ``owned``: torch's own ``torch_tensor_from_pyobject`` (2.14+) + getters + delete;
-- ``owned_prototype``: 2.14's implementation built for the running torch
-  (``owned_prototype.cpp``): built on every torch, so on 2.14+ both run side by side;
-- ``borrow``: ``torch_tensor_borrow_from_pyobject`` (libtorch's, else shim_ext's);
-- ``pointer``: ``(char*)obj + sizeof(PyObject)``, the offset proven by the bridge;
-- ``owned_fixed``: the owned route (torch's own where this torch has it, else the
-  prototype) with the interpreter fix installed (``internal_fixes``: the patch's own
-  ``incref`` / ``decref``, cut out of the patched ``PyInterpreter.cpp``);
-- ``dlpack``: torch's ``DLPackExchangeAPI.dltensor_from_py_object_no_sync`` (2.10+), the
-  view filled from the ``DLTensor``;
-- ``dlpack_fixed``: the same with the borrowed ``dltensor_from_py_object_no_sync``
-  (``internal_fixes``: real-type check, ``THPVariable_Unpack``, attached-thread check);
-- ``cuda_core``: cuda.core's own ``StridedMemoryView.from_dlpack(t, -1)`` (not ours; the
-  path it takes, AOTI bridge or DLPack, is observed by ``cuda_core_peer``).
-
-A route that cannot run has ``available[route] = False`` and ``reasons[route]`` says why;
-``labels[route]`` names each for the report. ``viewer(route)`` is a function that is
-right on its own (``owned_fixed``'s installs the fix for each call); ``timed(route)`` is
-what a timing loop takes: the bare function and the context to hold around the loop
-(the fix installed once per round, not per call).
+(one folder per cuda-core version: the module writes into its struct layout), resolves
+every address with ``bridge._resolve`` and installs them. Its routes (``ROUTES``) are
+functions ``view(t) -> StridedMemoryView``; ``available[route]``, ``reasons[route]`` and
+``labels[route]`` say which run here and what each is; ``viewer(route)`` is right on its
+own, ``timed(route)`` is the bare function and the context a timing loop holds (the fix
+installed once per round, not per call).
 """
 
 from __future__ import annotations
@@ -37,9 +19,21 @@ import warnings
 
 from bench.native import peers_native
 
+#: The routes: ``owned`` (torch's ``torch_tensor_from_pyobject``, 2.14+, + getters +
+#: delete); ``owned_prototype`` (2.14's implementation built for the running torch,
+#: ``owned_prototype.cpp``: on 2.14+ both run side by side); ``owned_fixed`` (the owned
+#: route, torch's own where it exists, else the prototype, with the interpreter fix
+#: installed: the patch's own ``incref`` / ``decref``); ``borrow``
+#: (``torch_tensor_borrow_from_pyobject``, libtorch's, else shim_ext's); ``pointer``
+#: (``(char*)obj + sizeof(PyObject)``, the offset the bridge proved); ``dlpack`` (torch's
+#: ``DLPackExchangeAPI.dltensor_from_py_object_no_sync``, 2.10+, the view filled from the
+#: ``DLTensor``); ``dlpack_fixed`` (the same with the borrowed prototype of
+#: ``internal_fixes``: real-type check, ``THPVariable_Unpack``, attached-thread check);
+#: ``cuda_core`` (cuda.core's own ``StridedMemoryView.from_dlpack(t, -1)``; the path it
+#: takes, AOTI bridge or DLPack, observed by ``cuda_core_peer``).
 ROUTES = ("owned", "owned_prototype", "owned_fixed", "borrow", "pointer", "dlpack",
           "dlpack_fixed", "cuda_core")
-#: The routes with an internal fix of torch's (``bench/internal_fixes.cpp``).
+#: The routes with an internal fix of torch's (``bench/native/internal_fixes.cpp``).
 FIXED = ("owned_fixed", "dlpack_fixed")
 #: The dtypes cuda.core 1.2's tensor bridge maps (``_tensor_bridge.pyx``'s
 #: ``_build_itemsize_map``: AOTI dtype code -> itemsize; its binary names these
@@ -74,7 +68,7 @@ def cuda_core_version() -> str | None:
 
 
 class Consumer:
-    """The consumer module with every address installed; see the module docstring."""
+    """The consumer module with every address installed (``ROUTES``)."""
 
     def __init__(self, torch, device="cpu"):
         import ctypes

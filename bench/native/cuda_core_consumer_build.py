@@ -1,24 +1,9 @@
 """Build ``_bench_cuda_core_consumer`` (``cuda_core_consumer.pyx``) against the ``.pxd``
-files of the installed cuda-core wheel.
-
-cuda-core 1.x wheels keep their modules in ``cuda/core/cu<major>/`` (``cu12`` / ``cu13``,
-after cuda-bindings' major version) and alias them as ``cuda.core.<name>`` in
-``sys.modules`` at import; their ``.pxd`` files say ``from cuda.core._layout cimport ...``.
-So the build stages ``<out>/pxd/cuda/core/`` as links to the files of the directory of
-the ``cuda.core._memoryview`` module this process loaded (the ``.pxd`` beside the very
-binary whose struct layout the consumer writes into) and gives Cython that include path;
-``_memoryview.pxd``, ``_layout.pxd`` and ``_dlpack.pxd`` are the wheel's own. One file is
-reduced: ``_layout.pxd`` cimports ``_utils/cuda_utils.pxd``, which cimports
-cuda-bindings' ``cydriver.pxd`` / ``cynvrtc.pxd``; those compile only against the
-``cuda.h`` of cuda-bindings' own CUDA release (13.5's ``CUDA_FABRIC_COPY_BATCH_OP_st``
-for cuda-bindings 13.5.0; this machine's newest ``cuda.h`` is 13.2's), so the staged
-``cuda_utils.pxd`` is the wheel's with the blocks naming those modules removed
-(``reduced_cuda_utils``): the part ``_layout.pxd`` uses, an inline function and a fused
-type, stays verbatim. No CUDA header is needed, and nothing links against torch or CUDA:
-every function is called through an address (``cuda_core_consumer.py``).
-
-Raises ``BuildUnavailable`` with the reason where it cannot be built (no cuda-core, no
-``.pxd`` in the wheel, no Cython).
+files of the installed cuda-core wheel (``build``; how they are staged, and why one of
+them is reduced, is ``cuda_core_pxd_dir`` / ``reduced_cuda_utils``'s). No CUDA header is
+needed and nothing links against torch or CUDA: every function is called through an
+address (``cuda_core_consumer.py``). Raises ``BuildUnavailable`` with the reason where it
+cannot be built (no cuda-core, no ``.pxd`` in the wheel, no Cython).
 """
 
 from __future__ import annotations
@@ -99,7 +84,18 @@ def _stage_utils(src: pathlib.Path, dst: pathlib.Path) -> None:
 
 
 def build(out: pathlib.Path) -> pathlib.Path:
-    """Cythonize and compile the consumer into ``out``; returns the module's path."""
+    """Cythonize and compile the consumer into ``out``; returns the module's path.
+
+    cuda-core 1.x wheels keep their modules in ``cuda/core/cu<major>/`` (after
+    cuda-bindings' major version) and alias them as ``cuda.core.<name>`` at import; their
+    ``.pxd`` files say ``from cuda.core._layout cimport ...``. So the build stages
+    ``<out>/pxd/cuda/core/`` as links to the files beside the ``cuda.core._memoryview``
+    binary this process loaded (whose struct layout the consumer writes into) and gives
+    Cython that include path. One file is reduced: ``_layout.pxd`` cimports
+    ``_utils/cuda_utils.pxd``, which cimports cuda-bindings' ``cydriver.pxd`` /
+    ``cynvrtc.pxd``, which compile only against the ``cuda.h`` of cuda-bindings' own CUDA
+    release; the staged copy drops the blocks naming those modules
+    (``reduced_cuda_utils``), keeping what ``_layout.pxd`` uses verbatim."""
     try:
         from Cython.Build import cythonize
         from setuptools import Distribution, Extension

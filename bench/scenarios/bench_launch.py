@@ -1,28 +1,13 @@
 """Scenario 7: a launch-bound GPU step (``launch.py``): a small CUDA kernel launched in a
 loop through ``cuda.core.launch`` with N = 1, 3, 8 tensor arguments bridged per launch.
 
-Routes per launch, interleaved round by round (one measurement per N):
-
-- ``ints``: the tensors' pointers read once, outside the loop (launch alone: the floor);
-- ``data_ptr``: ``x.data_ptr()`` per tensor, what a user writes by hand;
-- ``bridge_view``: ``bridge.view_borrow(x).ptr``, this project's own view (no
-  ``StridedMemoryView``: the consumer routes below build one per tensor, and that object
-  is part of their bridging);
-- the seed consumer's routes (``cuda_core_consumer``): a real cuda.core
-  ``StridedMemoryView`` per tensor through torch's owned shim, 2.14's implementation
-  built for this torch, the owned route with the interpreter fix installed for the round
-  (the patch's own ``incref`` / ``decref``), the borrow, the pointer trick, torch's
-  DLPack ``dltensor_from_py_object_no_sync`` and the fixed one (borrowed reference), and
-  cuda.core's own ``StridedMemoryView.from_dlpack(t, -1)``; its ``.ptr`` is the kernel
-  argument.
-
-Before timing, one launch per route and N runs on zeroed tensors and every tensor must
-then hold exactly 1.0 (the kernel got the right pointers). Per round: host ns per launch
-(the sample pytest-benchmark gets), wall ns per launch (``extra_info["wall_ns"]``) and,
-per N, the kernel's GPU ns per launch back to back (``extra_info["gpu_ns"]``). The
-report turns them into launches per second, the bridging share of the host time
-(route minus ``ints``, paired by round) and the launch-bound verdict. CUDA only: on a
-CPU run every case is skipped with the reason.
+Routes per launch, interleaved round by round (one measurement per N): ``ints`` (the
+pointers read once, outside the loop: the floor), ``data_ptr``, ``bridge_view``
+(``bridge.view_borrow(x).ptr``) and every route of the seed's consumer
+(``native/cuda_core_consumer.py``: a ``StridedMemoryView`` per tensor, its ``.ptr`` the
+kernel argument). Before timing, each route's launch must set every element to exactly
+1.0. Per round: host ns per launch, wall ns (``extra_info["wall_ns"]``) and the kernel's
+GPU ns back to back (``extra_info["gpu_ns"]``). CUDA only: skipped on a CPU run, said.
 """
 
 from __future__ import annotations

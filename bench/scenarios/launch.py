@@ -1,31 +1,13 @@
 """A launch-bound GPU step: one small CUDA kernel, launched through cuda.core, with N
 tensor arguments bridged per launch (scenario 7, ``bench_launch.py``).
 
-Why this step: the decode step of scenario 5 is an eager CPU-bound forward, where bridging
-is a fraction of a percent of the step. The workloads that care are those whose host
-time per launch is the bottleneck: many small kernels, each taking a few tensors, where
-the host prepares the next launch while the GPU is still idle. Here the kernel
-``add_one_<N>`` adds 1 to every element of N 32x32 float32 tensors (1,024 elements,
-4 blocks of 256 threads: microseconds of GPU time), and every launch bridges its N
-tensors first, as a kernel library does: ``launch(stream, config, kernel, f(x0).ptr,
-..., f(xN-1).ptr)`` with ``f`` one route's ``StridedMemoryView`` maker.
-
-Three figures per launch, each measured in the same interleaved rounds:
-
-- **host time**: the Python loop of bridging + ``cuda.core.launch`` (``timeit``);
-- **wall time**: the same loop until the stream has run every launch (the round's host
-  loop plus the final ``Stream.sync()``), so ``1e9 / wall`` is launches per second;
-- **GPU time**: the kernel alone, back to back (``gpu_time_ns``): a spin kernel holds the
-  stream while the host queues ``GPU_BURST`` launches, so the CUDA events around them
-  time the GPU's execution without host gaps.
-
-A route costs launches per second where its own host time per launch exceeds the
-kernel's GPU time (the host is then the bottleneck); the step is launch-bound for every
-route where even the unbridged loop (``ints``: the pointers read once, outside the loop)
-takes longer than the kernel. Where the GPU is the bottleneck, a timed round of more
-launches than the driver queues makes the host wait inside ``launch``, so its host time
-is the GPU's pace, not the host's: the report then shows no bridging share. Needs cuda-core (``Program`` compiles the kernel with NVRTC)
-and a CUDA device.
+The workloads where bridging matters are those whose host time per launch is the
+bottleneck: many small kernels, each taking a few tensors. ``add_one_<N>`` adds 1 to
+every element of N 32x32 float32 tensors (microseconds of GPU time), and every launch
+bridges its N tensors first, as a kernel library does: ``launch(stream, config, kernel,
+f(x0).ptr, ..., f(xN-1).ptr)``. ``Step`` compiles the kernels (cuda.core's ``Program``,
+NVRTC) and measures per launch the host time, the wall time until the stream ran them
+all (``1e9 / wall``: launches per second) and the kernel's GPU time (``gpu_time_ns``).
 """
 
 from __future__ import annotations
@@ -86,6 +68,15 @@ class Step:
     ``kernels[n]`` is ``add_one_<n>``; ``stream`` is a cuda.core stream of its own (the
     tensors are made and synchronised on torch's stream before any launch); ``config``
     is ``LaunchConfig(grid=N_ELEMENTS // THREADS, block=THREADS)``.
+
+    A route costs launches per second where its own host time per launch exceeds the
+    kernel's GPU time; the step is launch-bound for every route where even the
+    unbridged loop (``ints``) takes longer than the kernel. ``gpu_time_ns`` times the
+    kernel alone: a spin kernel holds the stream while the host queues ``GPU_BURST``
+    launches, so the CUDA events around them see no host gaps. Where the GPU is the
+    bottleneck, a round of more launches than the driver queues makes the host wait
+    inside ``launch``, so its host time is the GPU's pace: the report then shows no
+    bridging share.
     """
 
     cuda: object
