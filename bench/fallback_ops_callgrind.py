@@ -1,29 +1,13 @@
 """Instructions per call of scenario F (ATen ops through torch's C fallback shims),
 counted by callgrind: ``make callgrind-fallback-ops`` (also run by ``make callgrind``).
 
-What is counted, per op of ``fallback_ops.OPS`` on 32x32 float32 CPU tensors, in one
-valgrind process (``bench/callgrind.py``'s method: instrumentation started after the
-imports, one dump per run, each configuration run with ``n1, n2, n1`` calls;
-instructions per call = ``(I(n2) - I(n1)) / (n2 - n1)``, the two ``n1`` counts the
-repeat check):
-
-- ``handles:<route>``: ``fallback_ops_handles_loop`` (collection toggled on that
-  function): a handle per tensor argument of the op, taken and (owned) deleted, for
-  ``owned``, ``owned_fixed`` (the interpreter fix installed around the loop) and
-  ``borrow``; split by part with ``callgrind.py``'s ``attribution`` (the GIL
-  acquisitions, the PyObject incref/decref, allocation, ...);
-- ``op``: ``fallback_ops_op_loop``: the op's shim alone, its handles borrowed once
-  (torch with one intra-op thread, ``torch.set_num_threads(1)``: callgrind counts the
-  threads that run the toggled function, so a kernel's work on a pool thread would
-  otherwise go uncounted);
-- ``ccall:<route>``: ``fallback_ops_call_loop``: the whole call in C (handles, op,
-  result handle deleted, handles released): what the route saves, a kernel's own copies
-  of its inputs included (``native/fallback_ops.py``'s ``Consumer.call_loop`` says why that differs from the handles);
-- ``call:<route>``: the Python-level statement ``f(*head, *ts)`` (``timeit``-compiled,
-  collection toggled around the loop by a client request): what a user's call costs.
-
-Writes ``<out>/<stem>.json`` (every figure) and ``<stem>.md``; ``<stem>`` defaults to
-``callgrind-fallback-ops-torch-<v>``. Run with ``python -P`` from the repository root.
+Per op of ``fallback_ops.OPS`` on 32x32 float32 CPU tensors, in one valgrind process
+(``bench/callgrind.py``'s method: ``n1, n2, n1`` calls per configuration, per call
+``(I(n2) - I(n1)) / (n2 - n1)``, the two ``n1`` counts the repeat check), the same loops
+as the timed scenario (``child``: ``handles:<route>`` split by part, ``op`` with one
+intra-op thread, ``ccall:<route>``, the Python-level ``call:<route>``). Writes
+``<out>/<stem>.json`` (every figure) and ``<stem>.md``, ``<stem>`` defaulting to
+``callgrind-fallback-ops-torch-<v>``. Run with ``python -P -m bench.fallback_ops_callgrind``.
 """
 
 from __future__ import annotations

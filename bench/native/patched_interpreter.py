@@ -1,21 +1,13 @@
 """The interpreter fix's own code, cut out of the patch at build time (benchmark-only).
 
-``proposal/patches/`` holds one patch that changes ``torch/csrc/PyInterpreter.cpp``
-(``ConcretePyInterpreterVTable::incref`` / ``decref`` skip the GIL acquisition on an
-attached thread). This module applies that patch to the unmodified base copy,
-``proposal/upstream/torch/csrc/PyInterpreter.cpp``, in a temporary folder (``git
-apply``, as a maintainer would), and cuts out of the patched file, never retyped:
-
-- the definitions of ``ConcretePyInterpreterVTable::incref`` and ``::decref``;
-- the definition of every free function those bodies call that the patched file defines
-  and the base does not (the patch's ``attached_thread_state()``).
-
-``write_include(folder)`` writes them, with ``#line`` directives pointing at the patched
-file, into ``folder/patched_interpreter.inc``, which ``patched_interpreter.cpp`` compiles
-against torch 2.15's headers and ``safe_gil_stand_in.h`` (main's
-``torch::detail::SafeGilScopedAcquire`` is not in torch 2.15). The patch is found by
-what it changes, not by its file name, so a renumbered or retitled series still builds.
-Nothing here is used by the bridge.
+The one patch of ``proposal/patches/`` that changes ``torch/csrc/PyInterpreter.cpp``
+(found by what it changes, not by its name) is applied with ``git apply`` to the base
+copy in ``proposal/upstream/``, in a temporary folder; out of the patched file, never
+retyped, come ``ConcretePyInterpreterVTable::incref`` / ``::decref`` and every free
+function they call that the patch adds (``attached_thread_state()``). ``write_include``
+writes them, with ``#line`` directives into the patched file, to
+``patched_interpreter.inc``, which ``patched_interpreter.cpp`` compiles against torch
+2.15's headers and ``safe_gil_stand_in.h`` (main's ``SafeGilScopedAcquire``).
 """
 
 from __future__ import annotations

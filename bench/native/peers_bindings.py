@@ -1,28 +1,13 @@
 """The binding libraries kernel authors bind with, as peers: nanobind and apache-tvm-ffi.
 
-Each library gets two functions of its own, built here from ``bench/native/bindings/``:
-
-- nanobind (PyPI ``nanobind``, 3.x): ``empty()`` and ``ndarray(t)`` taking one
-  ``nb::ndarray<>``, built with nanobind's CMake (``nanobind_add_module``, Release) into
-  ``build/bench-<torch>-<SOABI>/nanobind/``. nanobind imports a tensor by calling its
-  ``__dlpack__`` (``src/nb_ndarray.cpp``, ``ndarray_import_impl``);
-- apache-tvm-ffi (PyPI ``apache-tvm-ffi``): ``empty()`` and ``tensor(t)`` taking one
-  ``tvm::ffi::TensorView``, exported with ``TVM_FFI_DLL_EXPORT_TYPED_FUNC`` and built by
-  ``tvm_ffi.cpp.load`` (its ninja build) into ``build/bench-<torch>-<SOABI>/tvm_ffi/``. tvm_ffi's
-  argument setter converts a tensor whose class has ``__dlpack_c_exchange_api__``
-  through that API's ``managed_tensor_from_py_object_no_sync`` into an ``ffi::Tensor``
-  (``python/tvm_ffi/cython/function.pxi``).
-
-The tensor functions read what a view reads (data pointer, ndim, sizes, strides,
-dtype, device) and return None, like the empty ones, so ``tensor call - empty call``
-is the conversion's own share. Before timing, each library's ``describe(t)`` is
-compared with torch's own accessors (``check``), and the DLPack route it took is
-observed (a profile hook counts calls of ``torch.Tensor.__dlpack__`` and
-``torch.utils.dlpack.to_dlpack`` during one call).
-
-A library that is not installed, or whose build fails (no cmake, no compiler, ...),
-is returned unavailable with the reason: the benchmark reports it, it never fails.
-``python -P bench/native/peers_bindings.py`` builds both and prints what it found.
+Each library gets two functions of its own, built from ``bindings/`` into
+``build/bench-<torch>-<SOABI>/``: ``empty()`` and a function taking one tensor
+(nanobind's ``nb::ndarray<>``: ``_load_nanobind``; tvm-ffi's ``TensorView``:
+``_load_tvm_ffi``) that reads what a view reads and returns None, so ``tensor call -
+empty call`` is the conversion's own share. Before timing, each library's ``describe(t)``
+is compared with torch's own accessors (``check``) and the DLPack route it took is
+observed (``dlpack_calls``). A library that is not installed or does not build is
+returned unavailable with the reason, never a failure (``python -P -m bench.native.peers_bindings``).
 """
 
 from __future__ import annotations
@@ -130,6 +115,9 @@ def _build_nanobind(out: pathlib.Path, quiet: bool) -> pathlib.Path:
 
 
 def _load_nanobind(torch_version: str, quiet: bool):
+    """nanobind (PyPI ``nanobind``, 3.x), built with its CMake (``nanobind_add_module``,
+    Release); it imports a tensor by calling its ``__dlpack__`` (``src/nb_ndarray.cpp``,
+    ``ndarray_import_impl``)."""
     out = _build_nanobind(build_dir(torch_version) / "nanobind", quiet)
     from bench.native import load_extension
 
@@ -140,6 +128,11 @@ def _load_nanobind(torch_version: str, quiet: bool):
 
 
 def _load_tvm_ffi(torch_version: str, quiet: bool):
+    """apache-tvm-ffi, exported with ``TVM_FFI_DLL_EXPORT_TYPED_FUNC`` and built by
+    ``tvm_ffi.cpp.load`` (its ninja build); its argument setter converts a tensor whose
+    class has ``__dlpack_c_exchange_api__`` through that API's
+    ``managed_tensor_from_py_object_no_sync`` into an ``ffi::Tensor``
+    (``python/tvm_ffi/cython/function.pxi``)."""
     version = _version("apache-tvm-ffi")
     try:
         import tvm_ffi

@@ -1,28 +1,13 @@
 """Scenario 3, Python level: what a user would call instead of the bridge, same run.
 
-Contenders, each a ``timeit`` statement on one 32x32 float32 tensor ``t`` (CPU, or
-CUDA with ``--bench-device cuda``), interleaved round by round with the bridge's own
-paths:
-
-- ``empty``: ``empty(t)``, an empty METH_O C function (the call floor);
-- ``owned`` / ``borrow`` / ``fallback``: ``view_<path>(t)``;
-- ``data_ptr``: ``t.data_ptr()`` alone;
-- ``python_attrs``: ``(t.data_ptr(), t.shape, t.stride(), t.dtype, t.device)``;
-- ``view_read``: ``bridge.view(t)`` and reading the same facts from the view (goal G1);
-- ``to_dlpack``: ``torch.utils.dlpack.to_dlpack(t)``;
-- ``dunder_dlpack``: ``t.__dlpack__()``;
-- ``cuda_core``: cuda.core's ``StridedMemoryView`` of ``t`` (``cuda_core_peer``), when
-  it installs and imports here; the path it took is recorded in the notes;
-- ``cuda_array_interface``: ``t.__cuda_array_interface__`` (CUDA tensors only: torch
-  raises for a CPU tensor, so on the CPU it is reported unavailable, never timed);
-- ``nanobind_empty`` / ``nanobind_ndarray`` and ``tvm_ffi_empty`` / ``tvm_ffi_tensor``: the
-  binding libraries kernel authors use (``peers_bindings``), each as an empty call of
-  that library (no argument) beside a call taking ``t`` (``nb::ndarray<>``,
-  ``tvm::ffi::TensorView``), so the report can pair them: the tensor's conversion is
-  the per-round difference. A library that is not installed or does not build here is
-  reported unavailable with the reason; the route each took is in the notes.
-
-A capsule or view made in a round is freed in that round (its deleter is timed too).
+Each contender of ``NAMES`` is a ``timeit`` statement on one 32x32 float32 tensor ``t``
+(CPU, or CUDA with ``--bench-device cuda``), interleaved round by round with the bridge's
+own paths: the empty METH_O call (the floor), ``view_<path>(t)``, ``t.data_ptr()``, the
+hand-written five reads, ``bridge.view(t)`` read back (goal G1), ``to_dlpack``,
+``__dlpack__``, cuda.core's ``StridedMemoryView`` (``native/cuda_core_peer.py``),
+``__cuda_array_interface__`` (CUDA only) and the binding libraries' empty and tensor calls
+(``native/peers_bindings.py``), paired so the tensor's conversion is the per-round
+difference. A peer that cannot run here is reported with its reason, never timed.
 """
 
 from __future__ import annotations
@@ -35,6 +20,8 @@ from bench.native import peers_bindings
 from bench import views
 
 GROUP = "3 peers: Python level, 32x32 float32"
+#: The contenders; a capsule or view made in a round is freed in that round (its deleter
+#: is timed too).
 NAMES = ("empty", "owned", "borrow", "fallback", "data_ptr", "python_attrs", "view_read",
          "to_dlpack", "dunder_dlpack", "cuda_core", "cuda_array_interface",
          *(n for pair in peers_bindings.NAMES.values() for n in pair))

@@ -1,33 +1,13 @@
 """Scenario F: ATen ops through torch's C fallback shims, their input handles by route.
 
-Run by ``bench/fallback_ops_run.py`` (``make bench-fallback-ops``), not by the runner of
-``make bench`` (its file name does not match ``bench_*.py``): pytest-benchmark with this
-directory's ``conftest.py`` (``--bench-quick``, ``--bench-device``).
-
-Per op of ``fallback_ops.OPS`` and size (32x32 and 1024x1024 float32 on
-``--bench-device``), interleaved rounds (``interleave.measure``, gc off, warmed up,
-the order rotating) of:
-
-- ``handles:<route>``: ``handles_loop``: one handle per tensor argument of the op taken
-  (and, owned, deleted) in C, per route: ``owned``, ``owned_fixed`` (the interpreter fix
-  installed for the loop), ``borrow``; ns per call (all the op's tensors);
-- ``ccall:<route>``: ``call_loop``: the whole call in C per route (handles, the op, the
-  result handle deleted, the handles released): the difference between routes here is
-  what a consumer saves, a kernel's own copies of its inputs included
-  (``native/fallback_ops.py``'s ``Consumer.call_loop`` says why that differs from the
-  handles alone);
-- ``op``: ``op_loop``: the op's shim alone in C, its handles borrowed once before the
-  loop; ns per op. On CUDA this is the host's time per call of a loop whose kernels
-  queue up on the stream (``op_sync``: the same loop then ``torch.cuda.synchronize()``,
-  per op: the wall time until the GPU ran them all);
-
-so round ``r`` of a route pairs with round ``r`` of the op (``bench/report/fallback_ops.py``:
-the handles' share of the op, per round). At 32x32 also ``call:<route>``: the
-Python-level call ``call(op, route, *tensors)`` (what a user's code pays end to end),
-interleaved per op. torch's intra-op threads: ``$FALLBACK_OPS_THREADS`` when set (the
-runner sets 1 by default), recorded in the JSON. Every route's result is checked equal to torch's own
-(``torch.equal``) before timing; which aten ops a ``TorchDispatchMode`` saw during each
-op, and whether the result records autograd, go into the JSON's evidence.
+Run by ``python -P -m bench.fallback_ops_run`` (``make bench-fallback-ops``), not by
+``make bench`` (the file name does not match ``bench_*.py``), with this folder's
+``conftest.py``. Per op of ``fallback_ops.OPS`` and size, interleaved rounds of the handles
+alone, the whole call and the op alone in C (``loops_run``) and, at 32x32, the
+Python-level call (``calls_run``). torch's intra-op threads: ``$FALLBACK_OPS_THREADS``
+when set (the runner sets 1), recorded in the JSON. Every route's result is checked
+equal to torch's own before timing; what a ``TorchDispatchMode`` saw during each op, and
+whether the result records autograd, go into the JSON's evidence.
 """
 
 from __future__ import annotations
@@ -116,7 +96,15 @@ def _sync_loop(torch, consumer, op, tensors):
 
 @pytest.fixture(scope="module")
 def loops_run(torch, consumer, protocol, device, notes):
-    """``{(op, size): ({contender: [ns per round]}, {contender: calls per round})}``."""
+    """``{(op, size): ({contender: [ns per round]}, {contender: calls per round})}``.
+
+    Per op and size (32x32 and 1024x1024 float32 on ``--bench-device``): ``handles:<route>``
+    (``handles_loop``: one handle per tensor argument taken and, owned, deleted in C, for
+    ``owned``, ``owned_fixed``, ``borrow``), ``ccall:<route>`` (``call_loop``: the whole
+    call in C, what a consumer saves, a kernel's own copies of its inputs included) and
+    ``op`` (``op_loop``: the op's shim alone, handles borrowed once; on CUDA the host's
+    time per call of a queued loop, with ``op_sync`` the wall time per op until the GPU ran
+    them all), so round ``r`` of a route pairs with round ``r`` of the op."""
     if consumer is None:
         return {}
     cuda = device.type == "cuda"
