@@ -1,17 +1,12 @@
-"""The seed's consumer on every path (``bench/native/cuda_core_consumer.pyx``): a real cuda.core
-``StridedMemoryView`` filled through torch's owned shim, the prototype of 2.14's owned shim
-built for this torch (``bench/native/owned_prototype.cpp``), the owned route with the interpreter
-fix installed (the patch's own code, ``bench/native/internal_fixes.py``), the borrow, the pointer
-trick, torch's DLPack ``dltensor_from_py_object_no_sync`` and the fixed (borrowed) one is
-equal field by field (ptr, shape, strides, dtype, device, readonly, the object it keeps
-alive) to the view cuda.core itself makes for the same tensor
-(``StridedMemoryView.from_dlpack(t, -1)``), on every dtype: where cuda.core's own view
-fails (no dtype of its own for float8, complex32, bfloat16 without ml_dtypes, ...), every
-route fails too, and nothing else differs.
-
-CPU tensors here; CUDA tensors as well where ``torch.cuda.is_available()``. Skipped only
-where cuda-core is not installed; where it is installed, a consumer that cannot be built
-is a failure (with the builder's reason).
+"""The seed's consumer on every path (``bench/native/cuda_core_consumer.pyx``): a real
+cuda.core ``StridedMemoryView`` filled through each route of
+``cuda_core_consumer.ROUTES`` (owned, 2.14's owned built for this torch, owned + the
+interpreter fix, the borrow, the pointer trick, torch's DLPack ``no_sync`` and the fixed
+one) is equal field by field (ptr, shape, strides, dtype, device, readonly, the object it
+keeps alive) to the view cuda.core itself makes (``StridedMemoryView.from_dlpack(t,
+-1)``), on every dtype; where cuda.core's own view fails, every route fails too. CPU
+tensors here, CUDA ones too where ``torch.cuda.is_available()``. Skipped only where
+cuda-core is not installed; where it is, a consumer that cannot be built is a failure.
 """
 
 from __future__ import annotations
