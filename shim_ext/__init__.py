@@ -1,21 +1,13 @@
 """The prototype of ``torch_tensor_borrow_from_pyobject``, in the patches' shape.
 
-Two libraries, built from the same C++ sources one of two ways (``build_config.py``):
-cffi modules (``borrow_build.py``) wherever cffi can build, else setuptools Extensions
-with a minimal ``PyInit_`` module each (``pymodule.c``; free-threaded CPython 3.13):
-
-- ``shim_ext._entry``: the stable C entry points (``torch_tensor_borrow_from_pyobject``,
-  ``torch_is_conj``, ``torch_is_neg``) under their own names, so the bridge finds them
-  with ``dlsym`` as it would in libtorch; it links libtorch only;
-- ``shim_ext._borrow``: the ``THPVariable`` side, which the entry point reaches through a
-  registered interface (a virtual call into another library, as libtorch reaches
-  libtorch_python), and ``torch_borrow_direct_from_pyobject``, the same function without
-  that indirection (a benchmark row).
-
-Nothing is imported here; ``load()`` does the work. Import torch first: both modules link
-against the libtorch that ``import torch`` loaded. A C or C++ consumer needs none of this
-module at run time: ``get_include()`` gives the folder of ``torch_borrow/consumer.h``, which
-does the look-up, the registration and every check itself.
+Two libraries, built from the same C++ sources by cffi (``borrow_build.py``) or, where
+cffi cannot build (free-threaded 3.13), as setuptools Extensions (``pymodule.c``;
+``build_config.py``): ``shim_ext._entry``, the stable C entry points under their own
+names, linking libtorch only, found with ``dlsym`` as in libtorch; ``shim_ext._borrow``,
+the ``THPVariable`` side, reached through a registered interface (as libtorch reaches
+libtorch_python), with ``torch_borrow_direct_from_pyobject`` beside it (a benchmark row).
+Nothing is imported here; ``load()`` does the work, after ``import torch``.
+``get_include()`` is the folder of ``torch_borrow/consumer.h`` for C consumers.
 """
 
 from __future__ import annotations
