@@ -21,8 +21,8 @@ typedef struct {
   int64_t* sizes;      /* -> inline_dims, or into heap */
   int64_t* strides;
   PyObject* heap;      /* bytes holding 2 * ndim int64 beyond BRIDGE_INLINE_DIMS */
-  PyObject* shape_t;   /* tuples made on first use (under a critical section) */
-  PyObject* strides_t;
+  PyObject* shape_t;   /* tuples made on first use (under a critical section), kept */
+  PyObject* strides_t; /* by a freed view for its next fill (_bridge_view.h) */
   /* The resolution the view was made under: its dtype and device names are looked
      up there when read (snapshots are never freed nor changed). */
   const bridge_installed* st;
@@ -31,7 +31,13 @@ typedef struct {
   int32_t device_index;
   int8_t itemsize;
   int8_t path;
+  int8_t tuples_checked; /* 1: shape_t / strides_t were checked against this fill */
   int64_t inline_dims[2 * BRIDGE_INLINE_DIMS];
+  /* What shape_t / strides_t were made from: ndim (-1: nothing yet), then, up to
+     BRIDGE_INLINE_DIMS dimensions, the sizes and strides. Written only where a tuple is
+     made, never by a fill: the fill costs nothing more, and a read compares. */
+  int64_t tuple_ndim;
+  int64_t tuple_dims[2 * BRIDGE_INLINE_DIMS];
 } bridge_view;
 
 /* Where a read stopped (0: it did not). BRIDGE_E_RAISED: a Python exception is set. */

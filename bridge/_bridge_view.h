@@ -3,7 +3,10 @@
  * freelist (GIL builds only) and is initialised by hand when reused; every view is
  * GC-tracked once filled (t.attr = view(t) is a cycle). Attributes go through a
  * tp_getattro fast path on the interned names, the getset table behind it (dir(),
- * help(), names that are not interned).
+ * help(), names that are not interned). A freed view on the freelist keeps its shape and
+ * strides tuples: the next view made from it returns them again where its sizes and
+ * strides are the same values (bridge_tuples_current), so a loop over tensors of one
+ * shape builds them once.
  */
 #ifndef BRIDGE_VIEW_H
 #define BRIDGE_VIEW_H
@@ -57,26 +60,36 @@ BRIDGE_INLINE bridge_view* bridge_view_alloc(void) {
     v->heap = NULL;
     v->shape_t = NULL;
     v->strides_t = NULL;
+    v->tuple_ndim = -1;
     v->st = NULL;
   }
   return v;
+}
+
+/* What a view owns beyond its tensor. */
+__attribute__((noinline)) static void bridge_view_release(bridge_view* v) {
+  Py_CLEAR(v->shape_t);
+  Py_CLEAR(v->strides_t);
+  Py_CLEAR(v->heap);
+  v->tuple_ndim = -1;
 }
 
 static void bridge_view_dealloc(PyObject* self) {
   bridge_view* v = (bridge_view*)self;
   PyObject_GC_UnTrack(self);
   Py_CLEAR(v->obj);
-  if (v->shape_t != NULL || v->strides_t != NULL || v->heap != NULL) {
-    Py_CLEAR(v->shape_t);
-    Py_CLEAR(v->strides_t);
-    Py_CLEAR(v->heap);
-  }
 #if !BRIDGE_FREE_THREADED
   if (bridge_nfree < BRIDGE_FREELIST) {
+    /* The tuples stay with the freed view where the next fill can check them against
+       tuple_dims (up to BRIDGE_INLINE_DIMS dimensions): immutable objects, owned by
+       the view on the list. Longer ones, and the heap dims, go. */
+    if (__builtin_expect(v->heap != NULL, 0) || v->tuple_ndim > BRIDGE_INLINE_DIMS)
+      bridge_view_release(v);
     bridge_free_views[bridge_nfree++] = v;
     return;
   }
 #endif
+  bridge_view_release(v);
   PyObject_GC_Del(self);
 }
 
@@ -102,6 +115,7 @@ BRIDGE_INLINE PyObject* bridge_view_finish(bridge_view* v, PyObject* obj, int pa
   Py_INCREF(obj);
   v->obj = obj;
   v->path = (int8_t)path; /* itemsize: set by the reader's check */
+  v->tuples_checked = 0;   /* beside path: one store with it */
   v->st = st;
   bridge_count(path); /* this thread's own counter: no shared write */
   PyObject_GC_Track((PyObject*)v);
@@ -162,28 +176,79 @@ static PyObject* bridge_int_tuple(const int64_t* values, int64_t n) {
   return out;
 }
 
+/* The tuples' check: its loop is at most 16 compares, cheaper as it is than set
+   up for vector registers. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define BRIDGE_SCALAR_LOOPS __attribute__((optimize("no-tree-vectorize")))
+#else
+#define BRIDGE_SCALAR_LOOPS
+#endif
+
+/* Whether the view's tuples (those it has) hold this fill's sizes and strides. A view's
+   fill never changes while Python can read it; one made from the freelist holds the
+   tuples of the view it was before, which are this view's where the values agree
+   (tuple_dims: what they were made from). Over BRIDGE_INLINE_DIMS dimensions there is
+   no copy to compare: a freed view drops such tuples (bridge_view_dealloc), so any it
+   has are its own fill's. Asked once per fill: the answer is kept in tuples_checked,
+   which bridge_view_finish clears (every view Python can read went through it after
+   its last fill; a refused fill's view is freed, the native loop's scratch view is
+   never read). */
+BRIDGE_INLINE int bridge_tuples_current(const bridge_view* v) {
+  int64_t n = v->ndim;
+  const int64_t* made = v->tuple_dims;
+  const int64_t* now = v->sizes; /* the strides follow the sizes (bridge_dims) */
+  uint64_t diff = 0;
+  if (v->tuple_ndim != n) return 0;
+  if (n > BRIDGE_INLINE_DIMS) return 1;
+  for (int64_t i = 0; i < 2 * n; ++i) diff |= (uint64_t)(made[i] ^ now[i]);
+  return diff == 0;
+}
+
+/* The slow half of a tuple's read: where the tuples are another fill's, drop both (a
+   tuple of ints runs no Python code when freed) and record this fill's values; then
+   make the one asked for. A new reference, or NULL with an exception set. */
+__attribute__((noinline)) BRIDGE_SCALAR_LOOPS static PyObject* bridge_view_tuple_make(
+    bridge_view* v, int strides) {
+  int64_t n = v->ndim;
+  PyObject** slot = strides ? &v->strides_t : &v->shape_t;
+  if (!bridge_tuples_current(v)) {
+    Py_CLEAR(v->shape_t);
+    Py_CLEAR(v->strides_t);
+    if (n <= BRIDGE_INLINE_DIMS) memcpy(v->tuple_dims, v->sizes, 2 * (size_t)n * sizeof(int64_t));
+    v->tuple_ndim = n;
+  }
+  v->tuples_checked = 1; /* until the view's next fill (bridge_view_finish) */
+  if (*slot == NULL) *slot = bridge_int_tuple(strides ? v->strides : v->sizes, n);
+  Py_XINCREF(*slot);
+  return *slot;
+}
+
 /* A view may be shared between threads: without a GIL, two first uses at once would
-   race on the field (a lost reference, or a read of a tuple being replaced). */
-static PyObject* bridge_view_tuple(bridge_view* v, PyObject** slot, const int64_t* values) {
+   race on the fields (a lost reference, or a read of a tuple being replaced), hence the
+   critical section around the check, the reset and the first use. */
+BRIDGE_INLINE PyObject* bridge_view_tuple(bridge_view* v, int strides) {
   PyObject* t;
   Py_BEGIN_CRITICAL_SECTION(v);
-  t = *slot;
-  if (t == NULL) *slot = t = bridge_int_tuple(values, v->ndim);
-  Py_XINCREF(t);
+  t = strides ? v->strides_t : v->shape_t;
+  if (__builtin_expect(t != NULL && v->tuples_checked, 1))
+    Py_INCREF(t);
+  else
+    t = bridge_view_tuple_make(v, strides);
   Py_END_CRITICAL_SECTION();
   return t;
 }
+
 
 BRIDGE_NOINLINE PyObject* bridge_get_ptr(PyObject* self, void* c) {
   return PyLong_FromVoidPtr((void*)((bridge_view*)self)->ptr);
 }
 BRIDGE_NOINLINE PyObject* bridge_get_shape(PyObject* self, void* c) {
   bridge_view* v = (bridge_view*)self;
-  return bridge_view_tuple(v, &v->shape_t, v->sizes);
+  return bridge_view_tuple(v, 0);
 }
 BRIDGE_NOINLINE PyObject* bridge_get_strides(PyObject* self, void* c) {
   bridge_view* v = (bridge_view*)self;
-  return bridge_view_tuple(v, &v->strides_t, v->strides);
+  return bridge_view_tuple(v, 1);
 }
 BRIDGE_NOINLINE PyObject* bridge_get_dtype(PyObject* self, void* c) {
   bridge_view* v = (bridge_view*)self;

@@ -14,9 +14,10 @@ obj : torch.Tensor
 ptr : int
     Address of the first element, storage offset included (``t.data_ptr()``).
 shape : tuple of int
-    Sizes in elements (``tuple(t.shape)``); built on first access.
+    Sizes in elements (``tuple(t.shape)``); built on first access, then kept (and
+    returned again by a later view of the same sizes and strides, on builds with a GIL).
 strides : tuple of int
-    Strides in elements, not bytes (``t.stride()``); built on first access.
+    Strides in elements, not bytes (``t.stride()``); built and kept as ``shape``.
 ndim : int
     Number of dimensions.
 dtype : torch.dtype
@@ -37,15 +38,19 @@ Views are made by ``bridge.view`` and its per-path variants, never directly
 resizing the tensor afterwards does not change the view (nor does it keep ``ptr``
 valid, since resize may reallocate). A C type (``bridge/_bridge_view.h``): the six
 attributes a reader asks for most (``ptr, shape, strides, dtype, device_type,
-device_index``) are answered before CPython's generic attribute look-up.
+device_index``) are answered before CPython's generic attribute look-up. A freed view
+is kept for reuse (builds with a GIL), its shape and strides tuples with it: immutable,
+they are returned again only by a view whose sizes and strides have the same values.
 """
 
 # In the order of _bridge_view.h's getset table.
 cdef tuple _ATTRIBUTE_DOCS = (
     b"The tensor (``torch.Tensor``); the view keeps it alive.",
     b"Address of the first element, storage offset included (int; ``t.data_ptr()``).",
-    b"Sizes in elements (tuple of int; ``tuple(t.shape)``), built on first access.",
-    b"Strides in elements, not bytes (tuple of int; ``t.stride()``), built on first access.",
+    b"Sizes in elements (tuple of int; ``tuple(t.shape)``), built on first access and "
+    b"kept; a later view of the same sizes and strides may return the same tuple.",
+    b"Strides in elements, not bytes (tuple of int; ``t.stride()``), built on first "
+    b"access and kept, as ``shape``.",
     b"Number of dimensions (int; ``t.dim()``, from ``aoti_torch_get_dim``).",
     b"Element type (``torch.dtype``), looked up from ``dtype_code``.",
     b"The element type's ``c10::ScalarType`` code (int), as ``aoti_torch_get_dtype`` "

@@ -478,14 +478,118 @@ def render_consumers(r: Render) -> str:
                                "benchmark has not been run into this repository") + " |")
     else:
         sources.append(numba)
-        out.append(f"| numba-cuda's `test_kernel_launch.py` | {link(numba)} | | "
-                   + r.missing(f"`{numba.name}` is committed but this renderer has no reader "
-                               "for it yet") + " |")
+        out += numba_rows(r, r.json(numba))
     note = ("_Per call (the launch step: per launch); instructions by callgrind, ns / us the "
             "median of interleaved rounds. Files: " + ", ".join(link(p) for p in sources)
             + (". " + "; ".join(notes)[:1].upper() + "; ".join(notes)[1:] if notes else "")
             + "._")
     return "\n".join(out + ["", note]) + "\n"
+
+
+NUMBA_CASES = ("26/signature", "26/dispatch")  # the launches with the most bridging
+
+
+def numba_rows(r: Render, data: dict) -> list[str]:
+    """numba-cuda's own launch path (``bench/numba_bench.py``): one row per NUMBA_CASES case,
+    us per launch from the in-process A/B; the saving column is the paired per-round ratio
+    of the cheapest route without new ABI to the borrow, with its 95% interval."""
+    rows = []
+    for case in NUMBA_CASES:
+        ab = data.get("ab", {}).get(case)
+        if not ab:
+            rows.append(f"| numba-cuda | {case} | | {r.missing(data['_file'] + ' has no A/B case ' + case)} |")
+            continue
+        values, ratio = {}, {}
+        for name, s in ab.items():
+            route = canonical(name)
+            if route is None or route in values:
+                continue
+            values[route] = s["median_ns"] / 1e3
+            ratio[route] = s
+        others = {k: v for k, v in values.items() if k in NO_NEW_ABI}
+        best = min(others, key=others.get) if others else None
+        saving = None
+        if best is not None and "ratio_median" in ratio[best]:
+            s = ratio[best]
+            lo, hi = s.get("ratio_ci") or s.get("ratio_range") or (float("nan"),) * 2
+            saving = (f"{dict(CONSUMER_ROUTES)[best]} / borrow {s['ratio_median']:.3f}x "
+                      f"[{lo:.3f}, {hi:.3f}] per launch (paired, one process)")
+        arity, jit = case.split("/")
+        v = data["versions"]
+        setup = (f"{arity} torch arguments, `cuda.jit` "
+                 f"{'explicit signature' if jit == 'signature' else 'dispatch'}, host time per "
+                 f"launch, {host_of(data)}, numba-cuda {v['numba-cuda']}, torch {v['torch']}")
+        rows.append(consumer_row(
+            r, "**numba-cuda's own launch path**" if case == NUMBA_CASES[0]
+            else "numba-cuda's launch path", setup, "us", values,
+            {"borrow_fixed": "no copy to fix"}, f"{data['_file']} {case}", saving))
+    return rows
+
+
+def render_numba(r: Render) -> str:
+    """The appendix's numba-cuda section: the checks, the in-process A/B of every route (us
+    per launch, x vs borrow with its 95% interval), where a torch argument's cost goes, and
+    numba-cuda's own benchmark file run once per route (a fresh process each)."""
+    path = r.find("numba-cuda-*.json")
+    data = r.json(path)
+    if data is None:
+        return r.missing("no `bench/results/numba-cuda-*.json`") + "\n"
+    v = data["versions"]
+    out = [f"numba-cuda {v['numba-cuda']}, cuda-core {v['cuda-core']}, torch {v['torch']}, "
+           f"CPython {v['python']}, numpy {v['numpy']}, {data['gpu']} ({link(path)}).", ""]
+    c = data.get("checks", {})
+    if "failed" in c or data.get("failures"):
+        out.append(f"**Checks failed**: {c.get('failed') or '; '.join(data['failures'])}")
+    else:
+        counts = c.get("views_per_10_launches", {})
+        exact = all(x["views"] == x["expected"] for x in counts.values())
+        out.append(f"Checked before timing: every rebound route's view equal to cuda.core's field "
+                   f"by field ({c['views_equal']['tensors']} tensors, `stream_ptr` -1 and the "
+                   f"launch stream); a kernel's writes through each of 1 and 26 arguments landed "
+                   f"on every route; the routes' counters {'equal' if exact else 'DIFFER from'} "
+                   "the views numba-cuda asked for (2 per argument with `cuda.jit` dispatch, 1 "
+                   "with an explicit signature).")
+    out += ["", "| route | " + " | ".join(data["ab"]) + " |",
+            "|---|" + "---:|" * len(data["ab"])]
+    for route in next(iter(data["ab"].values())):
+        cells = []
+        for case, rows in data["ab"].items():
+            s = rows[route]
+            ci = s.get("ratio_ci") or s.get("ratio_range")
+            cells.append(f"{s['median_ns'] / 1e3:.1f}" + (
+                f" ({s['ratio_median']:.3f}x [{ci[0]:.3f}, {ci[1]:.3f}])" if ci else ""))
+        label = data["labels"].get(route, "numba device arrays (the baseline)")
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+    out += ["", "_us per launch, median of interleaved rounds in one process (x vs borrow, "
+            "paired per round, 95% bootstrap interval); columns: arguments / jit._", "",
+            "Where a torch argument's cost goes (one argument, ns per call, the route as shipped):",
+            "", "| part | torch | device array | torch - device array |", "|---|---:|---:|---:|"]
+    for name, s in data["attribution"].items():
+        if "error" in s:
+            continue
+        dd = s.get("device_array")
+        out.append(f"| {name.strip()} | {s['torch']['median_ns']:.0f} | "
+                   + (f"{dd['median_ns']:.0f} | {s['torch_minus_device_array_ns']:.0f} |"
+                      if dd else "| |"))
+    bench = data.get("numba", {}).get("benchmark", {})
+    if bench:
+        out += ["", "numba-cuda's own `test_kernel_launch.py`, one fresh process per route "
+                "(pytest-benchmark median, us; torch / device arrays of the same process):", "",
+                "| route | 26 torch, signature | 26 device arrays, signature | ratio | views |",
+                "|---|---:|---:|---:|---:|"]
+        for route, res in bench.items():
+            got = res.get("results", {})
+            t = got.get("test_many_args[signature-torch]", {}).get("median_ns")
+            d = got.get("test_many_args[signature-device_array]", {}).get("median_ns")
+            if t and d:
+                out.append(f"| {route} | {t / 1e3:.1f} | {d / 1e3:.1f} | {t / d:.2f}x | "
+                           f"{res.get('views', 0):,} |")
+        files = data.get("numba", {}).get("test_files", [])
+        out += ["", f"Every route passed the file's {next(iter(bench.values())).get('tests', '?')}"
+                f" tests; numba-cuda {v['numba-cuda']} ships "
+                + ("no other test module that uses torch tensors." if not files else
+                   f"{len(files)} more test modules that use torch tensors, run on every route.")]
+    return "\n".join(out) + "\n"
 
 
 # --- the ask, as sentences ------------------------------------------------------------------
@@ -556,6 +660,19 @@ def render_ask(r: Render) -> str:
             "(the ops whose counts are exact); in time, per op: " + "; ".join(timed) + ".")
     else:
         lines.append("- **The borrow (0003)**: " + r.missing("no callgrind-fallback-ops JSON"))
+    # A metadata reader that never heard of the borrow: numba-cuda's own launch path.
+    numba = r.json(r.find("numba-cuda-*.json"))
+    ab = (numba or {}).get("ab", {}).get(NUMBA_CASES[0], {})
+    pairs = [(words, ab[k]) for k, words in (("owned_fixed", "owned + fix"),
+                                            ("dlpack_fixed", "fixed DLPack")) if k in ab]
+    if pairs:
+        def ratio(s):
+            lo, hi = s.get("ratio_ci") or s.get("ratio_range") or (float("nan"),) * 2
+            return f"{s['ratio_median']:.3f}x [{lo:.3f}, {hi:.3f}]"
+
+        lines.append("  In numba-cuda's launch path (" + NUMBA_CASES[0].replace("/", " torch "
+                     "arguments, ") + ", one process, paired): " + "; ".join(
+                         f"{w} / borrow {ratio(s)} per launch" for w, s in pairs) + ".")
     return "\n".join(lines) + "\n"
 
 
@@ -749,6 +866,7 @@ BUILDERS = {
     "seed-all": render_seed_all,
     "conj-route": render_conj,
     "free-threaded-all": lambda r: render_free_threaded(r, every=True),
+    "numba-cuda": render_numba,
 }
 
 

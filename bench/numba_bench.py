@@ -1,0 +1,480 @@
+"""numba-cuda's launch cost with torch arguments, per route (needs a CUDA device).
+
+    python -P bench/numba_bench.py --out DIR [--quick]
+
+with ``bench/`` importable (``bench/gpu/run.sh`` runs it). Writes
+``numba-cuda-gpu-<gpu>-torch-<v>.{json,md}`` into DIR. Steps, each printed as it runs:
+checks (every route's view equals cuda.core's; a kernel's writes through every argument
+land; the route's counter equals the views numba-cuda asked for), attribution (where a
+torch argument's launch cost goes, per argument, against a numba device array), the
+in-process A/B (every route interleaved round by round with ``interleave.measure``),
+then numba-cuda's own ``tests/benchmarks/test_kernel_launch.py`` (copied out of the
+installed package: pytest does not collect it with ``--pyargs``) and its tests that take
+torch tensors, once per route in a fresh process through ``numba_router_plugin``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import pathlib
+import shutil
+import string
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+
+HERE = pathlib.Path(__file__).resolve().parent
+NAMES = string.ascii_lowercase  # 26 arguments, as numba-cuda's benchmark
+CASES = [(1, "dispatch"), (1, "signature"), (26, "dispatch"), (26, "signature")]
+
+
+def say(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def kernels(cuda, arity: int):
+    """``{"dispatch": k, "signature": k}``: an empty kernel of ``arity`` 1-D float32
+    arguments, as a ``cuda.jit`` dispatcher and compiled for the explicit signature."""
+    names = NAMES[:arity]
+    ns = {}
+    exec(f"def empty({', '.join(names)}):\n    return\n", ns)
+    sig = "void({})".format(", ".join(["float32[::1]"] * arity))
+    return {"dispatch": cuda.jit(ns["empty"]), "signature": cuda.jit(sig)(ns["empty"])}
+
+
+def write_kernel(cuda, arity: int):
+    """A ``cuda.jit`` kernel that stores ``base + 1000 * j + i`` at ``[i]`` of argument ``j``."""
+    names = NAMES[:arity]
+    body = "".join(f"    if _i < {n}.size:\n        {n}[_i] = _base + {1000 * j} + _i\n"
+                   for j, n in enumerate(names))
+    ns = {}
+    exec(f"def write(_base, {', '.join(names)}):\n    _i = cuda.grid(1)\n{body}", {"cuda": cuda}, ns)
+    return cuda.jit(ns["write"])
+
+
+def check(torch, cuda, router) -> dict:
+    """Views equal, writes land, counter exact on every route; returns what was checked."""
+    t = torch.arange(24, dtype=torch.float32, device="cuda")
+    tensors = [t, t.view(4, 6), t.view(4, 6)[:, 1::2], t.view(4, 6).t(),
+               torch.empty(0, device="cuda"), torch.zeros(3, 5, dtype=torch.float64,
+                                                           device="cuda")[1:]]
+    router.check(tensors)
+    done = {"views_equal": {"routes": router.routes[1:], "tensors": len(tensors),
+                            "streams": [-1, 0]}}
+    writes = {}
+    for arity in (1, 26):
+        w = write_kernel(cuda, arity)
+        for route in router.routes:
+            router.use(route)
+            args = [torch.zeros(130, dtype=torch.float32, device="cuda") for _ in range(arity)]
+            before = router.counts.get(route, 0)
+            w[2, 128](7, *args)
+            torch.cuda.synchronize()
+            for j, a in enumerate(args):
+                want = 7 + 1000 * j + torch.arange(130, dtype=torch.float32, device="cuda")
+                assert torch.equal(a, want), f"{route}: argument {j} of {arity}: writes missing"
+            writes[f"{route}/{arity}"] = router.counts.get(route, 0) - before
+    done["writes_landed"] = sorted(writes)
+    counts = {}
+    for arity, jit in CASES:
+        k = kernels(cuda, arity)[jit][128, 128]
+        args = [torch.empty(128, dtype=torch.float32, device="cuda") for _ in range(arity)]
+        k(*args)  # compiles the dispatcher's overload
+        for route in router.routes[1:]:
+            router.use(route)
+            before = router.counts[route]
+            for _ in range(10):
+                k(*args)
+            got = router.counts[route] - before
+            per_arg = 2 if jit == "dispatch" else 1  # typing + argument preparation
+            counts[f"{route}/{arity}/{jit}"] = {"views": got, "expected": 10 * arity * per_arg}
+    router.use("shipped")
+    torch.cuda.synchronize()
+    done["views_per_10_launches"] = counts
+    return done
+
+
+def stats(samples, ref=None) -> dict:
+    """Median / best / stdev of per-round ns; with ``ref``, the paired per-round ratio's
+    median and 95% percentile-bootstrap interval (scipy) or its range without scipy."""
+    import numpy as np
+
+    a = np.asarray(samples, float)
+    out = {"median_ns": float(np.median(a)), "best_ns": float(a.min()),
+           "stdev_ns": float(a.std(ddof=1)) if len(a) > 1 else 0.0, "rounds": len(a)}
+    if ref is not None:
+        r = a / np.asarray(ref, float)
+        out["ratio_median"] = float(np.median(r))
+        try:
+            from scipy import stats as st
+
+            if len(r) >= 3 and np.ptp(r) > 0:
+                ci = st.bootstrap((r,), np.median, confidence_level=0.95, n_resamples=9999,
+                                  method="percentile", rng=np.random.default_rng(20261202))
+                out["ratio_ci"] = [float(ci.confidence_interval.low),
+                                   float(ci.confidence_interval.high)]
+        except ImportError:
+            out["ratio_range"] = [float(r.min()), float(r.max())]
+    return out
+
+
+def attribution(torch, cuda, router, rounds: int, calls: int) -> dict:
+    """Where a torch argument's launch cost goes, per argument (ns), on ``shipped``."""
+    import interleave
+    from numba.cuda.cudadrv.devicearray import _to_strided_memory_view
+    from numba.cuda.typing.typeof import Purpose, typeof
+
+    router.use("shipped")
+    t = torch.empty(128, dtype=torch.float32, device="cuda")
+    d = cuda.device_array(128, dtype="float32")
+    sig = kernels(cuda, 1)["signature"]
+    cfg = sig[128, 128]
+    cfg(t)
+    kern = next(iter(sig.overloads.values()))
+    ty = kern.argument_types[0]
+    stream = cfg.stream
+    handle = getattr(stream, "handle", stream)
+    ns = {"t": t, "d": d, "typeof": typeof, "P": Purpose.argument, "tsmv":
+          _to_strided_memory_view, "S": stream, "H": handle, "smv": router.smv,
+          "prep": kern._prepare_args, "ty": ty}
+    parts = {
+        "typing (dispatch only): typeof(x)": ("typeof(t, P)", "typeof(d, P)"),
+        "argument view: _to_strided_memory_view(x, stream)": ("tsmv(t, stream=S)",
+                                                              "tsmv(d, stream=S)"),
+        "argument preparation: _Kernel._prepare_args": ("prep(ty, t, S, [], [])",
+                                                        "prep(ty, d, S, [], [])"),
+    }
+    import numpy as np
+    from numba.cuda import types
+    from numba.cuda.cudadrv import driver as _driver
+    from numba.cuda.dispatcher import _LAUNCH_CONFIG_KW, _dispatcher
+    from numba.cuda.np import numpy_support
+    from numba.cuda.typing import typeof as typeof_module
+
+    disp = kernels(cuda, 1)["dispatch"]
+    dcfg = disp[128, 128]
+    dcfg(t)
+    ns.update(ctx=typeof_module._TypeofContext(Purpose.argument),
+              tdl=typeof_module._typeof_dlpack, sup=numpy_support, f32=np.dtype("float32"),
+              types=types, drv=_driver, disp=disp, call=_dispatcher.Dispatcher._cuda_call,
+              kw={_LAUNCH_CONFIG_KW: dcfg}, dv=router.smv.from_dlpack(t, stream_ptr=-1))
+    # The pieces inside the parts above, on the torch argument (numba-cuda 0.30's code).
+    parts["overload selection (dispatch only): Dispatcher._cuda_call"] = (
+        "call(disp, t, **kw)", "call(disp, d, **kw)")
+    route_parts = {
+        "  typing: getattr(x, '_numba_type_', None) (absent on a tensor)":
+            "getattr(t, '_numba_type_', None)",
+        "  typing: getattr(x, '__dlpack__', None) (a bound method)": "getattr(t, '__dlpack__', None)",
+        "  typing: _typeof_dlpack(x.__dlpack__)": "tdl(t.__dlpack__, ctx)",
+        "  typing: a new view's .dtype (resolved lazily)":
+            "smv.from_dlpack(t, stream_ptr=-1).dtype",
+        "  typing: numpy_support.from_dtype(float32)": "sup.from_dtype(f32)",
+        "  typing: types.Array(float32, 1, 'C')": "types.Array(types.float32, 1, 'C', readonly=False)",
+        "  view: drv.is_device_memory(x)": "drv.is_device_memory(t)",
+        "  view: getattr(x.dtype, 'type', None) (absent on torch.dtype)":
+            "getattr(t.dtype, 'type', None)",
+        "  preparation: size, itemsize, ptr, shape, strides of a view":
+            "(dv.size, dv.dtype.itemsize, dv.ptr, dv.shape, dv._layout.strides_in_bytes)",
+        "cuda.core view, stream_ptr=-1 (typing's)": "smv.from_dlpack(t, stream_ptr=-1)",
+        "cuda.core view, launch stream (preparation's)": "smv.from_dlpack(t, stream_ptr=H)"}
+    # Each route's bare view, timed with its context held (the interpreter fix installed
+    # for owned + fix), as the A/B runs it.
+    timed = getattr(router.consumer, "timed", None)
+    held = {}
+    for r in router.routes[2:]:
+        view, held[f"view on route {r}"] = (timed(r) if timed is not None else
+                                            (router.consumer.viewer(r), contextlib.nullcontext))
+        ns[f"v_{r}"] = view
+        route_parts[f"view on route {r}"] = f"v_{r}(t)"
+    def runs(stmt):  # a statement this numba-cuda cannot run is said, not timed
+        try:
+            eval(stmt, ns)
+            return None
+        except Exception as exc:
+            return f"{type(exc).__name__}: {exc}"
+
+    contenders, out = [], {}
+    for name, (tstmt, dstmt) in list(parts.items()):
+        err = runs(tstmt) or runs(dstmt)
+        if err:
+            out[name], _ = {"error": err}, parts.pop(name)
+            continue
+        contenders += [interleave.statement(f"{name} | torch", tstmt, ns),
+                       interleave.statement(f"{name} | device_array", dstmt, ns)]
+    for name, stmt in list(route_parts.items()):
+        err = runs(stmt)
+        if err:
+            out[name], _ = {"error": err}, route_parts.pop(name)
+            continue
+        c = interleave.statement(name, stmt, ns)
+        if name in held:
+            def run(n, _run=c.run, _held=held[name]):
+                with _held():
+                    return _run(n)
+
+            c = interleave.Contender(name, run)
+        contenders.append(c)
+    samples = interleave.measure(contenders, rounds, calls, warmup=calls)
+    for name in parts:
+        tt, dd = samples[f"{name} | torch"], samples[f"{name} | device_array"]
+        out[name] = {"torch": stats(tt), "device_array": stats(dd),
+                     "torch_minus_device_array_ns": float(np.median(np.subtract(tt, dd)))}
+    for name in route_parts:
+        out[name] = {"torch": stats(samples[name])}
+    torch.cuda.synchronize()
+    return out
+
+
+def ab(torch, cuda, router, rounds: int, calls: dict) -> dict:
+    """Every route and a device-array baseline, per case, interleaved round by round in
+    this process; ns per launch."""
+    import interleave
+
+    contenders = []
+    for arity, jit in CASES:
+        cfg = kernels(cuda, arity)[jit][128, 128]
+        tens = [torch.empty(128, dtype=torch.float32, device="cuda") for _ in range(arity)]
+        devs = [cuda.device_array(128, dtype="float32") for _ in range(arity)]
+        cfg(*tens)
+        cfg(*devs)
+        for route in router.routes + ["device_array"]:
+            args = devs if route == "device_array" else tens
+
+            def run(n, route=route, args=args, cfg=cfg):
+                router.use("shipped" if route == "device_array" else route)
+                torch.cuda.synchronize()
+                t0 = time.perf_counter_ns()
+                for _ in range(n):
+                    cfg(*args)
+                dt = time.perf_counter_ns() - t0
+                return dt / n
+
+            contenders.append(interleave.Contender(f"{arity}/{jit}/{route}", run))
+    # Every contender of a case sees the same calls; the 26-argument ones fewer per round.
+    by_case = {}
+    for c in contenders:
+        arity = int(c.name.split("/")[0])
+        by_case.setdefault(arity, []).append(c)
+    samples = {}
+    for arity, cs in by_case.items():
+        samples.update(interleave.measure(cs, rounds, calls[arity], warmup=calls[arity]))
+    router.use("shipped")
+    out = {}
+    for arity, jit in CASES:
+        case = f"{arity}/{jit}"
+        ref = samples[f"{case}/borrow"] if f"{case}/borrow" in samples else None
+        base = samples[f"{case}/device_array"]
+        rows = {}
+        for route in router.routes + ["device_array"]:
+            s = samples[f"{case}/{route}"]
+            rows[route] = stats(s, ref)
+            rows[route]["vs_shipped"] = stats(s, samples[f"{case}/shipped"])
+            import numpy as np
+
+            rows[route]["per_argument_over_device_array_ns"] = float(
+                np.median((np.asarray(s) - np.asarray(base)) / arity))
+        out[case] = rows
+    return out
+
+
+def numba_file(name: str) -> pathlib.Path:
+    import numba.cuda
+
+    return pathlib.Path(numba.cuda.__file__).parent / name
+
+
+def torch_test_files() -> list[pathlib.Path]:
+    """numba-cuda's test modules that use torch tensors (benchmarks left out)."""
+    root = numba_file("tests")
+    def uses_torch(p):
+        text = p.read_text(errors="ignore")
+        return "import torch" in text or 'importorskip("torch")' in text
+
+    return sorted(p for p in root.rglob("test_*.py")
+                  if "benchmarks" not in p.parts and uses_torch(p))
+
+
+def pytest_route(route: str, args: list[str], tmp: pathlib.Path, cwd=None) -> dict:
+    """One fresh pytest process on ``route`` (the plugin); its junit counts and views."""
+    counts, junit = tmp / f"counts-{route}.json", tmp / f"junit-{route}.xml"
+    env = dict(os.environ, TORCH_BORROW_NUMBA_ROUTE=route,
+               TORCH_BORROW_NUMBA_COUNTS=str(counts),
+               PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
+    cmd = [sys.executable, "-P", "-m", "pytest", "-p", "numba_router_plugin", "-p",
+           "no:cacheprovider", "-q", "-rs", f"--junitxml={junit}", *args]
+    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
+    tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+    res = {"returncode": proc.returncode, "tail": tail}
+    if junit.exists():
+        suite = ET.parse(junit).getroot()
+        suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
+        res.update({k: int(suite.get(k, 0)) for k in ("tests", "failures", "errors", "skipped")})
+    if counts.exists():
+        res["views"] = json.loads(counts.read_text())["views"]
+    return res
+
+
+def numba_suite(router, quick: bool, tmp: pathlib.Path) -> dict:
+    """numba-cuda's launch benchmark file and its torch tests, once per route."""
+    bench_src = numba_file("tests/benchmarks/test_kernel_launch.py")
+    copy = tmp / "test_kernel_launch.py"
+    shutil.copy(bench_src, copy)
+    out = {"benchmark_file": str(bench_src), "benchmark": {}, "tests": {},
+           "test_files": [str(p) for p in torch_test_files()]}
+    for route in router.routes:
+        say(f"numba-cuda's test_kernel_launch.py on route {route}")
+        js = tmp / f"bench-{route}.json"
+        opts = ["--benchmark-disable"] if quick else [f"--benchmark-json={js}",
+                                                     "--benchmark-min-rounds=20"]
+        res = pytest_route(route, [str(copy), *opts], tmp, cwd=tmp)
+        if js.exists():
+            res["results"] = {b["name"]: {"median_ns": b["stats"]["median"] * 1e9,
+                                          "min_ns": b["stats"]["min"] * 1e9,
+                                          "stddev_ns": b["stats"]["stddev"] * 1e9,
+                                          "rounds": b["stats"]["rounds"]}
+                              for b in json.loads(js.read_text())["benchmarks"]}
+        out["benchmark"][route] = res
+        if out["test_files"]:
+            say(f"numba-cuda's torch tests on route {route}")
+            out["tests"][route] = pytest_route(route, out["test_files"], tmp, cwd=tmp)
+    return out
+
+
+def markdown(r: dict) -> str:
+    """The section the RFC's numba-cuda row renders from (also saved as .md)."""
+    lines = [f"# numba-cuda launches with torch arguments, per route", "",
+             f"numba-cuda {r['versions']['numba-cuda']}, cuda-core {r['versions']['cuda-core']}, "
+             f"torch {r['versions']['torch']}, CPython {r['versions']['python']}, "
+             f"{r['gpu']}; {'quick run, no evidence' if r['quick'] else 'one process, interleaved'}.",
+             "", "Routes:", ""]
+    lines += [f"- `{k}`: {v}" for k, v in r["labels"].items()]
+    c = r["checks"]
+    lines += ["", "## Checks", ""]
+    if "failed" in c:
+        lines.append(f"- FAILED: {c['failed']}")
+    else:
+        v = c["views_equal"]
+        lines.append(f"- every rebound route's view equals cuda.core's field by field: routes "
+                     f"{', '.join(v['routes'])}; {v['tensors']} tensors; stream_ptr "
+                     f"{v['streams']}")
+        lines.append(f"- a kernel's writes through every argument landed (1 and 26 "
+                     f"arguments): {', '.join(c['writes_landed'])}")
+        lines.append("- views counted per 10 launches (route/arguments/jit: counted of "
+                     "expected): " + "; ".join(f"{k} {x['views']}/{x['expected']}"
+                                              for k, x in c["views_per_10_launches"].items()))
+    lines += [f"- FAILED: {f}" for f in r.get("failures", [])]
+    lines += ["", "## In-process A/B, ns per launch (median over rounds)", "",
+              "| case | route | median | best | stdev | / borrow [95%] | per argument over device_array |",
+              "|---|---|---:|---:|---:|---|---:|"]
+    for case, rows in r["ab"].items():
+        for route, s in rows.items():
+            ci = s.get("ratio_ci") or s.get("ratio_range")
+            rb = (f"{s['ratio_median']:.4f}x" + (f" [{ci[0]:.4f}, {ci[1]:.4f}]" if ci else "")
+                  if "ratio_median" in s else "")
+            lines.append(f"| {case} | {route} | {s['median_ns']:.0f} | {s['best_ns']:.0f} | "
+                         f"{s['stdev_ns']:.0f} | {rb} | {s['per_argument_over_device_array_ns']:.0f} |")
+    lines += ["", "## Attribution per torch argument (shipped route), ns", "",
+              "| part | torch | device_array | torch - device_array |", "|---|---:|---:|---:|"]
+    for name, s in r["attribution"].items():
+        dd = s.get("device_array")
+        if "error" in s:
+            lines.append(f"| {name} | not run: {s['error']} | | |")
+        elif dd is None:
+            lines.append(f"| {name} | {s['torch']['median_ns']:.0f} | | |")
+        else:
+            lines.append(f"| {name} | {s['torch']['median_ns']:.0f} | {dd['median_ns']:.0f} | "
+                         f"{s['torch_minus_device_array_ns']:.0f} |")
+    suite = r.get("numba")
+    if suite:
+        lines += ["", "## numba-cuda's own benchmark (test_kernel_launch.py), median us per launch",
+                  ""]
+        routes = list(suite["benchmark"])
+        names = sorted({n for v in suite["benchmark"].values() for n in v.get("results", {})})
+        lines += ["| test | " + " | ".join(routes) + " |", "|---|" + "---:|" * len(routes)]
+        for n in names:
+            cells = [f"{suite['benchmark'][rt].get('results', {}).get(n, {}).get('median_ns', float('nan')) / 1e3:.2f}"
+                     for rt in routes]
+            lines.append(f"| {n} | " + " | ".join(cells) + " |")
+        lines += ["", "| route | benchmark file (passed / tests) | torch tests (failures+errors / tests) | views counted |",
+                  "|---|---|---|---|"]
+        for rt in routes:
+            b, t = suite["benchmark"][rt], suite["tests"].get(rt, {})
+            lines.append(f"| {rt} | rc {b['returncode']}, {b.get('tests', '?')} tests | "
+                         f"{t.get('failures', 0) + t.get('errors', 0) if t else '-'} / {t.get('tests', '-')} | "
+                         f"{b.get('views', '-')} / {t.get('views', '-')} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", type=pathlib.Path, default=pathlib.Path("build/gpu-out"))
+    p.add_argument("--quick", action="store_true", help="a few rounds: checks that it runs")
+    p.add_argument("--no-suite", action="store_true",
+                   help="skip numba-cuda's own benchmark file and tests")
+    a = p.parse_args(argv)
+    import platform
+
+    # The write check launches 2 blocks; numba-cuda's low-occupancy warning says nothing here.
+    os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
+    import torch
+    from importlib import metadata
+    from numba import cuda
+
+    import numba_router
+
+    say("router: building the consumer's routes for CUDA tensors")
+    router = numba_router.Router(torch)
+    gpu = torch.cuda.get_device_name(0)
+    short = "".join(c for c in gpu.split()[-1].lower() if c.isalnum() or c in "-_.")
+    stem = f"numba-cuda-gpu-{short}-torch-{torch.__version__.split('+')[0]}"
+    r = {"quick": a.quick, "gpu": gpu, "labels": router.labels,
+         "versions": {"torch": torch.__version__, "python": platform.python_version(),
+                      **{d: metadata.version(d) for d in ("numba-cuda", "cuda-core", "numpy")}}}
+    say("checks: views equal cuda.core's, writes land, counters exact")
+    failures = []
+    try:
+        r["checks"] = check(torch, cuda, router)
+    except AssertionError as exc:  # said, saved, and the run goes on to its figures
+        r["checks"] = {"failed": str(exc)}
+        failures.append(f"checks: {exc}")
+    miscounted = {k: v for k, v in r["checks"].get("views_per_10_launches", {}).items()
+                  if v["views"] != v["expected"]}
+    if miscounted:
+        failures.append(f"view counts differ from the launches' arguments: {miscounted}")
+    rounds = 3 if a.quick else 60
+    say(f"attribution ({rounds} rounds)")
+    r["attribution"] = attribution(torch, cuda, router, rounds, 200 if a.quick else 2000)
+    say(f"in-process A/B ({rounds} rounds)")
+    r["ab"] = ab(torch, cuda, router, rounds, {1: 50 if a.quick else 400,
+                                               26: 10 if a.quick else 60})
+    r["counts"] = dict(router.counts)
+    if not a.no_suite:
+        with tempfile.TemporaryDirectory() as tmp:
+            r["numba"] = numba_suite(router, a.quick, pathlib.Path(tmp))
+    a.out.mkdir(parents=True, exist_ok=True)
+    (a.out / f"{stem}.json").write_text(json.dumps(r, indent=1) + "\n")
+    md = markdown(r)
+    (a.out / f"{stem}.md").write_text(md)
+    print(md)
+    bad = [rt for rt, v in r.get("numba", {}).get("tests", {}).items()
+           if v.get("failures", 0) + v.get("errors", 0)]
+    bad += [rt for rt, v in r.get("numba", {}).get("benchmark", {}).items() if v["returncode"]]
+    if bad:
+        failures.append(f"numba-cuda's tests failed on: {sorted(set(bad))}")
+    r["failures"] = failures
+    (a.out / f"{stem}.json").write_text(json.dumps(r, indent=1) + "\n")
+    (a.out / f"{stem}.md").write_text(markdown(r))
+    for f in failures:
+        print("FAILED:", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(HERE))
+    sys.exit(main())
