@@ -1,8 +1,8 @@
 """numba-cuda's launch cost with torch arguments, per route (needs a CUDA device).
 
-    python -P bench/numba_bench.py --out DIR [--quick]
+    python -P -m bench.numba_bench --out DIR [--quick]
 
-with ``bench/`` importable (``bench/gpu/run.sh`` runs it). Writes
+with ``bench`` importable (a make environment, or the GPU script's ``PYTHONPATH``). Writes
 ``numba-cuda-gpu-<gpu>-torch-<v>.{json,md}`` into DIR. Steps, each printed as it runs:
 checks (every route's view equals cuda.core's; a kernel's writes through every argument
 land; the route's counter equals the views numba-cuda asked for), attribution (where a
@@ -10,7 +10,7 @@ torch argument's launch cost goes, per argument, against a numba device array), 
 in-process A/B (every route interleaved round by round with ``interleave.measure``),
 then numba-cuda's own ``tests/benchmarks/test_kernel_launch.py`` (copied out of the
 installed package: pytest does not collect it with ``--pyargs``) and its tests that take
-torch tensors, once per route in a fresh process through ``numba_router_plugin``.
+torch tensors, once per route in a fresh process through ``scenarios/numba_router_plugin``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 
-HERE = pathlib.Path(__file__).resolve().parent
 NAMES = string.ascii_lowercase  # 26 arguments, as numba-cuda's benchmark
 CASES = [(1, "dispatch"), (1, "signature"), (26, "dispatch"), (26, "signature")]
 
@@ -125,7 +124,7 @@ def stats(samples, ref=None) -> dict:
 
 def attribution(torch, cuda, router, rounds: int, calls: int) -> dict:
     """Where a torch argument's launch cost goes, per argument (ns), on ``shipped``."""
-    import interleave
+    from bench import protocol as interleave
     from numba.cuda.cudadrv.devicearray import _to_strided_memory_view
     from numba.cuda.typing.typeof import Purpose, typeof
 
@@ -233,7 +232,7 @@ def attribution(torch, cuda, router, rounds: int, calls: int) -> dict:
 def ab(torch, cuda, router, rounds: int, calls: dict) -> dict:
     """Every route and a device-array baseline, per case, interleaved round by round in
     this process; ns per launch."""
-    import interleave
+    from bench import protocol as interleave
 
     contenders = []
     for arity, jit in CASES:
@@ -303,9 +302,8 @@ def pytest_route(route: str, args: list[str], tmp: pathlib.Path, cwd=None) -> di
     """One fresh pytest process on ``route`` (the plugin); its junit counts and views."""
     counts, junit = tmp / f"counts-{route}.json", tmp / f"junit-{route}.xml"
     env = dict(os.environ, TORCH_BORROW_NUMBA_ROUTE=route,
-               TORCH_BORROW_NUMBA_COUNTS=str(counts),
-               PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
-    cmd = [sys.executable, "-P", "-m", "pytest", "-p", "numba_router_plugin", "-p",
+               TORCH_BORROW_NUMBA_COUNTS=str(counts))
+    cmd = [sys.executable, "-P", "-m", "pytest", "-p", "bench.scenarios.numba_router_plugin", "-p",
            "no:cacheprovider", "-q", "-rs", f"--junitxml={junit}", *args]
     proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
     tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
@@ -426,7 +424,7 @@ def main(argv=None) -> int:
     from importlib import metadata
     from numba import cuda
 
-    import numba_router
+    from bench.scenarios import numba_router
 
     say("router: building the consumer's routes for CUDA tensors")
     router = numba_router.Router(torch)
@@ -476,5 +474,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(HERE))
     sys.exit(main())

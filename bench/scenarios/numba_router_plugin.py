@@ -1,6 +1,6 @@
 """A pytest plugin that runs numba-cuda's own tests and benchmarks on one route.
 
-``python -P -m pytest -p numba_router_plugin ...`` with ``bench/`` on ``PYTHONPATH`` and
+``python -P -m pytest -p bench.scenarios.numba_router_plugin ...`` (``bench`` importable) and
 ``TORCH_BORROW_NUMBA_ROUTE`` naming a ``numba_router.Router`` route (default ``shipped``):
 the route is put in place before the first test and, at the end, the number of torch
 tensors viewed through it goes to the JSON file ``TORCH_BORROW_NUMBA_COUNTS`` names (if
@@ -18,7 +18,7 @@ _state = {}
 def pytest_configure(config):
     import torch
 
-    import numba_router
+    from bench.scenarios import numba_router
 
     route = os.environ.get("TORCH_BORROW_NUMBA_ROUTE", "shipped")
     router = numba_router.Router(torch)
