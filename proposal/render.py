@@ -80,7 +80,7 @@ CONSUMER_ROUTES = (("owned", "owned"), ("owned_fixed", "owned + fix"),
                    ("dlpack_fixed", "fixed DLPack"), ("borrow", "borrow"),
                    ("borrow_fixed", "borrow + fix"), ("pointer", "pointer trick"))
 NO_NEW_ABI = ("owned", "owned_fixed", "dlpack_fixed")  # what torch can offer without 0003
-OPS = ("add", "amax", "median", "mm_out", "addmm_out")  # bench/fallback_ops.py's order
+OPS = ("add", "amax", "median", "mm_out", "addmm_out")  # bench/native/fallback_ops.py's order
 LEAD_OP = "addmm_out"  # the fallback-shim row's op: the most tensor arguments (4)
 BOOTSTRAP = 2000
 

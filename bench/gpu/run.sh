@@ -16,6 +16,8 @@
 #   --tests-only build and the tests, no benchmarks
 #   --bench-only build and the benchmarks, no tests (with --tests-only in a second
 #                command: the same run in two shorter parts)
+#   --numba-only build and numba-cuda's launches per route only (bench/numba_bench.py;
+#                the full run does it last, where numba-cuda is installed)
 #
 # Writes into $OUT (default build/gpu-out) two files:
 #   run.log                  everything printed, in order
@@ -25,6 +27,7 @@
 #     time-consumer-<py>-torch-<v>-<device>.{json,md}   consumer.h's row, timed
 #     fallback-ops-gpu-<gpu>[-host-cpu]-torch-<v>.{json,md}   ATen ops through the C
 #                                          fallback shims (bench/fallback_ops_run.py)
+#     numba-cuda-gpu-<gpu>-torch-<v>.{json,md}   numba-cuda's launches, per route
 #   (unpack into bench/results/: tar -xzf gpu-results.tar.gz -C bench/results)
 #
 # Why the steps look this way:
@@ -43,7 +46,8 @@ for arg in "$@"; do
     --two-gpu) MODE=two-gpu ;;
     --tests-only) PART=tests ;;
     --bench-only) PART=bench ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    --numba-only) PART=numba ;;
+    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
     *) echo "unknown argument: $arg (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -106,9 +110,12 @@ echo "sources sha256: $(cat pyproject.toml setup.py bridge/*.py bridge/*.pyx shi
 
 step "wheels of .whl/ -> $SITE"
 WHEELS=${WHEELS:-.whl}  # the downloaded wheels (another folder, or none, for a local dry run)
-if ls "$WHEELS"/*.whl >/dev/null 2>&1; then
+# numpy's wheel, if there, is for the numba-cuda step alone (below), not for this folder.
+BUILD_WHEELS=()
+for w in "$WHEELS"/*.whl; do [[ -e $w && $(basename "$w") != numpy-* ]] && BUILD_WHEELS+=("$w"); done
+if ((${#BUILD_WHEELS[@]})); then
   "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target "$SITE" "$WHEELS"/*.whl || exit 1
+    --target "$SITE" "${BUILD_WHEELS[@]}" || exit 1
   export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
 else
   echo "no wheels in $WHEELS: using the cffi and pycparser of $PYTHON"
@@ -130,7 +137,7 @@ if [[ $MODE == two-gpu ]]; then
   step "tests needing two GPUs (device index 1)"
   "${PYTEST[@]}" tests/test_cuda.py -k "device_index_1 or two_devices" || FAILED+=(two-gpu-tests)
 else
- if [[ $PART != bench ]]; then
+ if [[ $PART == all || $PART == tests ]]; then
   step "tests: CUDA parity, and the borrow's rule on CUDA and CPU tensors"
   "${PYTEST[@]}" tests/test_cuda.py tests/test_metadata_rule.py || FAILED+=(test_cuda)
   step "tests: CPU parity, api, availability, the internal fixes on this torch"
@@ -145,7 +152,7 @@ else
   step "fallback shims: tests (CPU and CUDA tensors)"
   "${PYTEST[@]}" tests/test_fallback_ops.py || FAILED+=(fallback-ops-tests)
  fi
- if [[ $PART != tests ]]; then
+ if [[ $PART == all || $PART == bench ]]; then
   # The evidence: every table from $PROCESSES fresh processes (python -P -m bench --processes);
   # a quick run stays one process.
   QUICK=(--processes "$PROCESSES" --rounds "$ROUNDS")
@@ -185,6 +192,27 @@ print(run.default_stem(torch, "cuda").replace("-torch-", "-host-cpu-torch-"))')
   "$PYTHON" -P -m bench.fallback_ops_run "${QUICK_ONE[@]}" --out "$RESULTS" \
     ${GPU_STEM:+--stem "fallback-ops-$GPU_STEM"} || FAILED+=(fallback-ops-cpu)
  fi
+fi
+
+# numba-cuda's launches with torch arguments, per route. numba-cuda 0.30 compiles nothing
+# with numpy 2.5 (np.row_stack is gone): a numpy 2.3 wheel in $WHEELS, if there, goes into
+# its own folder first on PYTHONPATH for this step only (torch works with it).
+if [[ $PART == numba || ( $PART == all && $MODE != two-gpu ) ]]; then
+  if "$PYTHON" -c 'import numba_cuda' 2>/dev/null; then
+    step "numba-cuda: launches with torch arguments, per route"
+    NUMPY_SITE=${NUMPY_SITE:-/tmp/numpy-site}
+    NP_PATH=
+    if ls "${WHEELS:-.whl}"/numpy-*.whl >/dev/null 2>&1; then
+      "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target "$NUMPY_SITE" "${WHEELS:-.whl}"/numpy-*.whl && NP_PATH=$NUMPY_SITE
+    fi
+    NUMBA_QUICK=(); [[ $MODE == quick ]] && NUMBA_QUICK=(--quick)
+    PYTHONPATH=${NP_PATH:+$NP_PATH:}$PYTHONPATH "$PYTHON" -P -m bench.numba_bench \
+      "${NUMBA_QUICK[@]}" --out "$RESULTS" || FAILED+=(numba-cuda)
+    bundle
+  else
+    echo "numba-cuda is not installed: its launches are not measured"
+  fi
 fi
 
 step "done"

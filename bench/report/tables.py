@@ -309,7 +309,7 @@ def owned_stand_in(r: Results) -> str:
     fixed = (f" \"{labels['owned_fixed']}\" is that build with the interpreter fix."
              if "owned_fixed" in labels and "owned_fixed" not in why else "")
     return note + (f"_torch {r.machine.get('torch')}: {why['owned']}; the owned shim that stands in "
-            f"is \"{labels.get('owned_prototype')}\" (`bench/owned_prototype.cpp`).{fixed}_")
+            f"is \"{labels.get('owned_prototype')}\" (`bench/native/owned_prototype.cpp`).{fixed}_")
 
 
 def launch_spread(r: Results, name: str, arity: int, have_borrow: bool) -> str:
