@@ -178,7 +178,7 @@ def markdown(r: Results, chart_name: str | None) -> str:
               "## Routes", "",
               "Every route a native consumer has from a Python tensor to its metadata (data "
               "pointer, ndim, sizes, strides, dtype, device type and index), today and after "
-              "each internal fix, in one interleaved run (`bench/routes.py`; the `*_fixed` "
+              "each internal fix, timed in interleaved rounds (`bench/routes.py`; the `*_fixed` "
               "rows run torch's own functions with `bench/native/internal_fixes.cpp`'s interpreter "
               "fix installed for their loop only: the patch's own incref / decref, built from "
               "the patch against torch 2.15 with a stand-in for main's SafeGilScopedAcquire, "

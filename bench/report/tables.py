@@ -620,14 +620,16 @@ def headline(r: Results) -> str:
     run; Python-level and native apart, each row against the borrow of its own run."""
     py = python_group(r)
     which = "section 3" if py == PEERS else "section 1, the seed protocol"
+    k = process_count(r)
+    run = "One interleaved run" if k == 1 else f"Interleaved rounds pooled from {k} fresh processes"
     return "\n".join([
         "### Python level: `f(t)` called from Python, ns per call", "",
-        f"One interleaved run ({which}). x vs borrow: the median over rounds of the row's "
+        f"{run} ({which}). x vs borrow: the median over rounds of the row's "
         "time / `view_borrow(t)`'s in the same round, with its 95% bootstrap interval.", "",
         headline_table(r, py, r.peer_names(PY_HEADLINE) if py == PEERS else
                        ("borrow", "fallback", "owned")), "",
         "### Native C loop: the same metadata read in C, no Python call, ns per call", "",
-        "One interleaved run (section 2); x vs borrow: as above, against borrow + getters "
+        f"{run} (section 2); x vs borrow: as above, against borrow + getters "
         "(one stable-ABI call per field).", "",
         headline_table(r, NATIVE, NATIVE_HEADLINE)])
 
