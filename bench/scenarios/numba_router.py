@@ -56,7 +56,7 @@ class Router:
             if getattr(m, "StridedMemoryView", None) is not StridedMemoryView:
                 raise Unavailable(f"{m.__name__} has no module-level StridedMemoryView "
                                   "(a numba-cuda this harness does not know)")
-        import cuda_core_consumer
+        from bench.native import cuda_core_consumer
 
         self.torch, self.smv = torch, StridedMemoryView
         self.consumer = cuda_core_consumer.Consumer(torch, "cuda")
@@ -135,7 +135,7 @@ class Router:
         """Assert every route's view of each tensor equals cuda.core's, field by field
         (``cuda_core_consumer.fields``), for ``stream_ptr=-1`` and the default stream.
         Raises ``AssertionError`` naming the route, tensor and field."""
-        import cuda_core_consumer
+        from bench.native import cuda_core_consumer
 
         previous = self.route
         try:
