@@ -156,8 +156,9 @@ callgrind-fallback-ops: $(VENVS)/torch-$(TORCH)/.built  ## instructions per call
 	$(call py,$(TORCH)) -m bench.fallback_ops_callgrind --out bench/results \
 	  --stem callgrind-fallback-ops-$(RESULT_TAG)torch-$(TORCH)
 
-bench-fallback-ops: $(VENVS)/torch-$(TORCH)/.bench  ## the fallback-shim consumer timed -> bench/results/fallback-ops-torch-<v>.{md,json}
+bench-fallback-ops: $(VENVS)/torch-$(TORCH)/.bench  ## the fallback-shim consumer timed, from 5 fresh processes -> bench/results/fallback-ops-torch-<v>.{md,json} (quiet machine)
 	$(call py,$(TORCH)) -m bench.fallback_ops_run --out bench/results \
+	  --processes $(EVIDENCE_PROCESSES) --rounds $(EVIDENCE_ROUNDS) \
 	  --stem fallback-ops-$(RESULT_TAG)torch-$(TORCH) \
 	  $(if $(wildcard bench/results/callgrind-fallback-ops-$(RESULT_TAG)torch-$(TORCH).json),\
 	  --callgrind bench/results/callgrind-fallback-ops-$(RESULT_TAG)torch-$(TORCH).json)

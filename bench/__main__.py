@@ -31,28 +31,15 @@ def main(argv=None) -> int:
                         help="where the scenarios' tensors live (default cpu)")
     parser.add_argument("--stem", help="file name stem instead of the default "
                         "(bench-torch-<v>, or gpu-<gpu>-torch-<v> with --device cuda)")
-    parser.add_argument("--processes", type=int, default=1,
-                        help="fresh processes to take every measurement from (default 1); "
-                        "their rounds are pooled and the spread between them reported")
-    parser.add_argument("--rounds", type=int, default=None,
-                        help="rounds per measurement and process (default the protocol's 30; "
-                        "quick: 3)")
-    parser.add_argument("--order-seed", default=None,
-                        help="with --processes: the seeds' common prefix (default: random, "
-                        "recorded in the JSON's evidence.processes)")
+    add_process_options(parser, "the protocol's 30; quick: 3")
     parser.add_argument("--host-note", default=None,
                         help="a sentence about the machine that the report prints beside the "
                         "consumer's and the launch step's tables (JSON: evidence.host_note), "
                         "e.g. why it runs the torch it runs")
-    parser.add_argument("--process-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("pytest_args", nargs="*",
                         help="extra pytest arguments after --, e.g. -- -k native")
     args = parser.parse_args(argv)
-
-    if args.processes < 1:
-        parser.error("--processes must be at least 1")
-    if args.processes > 1 and args.quick:
-        parser.error("--quick runs one process (its numbers are not evidence)")
+    check_process_options(parser, args)
 
     import pytest
     import torch
@@ -116,47 +103,85 @@ def add_host_note(json_path: pathlib.Path, note: str) -> None:
     json_path.write_text(json.dumps(data, indent=4))
 
 
+def add_process_options(parser: argparse.ArgumentParser, rounds_default: str) -> None:
+    """``--processes``, ``--rounds``, ``--order-seed`` and the children's hidden
+    ``--process-only``: the options of every runner that takes its evidence from several
+    fresh processes (``fresh_processes``)."""
+    parser.add_argument("--processes", type=int, default=1,
+                        help="fresh processes to take every measurement from (default 1); "
+                        "their rounds are pooled and the spread between them reported")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help=f"rounds per measurement and process (default {rounds_default})")
+    parser.add_argument("--order-seed", default=None,
+                        help="with --processes: the seeds' common prefix (default: random, "
+                        "recorded in the JSON's evidence.processes)")
+    parser.add_argument("--process-only", action="store_true", help=argparse.SUPPRESS)
+
+
+def check_process_options(parser: argparse.ArgumentParser, args) -> None:
+    """Refuse ``--processes`` below 1, ``--rounds`` below 2 and several quick processes."""
+    if args.processes < 1:
+        parser.error("--processes must be at least 1")
+    if args.rounds is not None and args.rounds < 2:
+        parser.error("--rounds must be at least 2 (a paired interval needs two rounds)")
+    if args.processes > 1 and getattr(args, "quick", False):
+        parser.error("--quick runs one process (its numbers are not evidence)")
+
+
 #: Where ``run_processes`` keeps each process's JSON (git-ignored).
 PROCESS_DIR = HERE.parent / "build" / "bench-processes"
 
 
 def run_processes(args, stem: str, json_path: pathlib.Path) -> int:
     """Run the suite ``args.processes`` times, each in a fresh ``python -P -m bench
-    --process-only`` with ``BENCH_ORDER_SEED=<prefix>-<k>``, then ``merge_runs`` their
-    JSONs into ``json_path``. Returns the first failing exit code, else 0.
+    --process-only`` (``fresh_processes``), then ``merge_runs`` their JSONs into
+    ``json_path``. Returns the first failing exit code, else 0."""
+    import json
+
+    argv = ["--device", args.device, *([f"--rounds={args.rounds}"] if args.rounds else []),
+            *(["--"] + args.pytest_args if args.pytest_args else [])]
+    rc, paths, seeds = fresh_processes("bench", args.processes, stem, argv, args.order_seed)
+    if rc:
+        return rc
+    merged = merge_runs([json.loads(p.read_text()) for p in paths], seeds)
+    json_path.write_text(json.dumps(merged, indent=4))
+    print(f"\nmerged {len(paths)} processes into {json_path} (each: {paths[0].parent})",
+          flush=True)
+    return 0
+
+
+def fresh_processes(module: str, count: int, stem: str, argv: list[str],
+                    order_seed: str | None = None) -> tuple[int, list[pathlib.Path], list[str]]:
+    """Run ``python -P -m <module> --process-only --out DIR --stem <stem>.p<k> <argv>``
+    ``count`` times, one after another, each with ``BENCH_ORDER_SEED=<prefix>-<k>``.
 
     Each process has its own order seed (every measurement then starts its rotation from
-    its own shuffled order, ``protocol.start_order``), so the report can give the spread
-    between processes beside each median and interval; the per-process JSONs stay in
-    ``build/bench-processes/<stem>/`` (git-ignored)."""
-    import json
+    its own shuffled order, ``protocol.start_order``), so a report can give the spread
+    between processes beside each median and interval. ``order_seed`` is the seeds'
+    prefix (default random). ``DIR`` is ``build/bench-processes/<stem>/`` (git-ignored);
+    the module writes ``<stem>.p<k>.json`` there. Returns ``(rc, json paths, seeds)``:
+    ``rc`` the first failing exit code (the later processes are then not run), else 0."""
     import os
     import secrets
     import subprocess
     import time
 
-    prefix = args.order_seed or secrets.token_hex(4)
+    prefix = order_seed or secrets.token_hex(4)
     work = PROCESS_DIR / stem
     work.mkdir(parents=True, exist_ok=True)
     paths, seeds = [], []
-    for k in range(args.processes):
+    for k in range(count):
         seed = f"{prefix}-{k}"
-        path = work / f"{stem}.p{k}.json"
-        cmd = [sys.executable, "-P", "-m", "bench", "--process-only",
-               "--out", str(work), "--stem", f"{stem}.p{k}", "--device", args.device,
-               *([f"--rounds={args.rounds}"] if args.rounds else []),
-               *(["--"] + args.pytest_args if args.pytest_args else [])]
-        print(f"\n>>> process {k + 1} of {args.processes} (order seed {seed}), "
+        cmd = [sys.executable, "-P", "-m", module, "--process-only",
+               "--out", str(work), "--stem", f"{stem}.p{k}", *argv]
+        print(f"\n>>> {module}: process {k + 1} of {count} (order seed {seed}), "
               f"{time.strftime('%H:%M:%S')}", flush=True)
         done = subprocess.run(cmd, env={**os.environ, "BENCH_ORDER_SEED": seed})
         if done.returncode != 0:
-            return done.returncode
-        paths.append(path)
+            return done.returncode, paths, seeds
+        paths.append(work / f"{stem}.p{k}.json")
         seeds.append(seed)
-    merged = merge_runs([json.loads(p.read_text()) for p in paths], seeds)
-    json_path.write_text(json.dumps(merged, indent=4))
-    print(f"\nmerged {len(paths)} processes into {json_path} (each: {work})", flush=True)
-    return 0
+    return 0, paths, seeds
 
 
 def merge_runs(runs: list[dict], seeds: list[str]) -> dict:
@@ -169,7 +194,7 @@ def merge_runs(runs: list[dict], seeds: list[str]) -> dict:
     (``pytest_benchmark.stats.Stats``) over the pooled per-call times. The rest of a
     benchmark, ``machine_info`` and ``evidence`` are the first run's, with
     ``evidence["processes"]`` (per run: its order seed, from which every measurement's
-    starting order follows, ``interleave.start_order``; its date; its load averages) and
+    starting order follows, ``protocol.start_order``; its date; its load averages) and
     the protocol's ``processes`` / ``rounds_per_process`` added, and the last run's load
     at the end.
     Raises ``ValueError`` when the runs' benchmarks differ."""

@@ -6,7 +6,8 @@ float32 tensor (a CUDA one with ``--device cuda``), each compiled by ``timeit``:
 ``five_tuple`` (``(t.data_ptr(), t.shape, t.stride(), t.dtype, t.device)``), ``view_read``
 (``bridge.view(t)`` and the same fields from the view), ``header_c`` (``read(t)`` of
 ``shim_ext/examples/consumer.c``: ``torch_borrow_read`` with every check, the metadata
-kept in C) and ``header_tuples`` (its ``view(t)``: the read as Python tuples). Files:
+kept in C) and ``header_tuples`` (its ``view(t)``: the read as Python tuples); ``--time
+--processes K`` times them in K fresh processes and pools the rounds. Files:
 ``callgrind-consumer-[<tag>]torch-<v>.{json,md}``, ``time-consumer-...-<device>.*``.
 """
 
@@ -14,9 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -158,43 +159,108 @@ def count(args) -> int:
 
 def time_it(args) -> int:
     """The four statements interleaved (``protocol.measure``: warm-up, GC off, rounds in
-    rotating order): best and median ns per call, and the paired ratios of ``header_c``
-    and ``header_tuples`` to ``view_read`` (median of per-round ratios, with their spread)."""
+    rotating order), in this process or, with ``--processes K``, in K fresh ones (each its
+    own order seed; ``bench.__main__.fresh_processes``), their rounds pooled. Writes
+    ``time-consumer-...-<device>.{json,md}``: ``ns_per_call`` ``{statement: [ns per call,
+    per round]}`` (``process_rounds``: rounds per process), and renders ``time_md``."""
+    from bench import __main__ as run
+
+    stem = args.stem or (_stem("time-consumer", _torch_version(), sys.version_info)
+                         + f"-{args.device}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.processes > 1:
+        argv = ["--no-count", "--time", "--device", args.device, "--calls", str(args.calls),
+                "--warmup", str(args.warmup), *([f"--rounds={args.rounds}"] if args.rounds
+                                               else [])]
+        rc, paths, seeds = run.fresh_processes("bench.consumer_header", args.processes, stem,
+                                               argv, args.order_seed)
+        if rc:
+            return rc
+        result = merge_times([json.loads(p.read_text()) for p in paths], seeds)
+    else:
+        result = time_one(args)
+    (args.out / f"{stem}.json").write_text(json.dumps(result, indent=1) + "\n")
+    if args.process_only:
+        return 0
+    text = time_md(result)
+    (args.out / f"{stem}.md").write_text(text)
+    print(text)
+    return 0
+
+
+def _torch_version() -> str:
+    import torch
+
+    return torch.__version__
+
+
+def time_one(args) -> dict:
+    """One process's rounds: the JSON ``time_it`` writes, before any merge."""
     from bench import protocol
 
     torch, c, ns = _namespace(args.device)
     contenders = [protocol.statement(name, stmt, ns) for name, stmt in STATEMENTS.items()]
-    samples = protocol.measure(contenders, args.rounds, args.calls, args.warmup)
-    ns_per = samples  # {name: [ns per call, per round]}
-    def paired(num):
-        r = [a / b for a, b in zip(ns_per[num], ns_per["view_read"])]
-        return {"median": statistics.median(r), "min": min(r), "max": max(r)}
+    rounds = args.rounds or 30
+    samples = protocol.measure(contenders, rounds, args.calls, args.warmup)
+    return {"torch": torch.__version__, "python": sys.version.split()[0],
+            "device": args.device, "route": c.route(), "rounds": rounds,
+            "calls": args.calls, "warmup": args.warmup, "statements": STATEMENTS,
+            "labels": LABELS, "ns_per_call": samples, "process_rounds": [rounds],
+            "order_seed": os.environ.get(protocol.ORDER_SEED_ENV)}
 
-    result = {"torch": torch.__version__, "python": sys.version.split()[0],
-              "device": args.device, "route": c.route(), "rounds": args.rounds,
-              "calls": args.calls, "warmup": args.warmup, "statements": STATEMENTS,
-              "labels": LABELS, "ns_per_call": ns_per,
-              "header_c_over_view_read": paired("header_c"),
-              "header_tuples_over_view_read": paired("header_tuples")}
-    stem = _stem("time-consumer", torch.__version__, sys.version_info) + f"-{args.device}"
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{stem}.json").write_text(json.dumps(result, indent=1) + "\n")
+
+def merge_times(runs: list[dict], seeds: list[str]) -> dict:
+    """One ``time_one`` result from several processes' (same statements): per statement
+    the rounds concatenated in process order, ``process_rounds`` each process's count,
+    ``processes`` the seeds. Raises ``ValueError`` when the statements differ."""
+    names = set(runs[0]["ns_per_call"])
+    for k, r in enumerate(runs[1:], 1):
+        if set(r["ns_per_call"]) != names:
+            raise ValueError(f"process {k} timed other statements than process 0")
+    merged = dict(runs[0])
+    merged["ns_per_call"] = {n: [x for r in runs for x in r["ns_per_call"][n]]
+                             for n in runs[0]["ns_per_call"]}
+    merged["process_rounds"] = [len(r["ns_per_call"]["view_read"]) for r in runs]
+    merged["rounds"] = sum(merged["process_rounds"])
+    merged["processes"] = [{"order_seed": seed} for seed in seeds]
+    merged.pop("order_seed", None)
+    return merged
+
+
+def time_md(result: dict) -> str:
+    """The timed statements as markdown: per statement the best and median ns per call
+    (pooled rounds) and the range of the processes' own medians; the paired per-round
+    ratios of ``header_c`` and ``header_tuples`` to ``view_read``, median [95% bootstrap
+    interval] and their range over processes (``bench.report``'s statistics)."""
+    import numpy as np
+
+    from bench import report as rp
+
+    counts = result.get("process_rounds") or [result["rounds"]]
+    ns_per = {k: np.asarray(v, dtype=float) for k, v in result["ns_per_call"].items()}
+    k = len(counts)
+    where = (f"{k} fresh processes x {counts[0]} interleaved rounds each, the statements' "
+             "starting order shuffled per process" if k > 1
+             else f"{result['rounds']} interleaved rounds in one process")
     lines = [f"# Time per call: a consumer on torch_borrow/consumer.h, torch "
-             f"{torch.__version__}, CPython {result['python']}, {args.device}", "",
-             f"{args.rounds} interleaved rounds of {args.calls} calls after {args.warmup} "
-             f"warm-up calls (`bench/consumer_header.py --time`); route `{c.route()}`.", "",
-             "| statement | what | best ns | median ns |", "|---|---|---:|---:|"]
-    for name, stmt in STATEMENTS.items():
-        lines.append(f"| `{stmt}` | {LABELS[name]} | {min(ns_per[name]):.1f} | "
-                     f"{statistics.median(ns_per[name]):.1f} |")
-    lines.append("")
+             f"{result['torch']}, CPython {result['python']}, {result['device']}", "",
+             f"{where}; a round is {result['calls']} calls, after {result['warmup']} "
+             f"warm-up calls (`bench/consumer_header.py --time`); route `{result['route']}`. Per process: "
+             "the lowest and highest of the processes' own medians.", "",
+             "| statement | what | best ns | median ns | per process: median ns |",
+             "|---|---|---:|---:|---:|"]
+    for name, stmt in result["statements"].items():
+        s = ns_per[name]
+        lines.append(f"| `{stmt}` | {result['labels'][name]} | {s.min():.1f} | "
+                     f"{np.median(s):.1f} | "
+                     f"{rp.fmt_spread(rp.process_medians(s, counts), '')} |")
+    lines += ["", f"| paired per round | x vs {result['labels']['view_read']} [95% CI] | "
+              "per process |", "|---|---:|---:|"]
     for num in ("header_c", "header_tuples"):
-        r = result[f"{num}_over_view_read"]
-        lines.append(f"Paired, per round: {LABELS[num]} / {LABELS['view_read']} = "
-                     f"{r['median']:.3f}x median (range {r['min']:.3f}-{r['max']:.3f}x).")
-    (args.out / f"{stem}.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    return 0
+        ratio = ns_per[num] / ns_per["view_read"]
+        lines.append(f"| {result['labels'][num]} | {rp.fmt_ci(rp.median_ci(ratio))} | "
+                     f"{rp.fmt_spread(rp.process_medians(ratio, counts), 'x')} |")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:
@@ -205,12 +271,17 @@ def main(argv=None) -> int:
     parser.add_argument("--no-count", action="store_true", help="skip the callgrind count")
     parser.add_argument("--n1", type=int, default=1_000)
     parser.add_argument("--n2", type=int, default=11_000)
-    parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--calls", type=int, default=10_000)
     parser.add_argument("--warmup", type=int, default=2_000)
+    parser.add_argument("--stem", help="--time: the file name stem instead of "
+                        "time-consumer-[<tag>]torch-<v>-<device>")
+    from bench import __main__ as run
+
+    run.add_process_options(parser, "30")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--plan", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    run.check_process_options(parser, args)
     if args.child:
         return child(args)
     rc = 0

@@ -1,10 +1,12 @@
 """Run scenario F (``fallback_ops_bench.py``: ATen ops through torch's C fallback shims,
 their input handles by route) and write its evidence: ``make bench-fallback-ops``.
 
-pytest-benchmark on ``bench/fallback_ops_bench.py`` alone (this folder's
-``conftest.py``: ``--quick``, ``--device``), JSON out, then ``fallback_ops_report.py`` on
-it (with the instruction counts of ``fallback_ops_callgrind.py`` when ``--callgrind``
-names their JSON). Files in ``--out`` (default the git-ignored ``bench/results/scratch/``):
+pytest-benchmark on ``bench/scenarios/fallback_ops_bench.py`` alone (``scenarios/conftest.py``:
+``--quick``, ``--device``, ``--rounds``), JSON out, then ``bench.report.fallback_ops`` on it
+(with the instruction counts of ``fallback_ops_callgrind.py`` when ``--callgrind`` names
+their JSON). ``--processes K`` runs it in K fresh interpreters, each its own order seed, and
+pools their rounds (``bench.__main__.fresh_processes`` / ``merge_runs``, as ``python -m
+bench`` does). Files in ``--out`` (default the git-ignored ``bench/results/scratch/``):
 ``<stem>.json`` (pytest-benchmark's, per-round samples and the mode probe included) and
 ``<stem>.md``; ``<stem>`` is ``fallback-ops-torch-<v>`` (CPU) or
 ``fallback-ops-gpu-<gpu>-torch-<v>`` (``--device cuda``). Run with ``python -P`` from the
@@ -17,6 +19,8 @@ import argparse
 import os
 import pathlib
 import sys
+
+from bench import __main__ as run
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -33,8 +37,10 @@ def main(argv=None) -> int:
                         help="torch's intra-op threads (default 1: on a small shared machine "
                         "an idle pool's spinning and a busy neighbour make a 2-thread op "
                         "stall for milliseconds; 0 leaves torch's default)")
+    run.add_process_options(parser, "the protocol's 30; quick: 3")
     parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments after --")
     args = parser.parse_args(argv)
+    run.check_process_options(parser, args)
 
     import pytest
     import torch
@@ -43,7 +49,6 @@ def main(argv=None) -> int:
         parser.error("--device cuda: torch.cuda.is_available() is false on this machine")
     from bench.scenarios import fallback_ops_bench
     from bench.report import fallback_ops as fallback_ops_report
-    from bench import __main__ as run
 
     if args.threads:
         os.environ[fallback_ops_bench.THREADS_ENV] = str(args.threads)
@@ -57,22 +62,45 @@ def main(argv=None) -> int:
         stem = f"fallback-ops-torch-{version}"
     args.out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = args.out / f"{stem}.json", args.out / f"{stem}.md"
-    rc = pytest.main([
-        str(HERE / "scenarios" / "fallback_ops_bench.py"), "-p", "no:cacheprovider",
-        "--import-mode=importlib",
-        "-o", "python_files=fallback_ops_bench.py", "-o", "python_functions=test_*",
-        "--rootdir", str(HERE), "-q", "-rs", "--benchmark-quiet",
-        f"--benchmark-json={json_path}", *(["--bench-quick"] if args.quick else []),
-        *(["--bench-device", args.device] if args.device != "cpu" else []),
-        *args.pytest_args])
+    if args.processes > 1:
+        rc = processes(args, stem, json_path)
+    else:
+        rc = pytest.main([
+            str(HERE / "scenarios" / "fallback_ops_bench.py"), "-p", "no:cacheprovider",
+            "--import-mode=importlib",
+            "-o", "python_files=fallback_ops_bench.py", "-o", "python_functions=test_*",
+            "--rootdir", str(HERE), "-q", "-rs", "--benchmark-quiet",
+            f"--benchmark-json={json_path}", *(["--bench-quick"] if args.quick else []),
+            *(["--bench-device", args.device] if args.device != "cpu" else []),
+            *([f"--bench-rounds={args.rounds}"] if args.rounds else []),
+            *args.pytest_args])
     if rc != 0:
         print(f"benchmarks failed (pytest exit code {rc}); no report written", file=sys.stderr)
         return int(rc)
+    if args.process_only:
+        return 0
     report_args = [str(json_path), "--md", str(md_path)]
     if args.callgrind:
         report_args += ["--callgrind", str(args.callgrind)]
     fallback_ops_report.main(report_args)
     print(f"\nWritten:\n  {md_path}\n  {json_path}")
+    return 0
+
+
+def processes(args, stem: str, json_path: pathlib.Path) -> int:
+    """Scenario F in ``args.processes`` fresh processes, merged into ``json_path``."""
+    import json
+
+    argv = ["--device", args.device, "--threads", str(args.threads),
+            *([f"--rounds={args.rounds}"] if args.rounds else []),
+            *(["--"] + args.pytest_args if args.pytest_args else [])]
+    rc, paths, seeds = run.fresh_processes("bench.fallback_ops_run", args.processes, stem,
+                                           argv, args.order_seed)
+    if rc:
+        return rc
+    merged = run.merge_runs([json.loads(p.read_text()) for p in paths], seeds)
+    json_path.write_text(json.dumps(merged, indent=4))
+    print(f"\nmerged {len(paths)} processes into {json_path}", flush=True)
     return 0
 
 

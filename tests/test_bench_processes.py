@@ -157,3 +157,118 @@ def test_the_host_note_and_the_stand_in_owned_shim_are_printed(tmp_path):
     assert "is that build with the interpreter fix" in line
     del data["evidence"]["consumer"]["unavailable"]["owned"]
     assert report.owned_stand_in(report.Results(data)) == ""
+
+
+# --- the runners around the suite: scenario F, consumer.h's timed row --------------------------
+
+def test_fresh_processes_run_the_module_once_per_seed(tmp_path, monkeypatch):
+    """Each child gets ``--process-only --out DIR --stem <stem>.p<k>``, the caller's
+    arguments and its own ``BENCH_ORDER_SEED``; a failing child stops the series."""
+    (tmp_path / "mod").mkdir()
+    (tmp_path / "mod" / "echo_child.py").write_text(
+        "import json, os, sys, pathlib\n"
+        "a = sys.argv[1:]\n"
+        "out = pathlib.Path(a[a.index('--out') + 1]); stem = a[a.index('--stem') + 1]\n"
+        "(out / (stem + '.json')).write_text(json.dumps({'argv': a, "
+        "'seed': os.environ.get('BENCH_ORDER_SEED')}))\n"
+        "sys.exit(3 if '--fail' in a and stem.endswith('.p1') else 0)\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "mod"))
+    monkeypatch.setattr(run, "PROCESS_DIR", tmp_path / "work")
+    rc, paths, seeds = run.fresh_processes("echo_child", 3, "s", ["--x", "1"], "pre")
+    assert rc == 0 and seeds == ["pre-0", "pre-1", "pre-2"]
+    import json
+
+    got = [json.loads(p.read_text()) for p in paths]
+    assert [g["seed"] for g in got] == seeds
+    assert got[2]["argv"] == ["--process-only", "--out", str(tmp_path / "work" / "s"),
+                              "--stem", "s.p2", "--x", "1"]
+    rc, paths, seeds = run.fresh_processes("echo_child", 3, "t", ["--fail"], "q")
+    assert rc == 3 and seeds == ["q-0"] and len(paths) == 1
+
+
+@pytest.mark.parametrize("argv", [["--processes", "0"], ["--rounds", "1"],
+                                  ["--quick", "--processes", "2"]])
+def test_the_runners_refuse_bad_process_options(argv, capsys):
+    from bench import consumer_header, fallback_ops_run
+
+    for main in (run.main, fallback_ops_run.main):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2
+    if "--quick" not in argv:  # consumer_header has no --quick
+        with pytest.raises(SystemExit):
+            consumer_header.main(["--no-count", "--time", *argv])
+    assert "must be at least" in capsys.readouterr().err or "--quick" in argv
+
+
+def fallback_run(processes: int, rng):
+    """A made-up scenario-F JSON: add at 32x32, routes owned and borrow, ``processes``
+    processes of 6 rounds, owned's whole call 40 ns per argument above the borrow's in
+    process k plus 10 k."""
+    k_rounds = [6] * processes
+    n = sum(k_rounds)
+    shift = np.repeat([40.0 + 10 * k for k in range(processes)], 6)
+    op = 1000 + rng.normal(0, 5, n)
+    rows = {"op": op, "handles:borrow": 20 + rng.normal(0, 1, n),
+            "ccall:borrow": op + 40 + rng.normal(0, 1, n)}
+    rows["handles:owned"] = rows["handles:borrow"] + 2 * shift
+    rows["ccall:owned"] = rows["ccall:borrow"] + 2 * shift
+    benches = []
+    for name, s in rows.items():
+        b = bench(name, s)
+        b["group"] = "F1 fallback shims: handles per call vs the op, native loops"
+        b["extra_info"].update(op="add", size=32)
+        if processes > 1:
+            b["extra_info"]["process_rounds"] = k_rounds
+        benches.append(b)
+    protocol = {"rounds": n, "quick": False}
+    if processes > 1:
+        protocol.update(processes=processes, rounds_per_process=6)
+    return {"benchmarks": benches, "machine_info": {},
+            "evidence": {"protocol": protocol,
+                         "processes": [{"order_seed": f"s-{k}"} for k in range(processes)]}}
+
+
+def test_scenario_f_gives_each_process_its_own_difference():
+    pytest.importorskip("scipy")
+    from bench.report import fallback_ops as fr
+
+    rng = np.random.default_rng(5)
+    f = fr.figures(fr.Run(fallback_run(4, rng)))["add"][32]["routes"]["owned"]
+    # the per-argument difference of each process: its shift (2 arguments, 2 * shift)
+    assert f["minus_borrow_per_arg_by_process"] == pytest.approx(
+        [40.0 + 10 * k for k in range(4)], abs=1.5)
+    assert f["handles_minus_borrow_per_arg_by_process"] == pytest.approx(
+        [40.0 + 10 * k for k in range(4)], abs=1.5)
+    text = fr.loops_md(fr.Run(fallback_run(4, rng)))
+    assert "(4 processes)" in text and "Pooled from 4 fresh processes x 6 rounds" in text
+    one = fr.Run(fallback_run(1, rng))
+    assert fr.figures(one)["add"][32]["routes"]["owned"][
+        "minus_borrow_per_arg_by_process"] is None
+    assert "one process" in fr.loops_md(one) and "_One process" in fr.loops_md(one)
+
+
+def test_consumer_header_pools_its_processes_rounds():
+    pytest.importorskip("scipy")
+    from bench import consumer_header as ch
+
+    def one(k):
+        base = {"five_tuple": 500.0, "view_read": 200.0, "header_c": 70.0 + k,
+                "header_tuples": 250.0}
+        return {"torch": "2.15.0", "python": "3.11", "device": "cpu", "route": "prototype",
+                "rounds": 3, "calls": 10, "warmup": 1, "statements": ch.STATEMENTS,
+                "labels": ch.LABELS, "process_rounds": [3], "order_seed": f"s-{k}",
+                "ns_per_call": {n: [v + 0.1 * r for r in range(3)] for n, v in base.items()}}
+
+    merged = ch.merge_times([one(k) for k in range(3)], ["s-0", "s-1", "s-2"])
+    assert merged["process_rounds"] == [3, 3, 3] and merged["rounds"] == 9
+    assert merged["ns_per_call"]["header_c"] == [70.0, 70.1, 70.2, 71.0, 71.1, 71.2,
+                                                 72.0, 72.1, 72.2]
+    assert "order_seed" not in merged and merged["processes"][1] == {"order_seed": "s-1"}
+    text = ch.time_md(merged)
+    assert "3 fresh processes x 3 interleaved rounds" in text
+    assert "70.1 .. 72.1 (3 processes)" in text  # header_c's per-process medians
+    bad = one(1)
+    del bad["ns_per_call"]["cview" if "cview" in bad["ns_per_call"] else "header_tuples"]
+    with pytest.raises(ValueError, match="other statements"):
+        ch.merge_times([one(0), bad], ["a", "b"])

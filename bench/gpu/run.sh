@@ -4,18 +4,20 @@
 # if the machine lacks them: bench/README.md says how to get them). From the repository
 # root:
 #
-#   bench/gpu/run.sh [--quick] [--two-gpu] [--tests-only] [--bench-only]
+#   bench/gpu/run.sh [--quick] [--two-gpu] [--tests-only] [--bench-only] [--shims-only]
 #
 #   (no flag)    build; tests/test_cuda.py + the CPU parity/api/availability tests;
 #                the benchmarks with CUDA tensors, then with CPU tensors on the same
-#                host, each from $PROCESSES fresh processes (default 5) of $ROUNDS
-#                rounds (default 12), the routes' order shuffled per process
+#                host, consumer.h's timed row and scenario F (the C fallback shims),
+#                each from $PROCESSES fresh processes (default 5) of $ROUNDS rounds
+#                (default 12), the routes' order shuffled per process
 #   --quick      the same, benchmarks in quick mode, one process (checks that it all
 #                runs; no evidence)
 #   --two-gpu    build; only the tests that need a second GPU (device index 1)
 #   --tests-only build and the tests, no benchmarks
 #   --bench-only build and the benchmarks, no tests (with --tests-only in a second
 #                command: the same run in two shorter parts)
+#   --shims-only build and, of the benchmarks, consumer.h's timed row and scenario F only
 #   --numba-only build and numba-cuda's launches per route only (bench/numba_bench.py;
 #                the full run does it last, where numba-cuda is installed)
 #
@@ -47,7 +49,8 @@ for arg in "$@"; do
     --tests-only) PART=tests ;;
     --bench-only) PART=bench ;;
     --numba-only) PART=numba ;;
-    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
+    --shims-only) PART=shims ;;
+    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
     *) echo "unknown argument: $arg (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -152,44 +155,49 @@ else
   step "fallback shims: tests (CPU and CUDA tensors)"
   "${PYTEST[@]}" tests/test_fallback_ops.py || FAILED+=(fallback-ops-tests)
  fi
+ # The evidence: every table from $PROCESSES fresh processes (--processes); a quick run
+ # stays one process. GPU_STEM names the CPU-tensor runs of a GPU host.
+ QUICK=(--processes "$PROCESSES" --rounds "$ROUNDS")
+ [[ $MODE == quick ]] && QUICK=(--quick)
+ GPU_STEM=
+ if "$PYTHON" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())'; then
+   GPU_STEM=$("$PYTHON" -P -c 'from bench import __main__ as run; import torch
+print(run.default_stem(torch, "cuda").replace("-torch-", "-host-cpu-torch-"))')
+ fi
  if [[ $PART == all || $PART == bench ]]; then
-  # The evidence: every table from $PROCESSES fresh processes (python -P -m bench --processes);
-  # a quick run stays one process.
-  QUICK=(--processes "$PROCESSES" --rounds "$ROUNDS")
-  [[ $MODE == quick ]] && QUICK=(--quick)
-  if "$PYTHON" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())'; then
+  if [[ -n $GPU_STEM ]]; then
     step "benchmarks: CUDA tensors (${QUICK[*]})"
     "$PYTHON" -P -m bench "${QUICK[@]}" --device cuda --out "$RESULTS" \
       ${HOST_NOTE:+--host-note "$HOST_NOTE"} || FAILED+=(bench-cuda)
     bundle
-    GPU_STEM=$("$PYTHON" -P -c 'from bench import __main__ as run; import torch
-print(run.default_stem(torch, "cuda").replace("-torch-", "-host-cpu-torch-"))')
   else
     echo "no CUDA device: the CUDA benchmarks are not run"
-    GPU_STEM=
   fi
-  step "consumer.h: its row (time; CUDA tensors where present)"
-  CONSUMER_DEVICE=cpu; [[ -n $GPU_STEM ]] && CONSUMER_DEVICE=cuda
-  QUICK_ONE=(); [[ $MODE == quick ]] && QUICK_ONE=(--quick)
-  "$PYTHON" -P -m bench.consumer_header --no-count --time --device "$CONSUMER_DEVICE" \
-    ${QUICK_ONE:+--rounds 3 --calls 1000 --warmup 100} --out "$RESULTS" \
-    || FAILED+=(consumer-header-bench)
-  bundle
   step "benchmarks: CPU tensors on the same host, for comparison (${QUICK[*]})"
   "$PYTHON" -P -m bench "${QUICK[@]}" --out "$RESULTS" ${GPU_STEM:+--stem "$GPU_STEM"} \
     ${HOST_NOTE:+--host-note "$HOST_NOTE"} || FAILED+=(bench-cpu)
   bundle
+ fi
+ if [[ $PART == all || $PART == bench || $PART == shims ]]; then
+  step "consumer.h: its row (time; CUDA tensors where present; ${QUICK[*]})"
+  CONSUMER_DEVICE=cpu; [[ -n $GPU_STEM ]] && CONSUMER_DEVICE=cuda
+  CONSUMER=(--processes "$PROCESSES" --rounds "$ROUNDS")
+  [[ $MODE == quick ]] && CONSUMER=(--rounds 3 --calls 1000 --warmup 100)
+  "$PYTHON" -P -m bench.consumer_header --no-count --time --device "$CONSUMER_DEVICE" \
+    "${CONSUMER[@]}" --out "$RESULTS" || FAILED+=(consumer-header-bench)
+  bundle
 
   # ATen ops through torch's C fallback shims (aoti_torch_cuda_* on CUDA tensors), input
   # handles owned / owned + interpreter fix / borrowed: scenario F with CUDA tensors and
-  # with the host's CPU tensors (one process each: bench/fallback_ops_run.py's protocol).
+  # with the host's CPU tensors.
   if [[ -n $GPU_STEM ]]; then
-    step "fallback shims: scenario F, CUDA tensors"
-    "$PYTHON" -P -m bench.fallback_ops_run "${QUICK_ONE[@]}" --device cuda --out "$RESULTS" \
+    step "fallback shims: scenario F, CUDA tensors (${QUICK[*]})"
+    "$PYTHON" -P -m bench.fallback_ops_run "${QUICK[@]}" --device cuda --out "$RESULTS" \
       || FAILED+=(fallback-ops-cuda)
+    bundle
   fi
-  step "fallback shims: scenario F, CPU tensors on the same host"
-  "$PYTHON" -P -m bench.fallback_ops_run "${QUICK_ONE[@]}" --out "$RESULTS" \
+  step "fallback shims: scenario F, CPU tensors on the same host (${QUICK[*]})"
+  "$PYTHON" -P -m bench.fallback_ops_run "${QUICK[@]}" --out "$RESULTS" \
     ${GPU_STEM:+--stem "fallback-ops-$GPU_STEM"} || FAILED+=(fallback-ops-cpu)
  fi
 fi

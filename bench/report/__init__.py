@@ -78,6 +78,7 @@ from bench.report.tables import (  # noqa: F401 (the report's names, one namespa
     owned_stand_in,
     per_process,
     process_count,
+    process_medians,
     processes_line,
     processes_section,
     protocol_rounds,

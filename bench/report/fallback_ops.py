@@ -49,6 +49,17 @@ class Run:
         b = self.by.get((group, op, size, name))
         return None if b is None else np.asarray(b["extra_info"]["samples_ns"], dtype=float)
 
+    def counts(self, group, op, size, name):
+        """Rounds per fresh process of one row (``extra_info["process_rounds"]``, written
+        by ``merge_runs``), or None for a run of one process."""
+        b = self.by.get((group, op, size, name))
+        return None if b is None else b["extra_info"].get("process_rounds")
+
+    def by_process(self, values, group, op, size, name) -> list[float] | None:
+        """Per process, the median of its own rounds of the per-round ``values`` (of row
+        ``name`` and rows paired with it); None for a run of one process."""
+        return rp.process_medians(values, self.counts(group, op, size, name))
+
     @property
     def device(self) -> str:
         return self.evidence.get("device", {}).get("type", "cpu")
@@ -75,6 +86,12 @@ def _pct(c) -> str:
     return f"{centre:.3g}% [{low:.3g}, {high:.3g}]"
 
 
+def _spread(values) -> str:
+    """``"lo .. hi (k processes)"``, ns, of the processes' own medians; ``"one process"``
+    without a split."""
+    return rp.fmt_spread(values, "")
+
+
 def _us(ns: float) -> str:
     return f"{ns / 1e3:.2f} us" if ns < 1e6 else f"{ns / 1e6:.2f} ms"
 
@@ -85,7 +102,9 @@ def figures(run: Run) -> dict:
     shares' denominator there); per route ``row["routes"][route]``: the whole call in C
     (``call``) and its paired difference to the borrow's (``minus_borrow``), per tensor
     argument and as a share of the op (per round), and the handles alone (``handles``,
-    per argument, their share of the op, their difference to the borrow per argument)."""
+    per argument, their share of the op, their difference to the borrow per argument).
+    From several processes, ``*_by_process`` lists each process's own median of the
+    per-argument differences (None from one)."""
     out = {}
     for op in fo.OPS:
         for size in (32, 1024):
@@ -113,6 +132,11 @@ def figures(run: Run) -> dict:
                     r["minus_borrow_per_arg"] = rp.median_ci((c - cb) / k)
                     r["minus_borrow_share"] = rp.median_ci((c - cb) / denom)
                     r["handles_minus_borrow_per_arg"] = rp.median_ci((h - hb) / k)
+                    name = f"ccall:{route}"
+                    r["minus_borrow_per_arg_by_process"] = run.by_process(
+                        (c - cb) / k, LOOPS, op, size, name)
+                    r["handles_minus_borrow_per_arg_by_process"] = run.by_process(
+                        (h - hb) / k, LOOPS, op, size, f"handles:{route}")
                 row["routes"][route] = r
             out.setdefault(op, {})[size] = row
     return out
@@ -135,11 +159,13 @@ def loops_md(run: Run) -> str:
              ". Median over rounds [95% bootstrap interval]. The whole-call difference is "
              "what a consumer saves; it is smaller than the handles' where the op's kernel "
              "copies an input (`Consumer.call_loop` in `bench/native/fallback_ops.py` says "
-             "why).", ""]
+             "why). \"Per process\": the lowest and highest of the fresh processes' own "
+             "medians of the per-argument differences.", ""]
     lines += ["| op | size | tensors | op alone | route | whole call | minus baseline | per "
-              "argument | share of the op | handles alone, per argument | handles' share of "
-              "the op | handles minus baseline, per argument |",
-              "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+              "argument | per process: per argument | share of the op | handles alone, per "
+              "argument | handles' share of the op | handles minus baseline, per argument | "
+              "per process: handles per argument |",
+              "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for op, sizes in figs.items():
         for size, row in sizes.items():
             op_t = _us(row["op_ns"][0])
@@ -149,14 +175,16 @@ def loops_md(run: Run) -> str:
                 lead = (f"| {op} | {size}x{size} | {row['arity']} | {op_t} |" if i == 0
                         else "| | | | |")
                 diff = (f"{_ci(r['minus_borrow'])} | {_ci(r['minus_borrow_per_arg'])} | "
+                        f"{_spread(r['minus_borrow_per_arg_by_process'])} | "
                         f"{_pct(r['minus_borrow_share'])} |" if "minus_borrow" in r
-                        else " | | |")
+                        else " | | | |")
                 lines.append(
                     f"{lead} {ROUTE_WORDS[route]} | {_us(r['call'][0])} | {diff} "
                     f"{_ci(r['handles_per_arg'])} | {_pct(r['handles_share'])} | "
-                    + (f"{_ci(r['handles_minus_borrow_per_arg'])} |"
-                       if "handles_minus_borrow_per_arg" in r else " |"))
-    return "\n".join(lines) + "\n"
+                    + (f"{_ci(r['handles_minus_borrow_per_arg'])} | "
+                       f"{_spread(r['handles_minus_borrow_per_arg_by_process'])} |"
+                       if "handles_minus_borrow_per_arg" in r else " | |"))
+    return "\n".join(lines) + "\n\n" + rp.processes_line(run) + "\n"
 
 
 def calls_md(run: Run) -> str:
@@ -164,9 +192,11 @@ def calls_md(run: Run) -> str:
              "`call(op, route, *tensors)` from Python (timeit-compiled, interleaved per op): "
              "handles, the op, the result's conversion, the call. Median over rounds [95% "
              "interval]; the difference to the route's baseline (as above) paired per round, "
-             "also per tensor argument and as a share of the baseline's call.", "",
-             "| op | tensors | route | per call | minus baseline | per argument | "
-             "share of the baseline's call |", "|---|---:|---|---:|---:|---:|---:|"]
+             "also per tensor argument (with the range of the processes' own medians) and as "
+             "a share of the baseline's call.", "",
+             "| op | tensors | route | per call | minus baseline | per argument | per "
+             "process: per argument | share of the baseline's call |",
+             "|---|---:|---|---:|---:|---:|---:|---:|"]
     for op in fo.OPS:
         first = True
         for route in fo.ROUTES:
@@ -178,12 +208,14 @@ def calls_md(run: Run) -> str:
             base = fo.BASELINE.get(route)
             b = run.samples(CALLS, op, 32, f"call:{base}") if base else None
             if b is not None:
-                tail = (f"{_ci(rp.paired(s, b))} | {_ci(rp.median_ci((s - b) / fo.ARITY[op]))}"
-                        f" | {_pct(rp.median_ci((s - b) / b))} |")
+                per_arg = (s - b) / fo.ARITY[op]
+                spread = run.by_process(per_arg, CALLS, op, 32, f"call:{route}")
+                tail = (f"{_ci(rp.paired(s, b))} | {_ci(rp.median_ci(per_arg))} | "
+                        f"{_spread(spread)} | {_pct(rp.median_ci((s - b) / b))} |")
             else:
-                tail = " | | |"
+                tail = " | | | |"
             lines.append(f"{lead} {ROUTE_WORDS[route]} | {_ci(rp.median_ci(s))} | {tail}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n" + rp.processes_line(run) + "\n"
 
 
 def probe_md(info: dict) -> str:
@@ -238,7 +270,7 @@ def header_md(run: Run) -> list[str]:
                      f"{dev.get('memory_gib')} GiB), torch CUDA {dev.get('torch_cuda')}, driver "
                      f"CUDA {dev.get('driver_cuda')}.")
     proto = run.evidence.get("protocol") or {}
-    lines += [f"- Protocol: {proto.get('rounds')} interleaved rounds; per round each handle loop "
+    lines += [f"- Protocol: {rp.protocol_rounds(proto)}, interleaved; per round each handle loop "
               f"{proto.get('native_calls', 0) // 5} calls, the op as many calls as fill about "
               f"{20 if not run.quick else 2} ms (at least one), the Python calls likewise.", ""]
     return lines

@@ -144,10 +144,21 @@ def gpu_section(paths: list[pathlib.Path]) -> list[str]:
                   f"Python {bench.get('python')}" + (" (quick run: not evidence)" if run.quick
                                                      else ""), ""]
         lines += [f"Routes: " + "; ".join(f"{fr.ROUTE_WORDS[r]}: {lab}" for r, lab in
-                                         run.info.get("labels", {}).items()), ""]
+                                         run.info.get("labels", {}).items()),
+                  f"Time: {timed_words(run)}.", ""]
         lines += shares_table(run) + [""]
         lines += probe_lines(run.info) + [""]
     return lines
+
+
+def timed_words(run: fr.Run) -> str:
+    """Where the timed figures come from: one process's rounds, or several pooled."""
+    p = run.evidence.get("protocol") or {}
+    if (p.get("processes") or 1) > 1:
+        return (f"interleaved rounds pooled from {p['processes']} fresh processes x "
+                f"{p.get('rounds_per_process')}, the range over processes beside each "
+                "difference there")
+    return "interleaved rounds of one process"
 
 
 def render(cg: dict, run: fr.Run | None, gpu: list[pathlib.Path]) -> str:
@@ -187,8 +198,8 @@ def render(cg: dict, run: fr.Run | None, gpu: list[pathlib.Path]) -> str:
         "the committed JSON in `bench/results/`; no figure here is typed by hand. Instructions: "
         f"callgrind, torch {torch_v}, CPython {py_v}, 32x32 float32 CPU tensors "
         f"(`callgrind-fallback-ops-torch-{torch_v.split('+')[0]}.md`). Time: "
-        + (f"`fallback-ops-torch-{torch_v.split('+')[0]}.md` (interleaved rounds on a shared "
-           "2-core machine: compare within the run)." if run else "not run yet."),
+        + (f"`fallback-ops-torch-{torch_v.split('+')[0]}.md` ({timed_words(run)} on a "
+           "shared 2-core machine: compare within the run)." if run else "not run yet."),
         "",
         "## The consumer",
         "",

@@ -352,8 +352,17 @@ def per_process(r: Results, group: str, name: str, ref: str | None, kind: str,
         if base is None or len(base) != len(s):
             return None
         s = s / base if kind == "ratio" else s - base
+    return process_medians(s, counts)
+
+
+def process_medians(values, counts) -> list[float] | None:
+    """The median of each process's own stretch of ``values`` (per-round figures pooled
+    in process order, ``counts`` rounds each: ``extra_info["process_rounds"]``); None
+    without a split of at least two processes or when the lengths disagree."""
+    if not counts or len(counts) < 2 or len(values) != sum(counts):
+        return None
     edges = np.cumsum([0] + list(counts))
-    return [float(np.median(s[a:e])) for a, e in zip(edges[:-1], edges[1:])]
+    return [float(np.median(values[a:e])) for a, e in zip(edges[:-1], edges[1:])]
 
 
 def fmt_spread(values: list[float] | None, unit: str, spec: str | None = None) -> str:
@@ -370,7 +379,8 @@ def processes_line(r: Results) -> str:
     k = process_count(r)
     if k < 2:
         return ("_One process: the intervals are of its rounds only (run-to-run spread not "
-                "measured; `make bench-evidence` takes five processes)._")
+                "measured; the evidence runs, `make bench-evidence` and "
+                "`make bench-fallback-ops`, take five processes)._")
     seeds = ", ".join(x.get("order_seed", "?") for x in r.evidence.get("processes", []))
     return (f"_Pooled from {k} fresh processes x {p.get('rounds_per_process')} rounds each, "
             f"the contenders' starting order shuffled per process (order seeds {seeds}); "
