@@ -1,14 +1,15 @@
 """numba-cuda's launch cost with torch arguments, per route (needs a CUDA device).
 
-    python -P -m bench.numba_bench --out DIR [--quick]
+    python -P -m bench.numba_bench --out DIR [--quick] [--processes K --rounds R]
 
 with ``bench`` importable (a make environment, or the GPU script's ``PYTHONPATH``). Writes
 ``numba-cuda-gpu-<gpu>-torch-<v>.{json,md}`` into DIR. Steps, each printed as it runs:
 checks (every route's view equals cuda.core's; a kernel's writes through every argument
 land; the route's counter equals the views numba-cuda asked for), attribution (where a
 torch argument's launch cost goes, per argument, against a numba device array), the
-in-process A/B (every route interleaved round by round with ``interleave.measure``),
-then numba-cuda's own ``tests/benchmarks/test_kernel_launch.py`` (copied out of the
+in-process A/B (every route interleaved round by round with ``protocol.measure``; with
+``--processes K`` the checks, attribution and A/B run in K fresh processes, each its own
+order seed, their rounds pooled and each process's own median kept), then numba-cuda's own ``tests/benchmarks/test_kernel_launch.py`` (copied out of the
 installed package: pytest does not collect it with ``--pyargs``) and its tests that take
 torch tensors, once per route in a fresh process through ``scenarios/numba_router_plugin``.
 """
@@ -98,17 +99,27 @@ def check(torch, cuda, router) -> dict:
     return done
 
 
-def stats(samples, ref=None) -> dict:
+def stats(samples, ref=None, counts=None) -> dict:
     """Median / best / stdev of per-round ns; with ``ref``, the paired per-round ratio's
-    median and 95% percentile-bootstrap interval (scipy) or its range without scipy."""
+    median and 95% percentile-bootstrap interval (scipy) or its range without scipy. With
+    ``counts`` (rounds per fresh process, the samples pooled in process order) of two or
+    more processes, each process's own median (``process_medians_ns``) and, with ``ref``,
+    its own median ratio (``ratio_by_process``)."""
     import numpy as np
 
     a = np.asarray(samples, float)
     out = {"median_ns": float(np.median(a)), "best_ns": float(a.min()),
            "stdev_ns": float(a.std(ddof=1)) if len(a) > 1 else 0.0, "rounds": len(a)}
+    edges = np.cumsum([0] + list(counts)) if counts and len(counts) > 1 else None
+    if edges is not None:
+        out["process_medians_ns"] = [float(np.median(a[x:y]))
+                                     for x, y in zip(edges[:-1], edges[1:])]
     if ref is not None:
         r = a / np.asarray(ref, float)
         out["ratio_median"] = float(np.median(r))
+        if edges is not None:
+            out["ratio_by_process"] = [float(np.median(r[x:y]))
+                                       for x, y in zip(edges[:-1], edges[1:])]
         try:
             from scipy import stats as st
 
@@ -123,7 +134,10 @@ def stats(samples, ref=None) -> dict:
 
 
 def attribution(torch, cuda, router, rounds: int, calls: int) -> dict:
-    """Where a torch argument's launch cost goes, per argument (ns), on ``shipped``."""
+    """Where a torch argument's launch cost goes, per argument (ns), on ``shipped``: the
+    raw rounds, ``{"samples_ns": {contender: [ns per call]}, "parts": [...],
+    "route_parts": [...], "errors": {part: why it could not run}}`` (``attribution_table``
+    summarises them)."""
     from bench import protocol as interleave
     from numba.cuda.cudadrv.devicearray import _to_strided_memory_view
     from numba.cuda.typing.typeof import Purpose, typeof
@@ -197,18 +211,18 @@ def attribution(torch, cuda, router, rounds: int, calls: int) -> dict:
         except Exception as exc:
             return f"{type(exc).__name__}: {exc}"
 
-    contenders, out = [], {}
+    contenders, errors = [], {}
     for name, (tstmt, dstmt) in list(parts.items()):
         err = runs(tstmt) or runs(dstmt)
         if err:
-            out[name], _ = {"error": err}, parts.pop(name)
+            errors[name], _ = err, parts.pop(name)
             continue
         contenders += [interleave.statement(f"{name} | torch", tstmt, ns),
                        interleave.statement(f"{name} | device_array", dstmt, ns)]
     for name, stmt in list(route_parts.items()):
         err = runs(stmt)
         if err:
-            out[name], _ = {"error": err}, route_parts.pop(name)
+            errors[name], _ = err, route_parts.pop(name)
             continue
         c = interleave.statement(name, stmt, ns)
         if name in held:
@@ -219,19 +233,32 @@ def attribution(torch, cuda, router, rounds: int, calls: int) -> dict:
             c = interleave.Contender(name, run)
         contenders.append(c)
     samples = interleave.measure(contenders, rounds, calls, warmup=calls)
-    for name in parts:
-        tt, dd = samples[f"{name} | torch"], samples[f"{name} | device_array"]
-        out[name] = {"torch": stats(tt), "device_array": stats(dd),
-                     "torch_minus_device_array_ns": float(np.median(np.subtract(tt, dd)))}
-    for name in route_parts:
-        out[name] = {"torch": stats(samples[name])}
     torch.cuda.synchronize()
+    return {"samples_ns": samples, "parts": list(parts), "route_parts": list(route_parts),
+            "errors": errors}
+
+
+def attribution_table(raw: dict, counts=None) -> dict:
+    """``{part: {"torch": stats, "device_array": stats, "torch_minus_device_array_ns"}}``
+    (route parts: ``torch`` alone; a part that could not run: ``{"error": why}``) from
+    ``attribution``'s raw rounds, ``counts`` rounds per process as ``stats`` takes them."""
+    import numpy as np
+
+    samples = raw["samples_ns"]
+    out = {name: {"error": why} for name, why in raw["errors"].items()}
+    for name in raw["parts"]:
+        tt, dd = samples[f"{name} | torch"], samples[f"{name} | device_array"]
+        out[name] = {"torch": stats(tt, counts=counts), "device_array": stats(dd, counts=counts),
+                     "torch_minus_device_array_ns": float(np.median(np.subtract(tt, dd)))}
+    for name in raw["route_parts"]:
+        out[name] = {"torch": stats(samples[name], counts=counts)}
     return out
 
 
 def ab(torch, cuda, router, rounds: int, calls: dict) -> dict:
     """Every route and a device-array baseline, per case, interleaved round by round in
-    this process; ns per launch."""
+    this process; the raw rounds, ``{"samples_ns": {"<arity>/<jit>/<route>": [ns per
+    launch]}, "routes": [...]}`` (``ab_table`` summarises them)."""
     from bench import protocol as interleave
 
     contenders = []
@@ -263,22 +290,45 @@ def ab(torch, cuda, router, rounds: int, calls: dict) -> dict:
     for arity, cs in by_case.items():
         samples.update(interleave.measure(cs, rounds, calls[arity], warmup=calls[arity]))
     router.use("shipped")
+    return {"samples_ns": samples, "routes": router.routes + ["device_array"]}
+
+
+def ab_table(raw: dict, counts=None) -> dict:
+    """``{"<arity>/<jit>": {route: stats against the borrow, "vs_shipped": stats against
+    the route as shipped, "per_argument_over_device_array_ns"}}`` from ``ab``'s raw
+    rounds, ``counts`` rounds per process as ``stats`` takes them."""
+    import numpy as np
+
+    samples = raw["samples_ns"]
     out = {}
     for arity, jit in CASES:
         case = f"{arity}/{jit}"
-        ref = samples[f"{case}/borrow"] if f"{case}/borrow" in samples else None
-        base = samples[f"{case}/device_array"]
+        ref = samples.get(f"{case}/borrow")
+        base = np.asarray(samples[f"{case}/device_array"])
         rows = {}
-        for route in router.routes + ["device_array"]:
+        for route in raw["routes"]:
             s = samples[f"{case}/{route}"]
-            rows[route] = stats(s, ref)
+            rows[route] = stats(s, ref, counts)
             rows[route]["vs_shipped"] = stats(s, samples[f"{case}/shipped"])
-            import numpy as np
-
             rows[route]["per_argument_over_device_array_ns"] = float(
-                np.median((np.asarray(s) - np.asarray(base)) / arity))
+                np.median((np.asarray(s) - base) / arity))
         out[case] = rows
     return out
+
+
+def merge_raw(parts: list[dict]) -> dict:
+    """One ``attribution`` / ``ab`` raw result from several processes' (the same
+    contenders): every contender's rounds concatenated in process order. Raises
+    ``ValueError`` when the processes timed other contenders."""
+    names = set(parts[0]["samples_ns"])
+    for k, p in enumerate(parts[1:], 1):
+        if set(p["samples_ns"]) != names:
+            raise ValueError(f"process {k} timed other contenders than process 0: "
+                             f"{sorted(names ^ set(p['samples_ns']))}")
+    merged = dict(parts[0])
+    merged["samples_ns"] = {n: [x for p in parts for x in p["samples_ns"][n]]
+                            for n in parts[0]["samples_ns"]}
+    return merged
 
 
 def numba_file(name: str) -> pathlib.Path:
@@ -343,12 +393,28 @@ def numba_suite(router, quick: bool, tmp: pathlib.Path) -> dict:
     return out
 
 
+def where(r: dict) -> str:
+    """How the A/B's and the attribution's rounds were taken, in words."""
+    counts = r.get("process_rounds") or []
+    if len(counts) > 1:
+        return (f"{len(counts)} fresh processes x {counts[0]} interleaved rounds each, the "
+                "contenders' starting order shuffled per process, rounds pooled")
+    return "one process, interleaved"
+
+
+def spread(values, unit: str = "x") -> str:
+    """``"lo .. hi (k processes)"`` of per-process figures; "" from one process."""
+    if not values:
+        return ""
+    return f"{min(values):.4f}{unit} .. {max(values):.4f}{unit} ({len(values)} processes)"
+
+
 def markdown(r: dict) -> str:
     """The section the RFC's numba-cuda row renders from (also saved as .md)."""
     lines = [f"# numba-cuda launches with torch arguments, per route", "",
              f"numba-cuda {r['versions']['numba-cuda']}, cuda-core {r['versions']['cuda-core']}, "
              f"torch {r['versions']['torch']}, CPython {r['versions']['python']}, "
-             f"{r['gpu']}; {'quick run, no evidence' if r['quick'] else 'one process, interleaved'}.",
+             f"{r['gpu']}; {'quick run, no evidence' if r['quick'] else where(r)}.",
              "", "Routes:", ""]
     lines += [f"- `{k}`: {v}" for k, v in r["labels"].items()]
     c = r["checks"]
@@ -367,15 +433,16 @@ def markdown(r: dict) -> str:
                                               for k, x in c["views_per_10_launches"].items()))
     lines += [f"- FAILED: {f}" for f in r.get("failures", [])]
     lines += ["", "## In-process A/B, ns per launch (median over rounds)", "",
-              "| case | route | median | best | stdev | / borrow [95%] | per argument over device_array |",
-              "|---|---|---:|---:|---:|---|---:|"]
+              "| case | route | median | best | stdev | / borrow [95%] | per process: / borrow | "
+              "per argument over device_array |", "|---|---|---:|---:|---:|---|---|---:|"]
     for case, rows in r["ab"].items():
         for route, s in rows.items():
             ci = s.get("ratio_ci") or s.get("ratio_range")
             rb = (f"{s['ratio_median']:.4f}x" + (f" [{ci[0]:.4f}, {ci[1]:.4f}]" if ci else "")
                   if "ratio_median" in s else "")
             lines.append(f"| {case} | {route} | {s['median_ns']:.0f} | {s['best_ns']:.0f} | "
-                         f"{s['stdev_ns']:.0f} | {rb} | {s['per_argument_over_device_array_ns']:.0f} |")
+                         f"{s['stdev_ns']:.0f} | {rb} | {spread(s.get('ratio_by_process'))} | "
+                         f"{s['per_argument_over_device_array_ns']:.0f} |")
     lines += ["", "## Attribution per torch argument (shipped route), ns", "",
               "| part | torch | device_array | torch - device_array |", "|---|---:|---:|---:|"]
     for name, s in r["attribution"].items():
@@ -415,7 +482,12 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="a few rounds: checks that it runs")
     p.add_argument("--no-suite", action="store_true",
                    help="skip numba-cuda's own benchmark file and tests")
+    p.add_argument("--stem", help="file name stem instead of numba-cuda-gpu-<gpu>-torch-<v>")
+    from bench import __main__ as run
+
+    run.add_process_options(p, "60; quick: 3")
     a = p.parse_args(argv)
+    run.check_process_options(p, a)
     import platform
 
     # The write check launches 2 blocks; numba-cuda's low-occupancy warning says nothing here.
@@ -430,32 +502,60 @@ def main(argv=None) -> int:
     router = numba_router.Router(torch)
     gpu = torch.cuda.get_device_name(0)
     short = "".join(c for c in gpu.split()[-1].lower() if c.isalnum() or c in "-_.")
-    stem = f"numba-cuda-gpu-{short}-torch-{torch.__version__.split('+')[0]}"
+    stem = a.stem or f"numba-cuda-gpu-{short}-torch-{torch.__version__.split('+')[0]}"
     r = {"quick": a.quick, "gpu": gpu, "labels": router.labels,
          "versions": {"torch": torch.__version__, "python": platform.python_version(),
                       **{d: metadata.version(d) for d in ("numba-cuda", "cuda-core", "numpy")}}}
-    say("checks: views equal cuda.core's, writes land, counters exact")
     failures = []
-    try:
-        r["checks"] = check(torch, cuda, router)
-    except AssertionError as exc:  # said, saved, and the run goes on to its figures
-        r["checks"] = {"failed": str(exc)}
-        failures.append(f"checks: {exc}")
-    miscounted = {k: v for k, v in r["checks"].get("views_per_10_launches", {}).items()
-                  if v["views"] != v["expected"]}
-    if miscounted:
-        failures.append(f"view counts differ from the launches' arguments: {miscounted}")
-    rounds = 3 if a.quick else 60
-    say(f"attribution ({rounds} rounds)")
-    r["attribution"] = attribution(torch, cuda, router, rounds, 200 if a.quick else 2000)
-    say(f"in-process A/B ({rounds} rounds)")
-    r["ab"] = ab(torch, cuda, router, rounds, {1: 50 if a.quick else 400,
-                                               26: 10 if a.quick else 60})
-    r["counts"] = dict(router.counts)
+    rounds = a.rounds or (3 if a.quick else 60)
+    if a.processes > 1:
+        # checks, attribution and the A/B in fresh processes, each its own order seed;
+        # their rounds pooled, each process's own median kept (numba-cuda's suite below
+        # runs a fresh process per route anyway).
+        rc, paths, seeds = run.fresh_processes(
+            "bench.numba_bench", a.processes, stem, ["--no-suite", f"--rounds={rounds}"],
+            a.order_seed)
+        if rc:
+            return rc
+        kids = [json.loads(path.read_text()) for path in paths]
+        r["checks"], r["counts"] = kids[0]["checks"], kids[0].get("counts")
+        failures += [f"process {k}: {f}" for k, kid in enumerate(kids)
+                     for f in kid.get("failures", [])]
+        raw = {part: merge_raw([kid["raw"][part] for kid in kids])
+               for part in ("attribution", "ab")}
+        r["processes"] = [{"order_seed": seed} for seed in seeds]
+        r["process_rounds"] = [rounds] * len(kids)
+    else:
+        say("checks: views equal cuda.core's, writes land, counters exact")
+        try:
+            r["checks"] = check(torch, cuda, router)
+        except AssertionError as exc:  # said, saved, and the run goes on to its figures
+            r["checks"] = {"failed": str(exc)}
+            failures.append(f"checks: {exc}")
+        miscounted = {k: v for k, v in r["checks"].get("views_per_10_launches", {}).items()
+                      if v["views"] != v["expected"]}
+        if miscounted:
+            failures.append(f"view counts differ from the launches' arguments: {miscounted}")
+        say(f"attribution ({rounds} rounds)")
+        raw = {"attribution": attribution(torch, cuda, router, rounds,
+                                          200 if a.quick else 2000)}
+        say(f"in-process A/B ({rounds} rounds)")
+        raw["ab"] = ab(torch, cuda, router, rounds, {1: 50 if a.quick else 400,
+                                                     26: 10 if a.quick else 60})
+        r["counts"] = dict(router.counts)
+        r["process_rounds"] = [rounds]
+    counts = r["process_rounds"]
+    r["attribution"] = attribution_table(raw["attribution"], counts)
+    r["ab"] = ab_table(raw["ab"], counts)
+    r["raw"] = raw
+    a.out.mkdir(parents=True, exist_ok=True)
+    if a.process_only:  # a failed check is the parent's to report, with the figures
+        r["failures"] = failures
+        (a.out / f"{stem}.json").write_text(json.dumps(r, indent=1) + "\n")
+        return 0
     if not a.no_suite:
         with tempfile.TemporaryDirectory() as tmp:
             r["numba"] = numba_suite(router, a.quick, pathlib.Path(tmp))
-    a.out.mkdir(parents=True, exist_ok=True)
     (a.out / f"{stem}.json").write_text(json.dumps(r, indent=1) + "\n")
     md = markdown(r)
     (a.out / f"{stem}.md").write_text(md)

@@ -489,6 +489,17 @@ def render_consumers(r: Render) -> str:
 NUMBA_CASES = ("26/signature", "26/dispatch")  # the launches with the most bridging
 
 
+def numba_where(data: dict, s: dict | None = None) -> str:
+    """``"paired, one process"``, or ``"paired, 5 fresh processes: 0.990x .. 1.004x"`` (the
+    range of the processes' own median ratios of the row ``s``)."""
+    k = len(data.get("process_rounds") or [1])
+    if k < 2:
+        return "paired, one process"
+    by = (s or {}).get("ratio_by_process")
+    return (f"paired, {k} fresh processes" + (f": {min(by):.3f}x .. {max(by):.3f}x" if by
+                                              else ""))
+
+
 def numba_rows(r: Render, data: dict) -> list[str]:
     """numba-cuda's own launch path (``bench/numba_bench.py``): one row per NUMBA_CASES case,
     us per launch from the in-process A/B; the saving column is the paired per-round ratio
@@ -513,7 +524,7 @@ def numba_rows(r: Render, data: dict) -> list[str]:
             s = ratio[best]
             lo, hi = s.get("ratio_ci") or s.get("ratio_range") or (float("nan"),) * 2
             saving = (f"{dict(CONSUMER_ROUTES)[best]} / borrow {s['ratio_median']:.3f}x "
-                      f"[{lo:.3f}, {hi:.3f}] per launch (paired, one process)")
+                      f"[{lo:.3f}, {hi:.3f}] per launch ({numba_where(data, s)})")
         arity, jit = case.split("/")
         v = data["versions"]
         setup = (f"{arity} torch arguments, `cuda.jit` "
@@ -560,8 +571,12 @@ def render_numba(r: Render) -> str:
                 f" ({s['ratio_median']:.3f}x [{ci[0]:.3f}, {ci[1]:.3f}])" if ci else ""))
         label = data["labels"].get(route, "numba device arrays (the baseline)")
         out.append(f"| {label} | " + " | ".join(cells) + " |")
-    out += ["", "_us per launch, median of interleaved rounds in one process (x vs borrow, "
-            "paired per round, 95% bootstrap interval); columns: arguments / jit._", "",
+    k = len(data.get("process_rounds") or [1])
+    out += ["", "_us per launch, median of interleaved rounds "
+            + (f"pooled from {k} fresh processes, each its own order" if k > 1
+               else "in one process")
+            + " (x vs borrow, paired per round, 95% bootstrap interval); columns: arguments "
+            "/ jit._", "",
             "Where a torch argument's cost goes (one argument, ns per call, the route as shipped):",
             "", "| part | torch | device array | torch - device array |", "|---|---:|---:|---:|"]
     for name, s in data["attribution"].items():
@@ -671,7 +686,7 @@ def render_ask(r: Render) -> str:
             return f"{s['ratio_median']:.3f}x [{lo:.3f}, {hi:.3f}]"
 
         lines.append("  In numba-cuda's launch path (" + NUMBA_CASES[0].replace("/", " torch "
-                     "arguments, ") + ", one process, paired): " + "; ".join(
+                     "arguments, ") + f", {numba_where(numba)}): " + "; ".join(
                          f"{w} / borrow {ratio(s)} per launch" for w, s in pairs) + ".")
     return "\n".join(lines) + "\n"
 

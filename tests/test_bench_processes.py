@@ -272,3 +272,43 @@ def test_consumer_header_pools_its_processes_rounds():
     del bad["ns_per_call"]["cview" if "cview" in bad["ns_per_call"] else "header_tuples"]
     with pytest.raises(ValueError, match="other statements"):
         ch.merge_times([one(0), bad], ["a", "b"])
+
+
+def test_numba_bench_pools_its_processes_rounds():
+    """numba-cuda's A/B and attribution from raw rounds (no numba needed): merged in
+    process order, each process's own median ratio kept, refused when they differ."""
+    from bench import numba_bench as nb
+
+    routes = ["shipped", "borrow", "owned", "device_array"]
+
+    def raw(k):
+        s = {}
+        for arity, jit in nb.CASES:
+            b = 1000.0 * arity + np.arange(4.0)
+            for route, f in (("shipped", 0.99), ("borrow", 1.0), ("owned", 1.02 + 0.01 * k),
+                             ("device_array", 0.5)):
+                s[f"{arity}/{jit}/{route}"] = list(b * f)
+        return {"samples_ns": s, "routes": routes}
+
+    merged = nb.merge_raw([raw(k) for k in range(3)])
+    assert len(merged["samples_ns"]["1/dispatch/owned"]) == 12
+    table = nb.ab_table(merged, [4, 4, 4])
+    owned = table["26/signature"]["owned"]
+    assert owned["ratio_by_process"] == pytest.approx([1.02, 1.03, 1.04])
+    assert owned["ratio_median"] == pytest.approx(1.03)
+    assert len(owned["process_medians_ns"]) == 3
+    assert "ratio_by_process" not in nb.ab_table(raw(0), [4])["26/signature"]["owned"]
+    assert nb.spread(owned["ratio_by_process"]) == "1.0200x .. 1.0400x (3 processes)"
+    assert nb.where({"process_rounds": [4, 4, 4]}).startswith("3 fresh processes x 4")
+    assert nb.where({"process_rounds": [60]}) == "one process, interleaved"
+    bad = raw(1)
+    bad["samples_ns"].pop("1/dispatch/owned")
+    with pytest.raises(ValueError, match="other contenders"):
+        nb.merge_raw([raw(0), bad])
+    attr = {"samples_ns": {"p | torch": [5.0, 6.0, 7.0, 8.0], "p | device_array": [1.0] * 4,
+                           "v": [3.0] * 4}, "parts": ["p"], "route_parts": ["v"],
+            "errors": {"q": "TypeError: no"}}
+    t = nb.attribution_table(nb.merge_raw([attr, attr]), [4, 4])
+    assert t["q"] == {"error": "TypeError: no"}
+    assert t["p"]["torch_minus_device_array_ns"] == pytest.approx(5.5)
+    assert t["p"]["torch"]["process_medians_ns"] == [6.5, 6.5]

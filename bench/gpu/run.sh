@@ -18,8 +18,9 @@
 #   --bench-only build and the benchmarks, no tests (with --tests-only in a second
 #                command: the same run in two shorter parts)
 #   --shims-only build and, of the benchmarks, consumer.h's timed row and scenario F only
-#   --numba-only build and numba-cuda's launches per route only (bench/numba_bench.py;
-#                the full run does it last, where numba-cuda is installed)
+#   --numba-only build and numba-cuda's launches per route only (bench/numba_bench.py,
+#                its timed tables from $PROCESSES fresh processes too; the full run does
+#                it last, where numba-cuda is installed)
 #
 # Writes into $OUT (default build/gpu-out) two files:
 #   run.log                  everything printed, in order
@@ -50,7 +51,7 @@ for arg in "$@"; do
     --bench-only) PART=bench ;;
     --numba-only) PART=numba ;;
     --shims-only) PART=shims ;;
-    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,41p' "$0"; exit 0 ;;
     *) echo "unknown argument: $arg (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -214,7 +215,8 @@ if [[ $PART == numba || ( $PART == all && $MODE != two-gpu ) ]]; then
       "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target "$NUMPY_SITE" "${WHEELS:-.whl}"/numpy-*.whl && NP_PATH=$NUMPY_SITE
     fi
-    NUMBA_QUICK=(); [[ $MODE == quick ]] && NUMBA_QUICK=(--quick)
+    NUMBA_QUICK=(--processes "$PROCESSES" --rounds "$ROUNDS")
+    [[ $MODE == quick ]] && NUMBA_QUICK=(--quick)
     PYTHONPATH=${NP_PATH:+$NP_PATH:}$PYTHONPATH "$PYTHON" -P -m bench.numba_bench \
       "${NUMBA_QUICK[@]}" --out "$RESULTS" || FAILED+=(numba-cuda)
     bundle
