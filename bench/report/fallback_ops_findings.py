@@ -198,8 +198,8 @@ def render(cg: dict, run: fr.Run | None, gpu: list[pathlib.Path]) -> str:
         "the committed JSON in `bench/results/`; no figure here is typed by hand. Instructions: "
         f"callgrind, torch {torch_v}, CPython {py_v}, 32x32 float32 CPU tensors "
         f"(`callgrind-fallback-ops-torch-{torch_v.split('+')[0]}.md`). Time: "
-        + (f"`fallback-ops-torch-{torch_v.split('+')[0]}.md` ({timed_words(run)} on a "
-           "shared 2-core machine: compare within the run)." if run else "not run yet."),
+        + (f"`fallback-ops-torch-{torch_v.split('+')[0]}.md` (on a shared 2-core machine, "
+           f"{timed_words(run)}; compare within the run)." if run else "not run yet."),
         "",
         "## The consumer",
         "",
