@@ -280,12 +280,14 @@ race-survey:  ## readers (borrow, pointer trick, owned, torch's) vs t.data= / se
 	  --out proposal/findings-free-threaded.md $(RACE_ARGS))
 
 # GIL_PYTHON=python3.13 GIL_TORCH=2.12.0 compares like with like (same CPython, same torch).
-bench-freethreaded:  ## Python-level cost, free-threaded 3.13 vs GIL_PYTHON -> bench/results/freethreaded/
+bench-freethreaded:  ## Python-level cost, free-threaded 3.13 vs GIL_PYTHON, 5 fresh processes each -> bench/results/freethreaded/
 	$(call with_both,out=bench/results/freethreaded; \
 	  gil="$$($$GIL -c 'import sys; print("cp%d%d" % sys.version_info[:2])')-torch-$(GIL_TORCH)"; \
-	  $$FT -P -m bench.freethreaded --out $$out --label cp313t-torch-$(FT_TORCH); \
-	  $$GIL -P -m bench.freethreaded --out $$out --hide-shim-ext --label $$gil-no-shim-ext; \
-	  $$GIL -P -m bench.freethreaded --out $$out --label $$gil; \
+	  n=$(EVIDENCE_PROCESSES); \
+	  $$FT -P -m bench.freethreaded --out $$out --processes $$n --label cp313t-torch-$(FT_TORCH); \
+	  $$GIL -P -m bench.freethreaded --out $$out --processes $$n --hide-shim-ext \
+	    --label $$gil-no-shim-ext; \
+	  $$GIL -P -m bench.freethreaded --out $$out --processes $$n --label $$gil; \
 	  $$FT -P -m bench.freethreaded --report $$out/$$gil-no-shim-ext.json \
 	    $$out/cp313t-torch-$(FT_TORCH).json $$out/$$gil.json --md $$out/report-$$gil.md)
 
