@@ -245,8 +245,8 @@ def time_md(result: dict) -> str:
     lines = [f"# Time per call: a consumer on torch_borrow/consumer.h, torch "
              f"{result['torch']}, CPython {result['python']}, {result['device']}", "",
              f"{where}; a round is {result['calls']} calls, after {result['warmup']} "
-             f"warm-up calls (`bench/consumer_header.py --time`); route `{result['route']}`. Per process: "
-             "the lowest and highest of the processes' own medians.", "",
+             f"warm-up calls (`bench/consumer_header.py --time`); route `{result['route']}`. "
+             "Per process: the lowest and highest of the processes' own medians.", "",
              "| statement | what | best ns | median ns | per process: median ns |",
              "|---|---|---:|---:|---:|"]
     for name, stmt in result["statements"].items():

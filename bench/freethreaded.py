@@ -7,8 +7,8 @@ views from 1 and 2 threads; writes ``<out>/<stem>.json``. ``--hide-shim-ext`` re
 the bridge as if shim_ext were not built (the pointer trick alone). Report (``--report
 A.json B.json ... --md OUT``): one table, a column per file, each column's ratio to the
 first. ``--processes K`` measures in K fresh processes (each its own order seed) and
-pools their rounds (``merge``). ``make bench-freethreaded`` runs both steps (``python -P -m bench.freethreaded``);
-quote ratios: the machine is shared and noisy.
+pools their rounds (``merge``). ``make bench-freethreaded`` runs both steps (``python -P
+-m bench.freethreaded``); quote ratios: the machine is shared and noisy.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ land; the route's counter equals the views numba-cuda asked for), attribution (w
 torch argument's launch cost goes, per argument, against a numba device array), the
 in-process A/B (every route interleaved round by round with ``protocol.measure``; with
 ``--processes K`` the checks, attribution and A/B run in K fresh processes, each its own
-order seed, their rounds pooled and each process's own median kept), then numba-cuda's own ``tests/benchmarks/test_kernel_launch.py`` (copied out of the
+order seed, their rounds pooled and each process's own median kept), then
+numba-cuda's own ``tests/benchmarks/test_kernel_launch.py`` (copied out of the
 installed package: pytest does not collect it with ``--pyargs``) and its tests that take
 torch tensors, once per route in a fresh process through ``scenarios/numba_router_plugin``.
 """

@@ -312,3 +312,30 @@ def test_numba_bench_pools_its_processes_rounds():
     assert t["q"] == {"error": "TypeError: no"}
     assert t["p"]["torch_minus_device_array_ns"] == pytest.approx(5.5)
     assert t["p"]["torch"]["process_medians_ns"] == [6.5, 6.5]
+
+
+def test_freethreaded_pools_its_processes_rounds():
+    from bench import freethreaded as ft
+
+    def one(k):
+        res = {name: {"median_ns": float(np.median(s)), "min_ns": min(s), "samples_ns": s,
+                      "level": "python"}
+               for name, s in (("view_borrow(t)", [60.0 + k, 61.0 + k, 62.0 + k]),
+                               ("t.data_ptr()", [40.0, 41.0, 42.0 + k]))}
+        return {"results": res, "protocol": {"rounds": 3, "calls": 10, "warmup": 1},
+                "threads": {"view_borrow, own tensors": {"1": 50.0 + k, "2": 60.0 + k}},
+                "machine": {"date_utc": f"d{k}", "load_average_at_start": [k]}}
+
+    merged = ft.merge([one(k) for k in range(3)], ["s-0", "s-1", "s-2"])
+    b = merged["results"]["view_borrow(t)"]
+    assert b["samples_ns"] == [60.0, 61.0, 62.0, 61.0, 62.0, 63.0, 62.0, 63.0, 64.0]
+    assert b["median_ns"] == 62.0 and b["min_ns"] == 60.0
+    assert b["process_medians_ns"] == [61.0, 62.0, 63.0]
+    assert merged["threads"]["view_borrow, own tensors"] == {"1": 51.0, "2": 61.0}
+    assert merged["threads_by_process"]["view_borrow, own tensors"]["2"] == [60.0, 61.0, 62.0]
+    assert merged["protocol"]["processes"] == 3 and merged["protocol"]["rounds"] == 9
+    assert [p["order_seed"] for p in merged["processes"]] == ["s-0", "s-1", "s-2"]
+    bad = one(1)
+    del bad["results"]["t.data_ptr()"]
+    with pytest.raises(ValueError, match="other contenders"):
+        ft.merge([one(0), bad], ["a", "b"])
