@@ -284,12 +284,10 @@ bench-freethreaded:  ## Python-level cost, free-threaded 3.13 vs GIL_PYTHON, 5 f
 	$(call with_both,out=bench/results/freethreaded; \
 	  gil="$$($$GIL -c 'import sys; print("cp%d%d" % sys.version_info[:2])')-torch-$(GIL_TORCH)"; \
 	  n=$(EVIDENCE_PROCESSES); \
-	  $$FT -P -m bench.freethreaded --out $$out --processes $$n --label cp313t-torch-$(FT_TORCH); \
-	  $$GIL -P -m bench.freethreaded --out $$out --processes $$n --hide-shim-ext \
-	    --label $$gil-no-shim-ext; \
 	  $$GIL -P -m bench.freethreaded --out $$out --processes $$n --label $$gil; \
-	  $$FT -P -m bench.freethreaded --report $$out/$$gil-no-shim-ext.json \
-	    $$out/cp313t-torch-$(FT_TORCH).json $$out/$$gil.json --md $$out/report-$$gil.md)
+	  $$FT -P -m bench.freethreaded --out $$out --processes $$n --label cp313t-torch-$(FT_TORCH); \
+	  $$FT -P -m bench.freethreaded --report $$out/$$gil.json \
+	    $$out/cp313t-torch-$(FT_TORCH).json --md $$out/report-$$gil.md)
 
 bench-freethreaded-quick:  ## bench/freethreaded.py briefly on free-threaded 3.13 (what CI runs)
 	set -e; ft="$$($(CPYTHON_FT) | tail -n 1)"; \

@@ -282,6 +282,9 @@ def main(argv=None) -> int:
     parser.add_argument("--plan", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     run.check_process_options(parser, args)
+    if args.processes > 1 and not args.time:
+        parser.error("--processes takes the --time rows from fresh processes; the "
+                     "instruction count needs one (callgrind's counts do not move)")
     if args.child:
         return child(args)
     rc = 0

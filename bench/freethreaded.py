@@ -3,8 +3,7 @@
 Measure (default, ``measure``): in the running interpreter, with the seed's protocol
 (``bench/protocol.py``), each path's view beside torch's own accessors, each path
 natively (with and without a per-object critical section around handle + read), and
-views from 1 and 2 threads; writes ``<out>/<stem>.json``. ``--hide-shim-ext`` resolves
-the bridge as if shim_ext were not built (the pointer trick alone). Report (``--report
+views from 1 and 2 threads; writes ``<out>/<stem>.json``. Report (``--report
 A.json B.json ... --md OUT``): one table, a column per file, each column's ratio to the
 first. ``--processes K`` measures in K fresh processes (each its own order seed) and
 pools their rounds (``merge``). ``make bench-freethreaded`` runs both steps (``python -P
@@ -48,8 +47,6 @@ def measure(args) -> dict:
     import bridge
     from bridge import _bridge, _resolve, _select, _support
 
-    if args.hide_shim_ext:
-        _select._resolve_again(hide={_resolve.HIDE_SHIM_EXT})
     paths = [p for p, info in bridge.available_paths().items() if info.available]
     t = torch.randn(32, 32)
     ns = {"t": t, "bridge": bridge, "_bridge": _bridge}
@@ -87,7 +84,6 @@ def measure(args) -> dict:
         "free_threaded": _support.free_threaded(),
         "gil_enabled": getattr(sys, "_is_gil_enabled", lambda: True)(),
         "torch": torch.__version__,
-        "shim_ext_hidden": args.hide_shim_ext,
         "paths": {p: {"available": i.available, "origin": i.origin, "reason": i.reason}
                   for p, i in info.items()},
         "bit_check": ("torch_is_conj / torch_is_neg (C)" if
@@ -186,7 +182,7 @@ def report(files, md_path) -> str:
 
     def head(d):
         build = "free-threaded" if d["free_threaded"] else "GIL"
-        extra = ", shim_ext hidden" if d["shim_ext_hidden"] else ""
+        extra = ", shim_ext hidden" if d.get("shim_ext_hidden") else ""
         return f"CPython {d['python']} ({build}{extra}), torch {d['torch']}"
 
     lines = ["# Python-level cost on free-threaded CPython beside a GIL build", "",
@@ -232,13 +228,23 @@ def report(files, md_path) -> str:
                  if per_thread(d, key, "1") else "-" for d in data]
         lines.append(f"| {key}, ratio 2/1 | " + " | ".join(cells) + " |")
     borrow, trick = "view_borrow(t)", "view_fallback(t)"
-    lines += ["", "Borrow beside the pointer trick (`view_borrow(t)` / `view_fallback(t)`, "
-              "medians):", ""]
+    lines += ["", "Borrow beside the pointer trick (`view_borrow(t)` / `view_fallback(t)`): "
+              "the medians, and the median of the per-round ratio (the two ran in the same "
+              "rounds of the same process, so load common to both cancels), with the range "
+              "of the processes' own median ratios:", ""]
     for d in data:
         b, f = d["results"].get(borrow), d["results"].get(trick)
-        lines.append(f"- {head(d)}: " + (f"{b['median_ns']:.1f} ns / {f['median_ns']:.1f} ns "
-                                         f"= {b['median_ns'] / f['median_ns']:.2f}x"
-                                         if b and f else "no borrow path here"))
+        if not (b and f):
+            lines.append(f"- {head(d)}: no borrow path here")
+            continue
+        ratios = [x / y for x, y in zip(b["samples_ns"], f["samples_ns"])]
+        k = d["protocol"].get("processes") or 1
+        per = len(ratios) // k
+        by = [statistics.median(ratios[i * per:(i + 1) * per]) for i in range(k)]
+        lines.append(f"- {head(d)}: {b['median_ns']:.1f} ns / {f['median_ns']:.1f} ns; "
+                     f"per round {statistics.median(ratios):.3f}x"
+                     + (f" ({min(by):.3f}x .. {max(by):.3f}x over {k} processes)"
+                        if k > 1 else ""))
     lines += ["", "Context:", ""]
     for d in data:
         m = d["machine"]
@@ -264,8 +270,6 @@ def main(argv=None) -> int:
                         help="directory for the JSON (default bench/results/freethreaded)")
     parser.add_argument("--label", "--stem", dest="label",
                         help="file stem (default cp<ver>[t]-torch-<version>)")
-    parser.add_argument("--hide-shim-ext", action="store_true",
-                        help="resolve as if shim_ext were not built (what 3.13t has)")
     parser.add_argument("--calls", type=int, default=10_000, help="calls per round (default 10,000)")
     parser.add_argument("--quick", action="store_true", help="a few calls: checks the code runs")
     parser.add_argument("--report", nargs="+", metavar="JSON",
@@ -274,6 +278,8 @@ def main(argv=None) -> int:
     run.add_process_options(parser, "30")
     args = parser.parse_args(argv)
     run.check_process_options(parser, args)
+    if args.report and args.processes > 1:
+        parser.error("--report tabulates saved files; --processes is for measuring")
     if args.report:
         print(report(args.report, args.md))
         return 0
@@ -284,8 +290,7 @@ def main(argv=None) -> int:
             from bridge import _support
 
             args.label = _default_label(_support, torch)
-        argv = ["--calls", str(args.calls), *(["--hide-shim-ext"] if args.hide_shim_ext else []),
-                *([f"--rounds={args.rounds}"] if args.rounds else [])]
+        argv = ["--calls", str(args.calls), *([f"--rounds={args.rounds}"] if args.rounds else [])]
         rc, paths, seeds = run.fresh_processes("bench.freethreaded", args.processes,
                                                args.label, argv, args.order_seed)
         if rc:
