@@ -113,8 +113,8 @@ def add_process_options(parser: argparse.ArgumentParser, rounds_default: str) ->
     parser.add_argument("--rounds", type=int, default=None,
                         help=f"rounds per measurement and process (default {rounds_default})")
     parser.add_argument("--order-seed", default=None,
-                        help="with --processes: the seeds' common prefix (default: random, "
-                        "recorded in the JSON's evidence.processes)")
+                        help="with --processes: the seeds' common prefix (default: random; "
+                        "each process's seed is recorded in the merged JSON)")
     parser.add_argument("--process-only", action="store_true", help=argparse.SUPPRESS)
 
 

@@ -159,6 +159,7 @@ def merge(runs: list[dict], seeds: list[str]) -> dict:
                                     for key, per_n in runs[0]["threads"].items()}
     merged["threads"] = {key: {n: statistics.median(v) for n, v in per_n.items()}
                          for key, per_n in merged["threads_by_process"].items()}
+    merged["process_rounds"] = [len(r["results"][name]["samples_ns"]) for r in runs]
     merged["protocol"] = {**runs[0]["protocol"], "processes": len(runs),
                           "rounds_per_process": runs[0]["protocol"]["rounds"],
                           "rounds": sum(r["protocol"]["rounds"] for r in runs)}
@@ -207,7 +208,9 @@ def report(files, md_path) -> str:
             r = d["results"].get(name)
             ratios.append(f"{r['median_ns'] / b['median_ns']:.2f}x" if r and b else "-")
         lines.append(f"| `{name}` | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
-    lines += ["", "Threads: ns per view per thread (median of 3 runs) of `view_fallback` "
+    over = (", then the median over a column's processes" if any(
+        "threads_by_process" in d for d in data) else "")
+    lines += ["", f"Threads: ns per view per thread (median of 3 runs{over}) of `view_fallback` "
               "(the pointer trick) and `view_borrow`, with 1 and 2 threads; the 2/1 ratio is "
               "1.0 when two threads view as fast as one (they scale), 2.0 when they take "
               "turns; -: that path does not exist there.", "",
@@ -237,14 +240,17 @@ def report(files, md_path) -> str:
         if not (b and f):
             lines.append(f"- {head(d)}: no borrow path here")
             continue
-        ratios = [x / y for x, y in zip(b["samples_ns"], f["samples_ns"])]
-        k = d["protocol"].get("processes") or 1
-        per = len(ratios) // k
-        by = [statistics.median(ratios[i * per:(i + 1) * per]) for i in range(k)]
+        ratios = [x / y for x, y in zip(b["samples_ns"], f["samples_ns"], strict=True)]
+        proto = d["protocol"]
+        counts = (d.get("process_rounds")
+                  or ([proto["rounds_per_process"]] * proto["processes"]
+                      if proto.get("processes") else [len(ratios)]))
+        edges = [sum(counts[:i]) for i in range(len(counts) + 1)]
+        by = [statistics.median(ratios[a:e]) for a, e in zip(edges[:-1], edges[1:])]
         lines.append(f"- {head(d)}: {b['median_ns']:.1f} ns / {f['median_ns']:.1f} ns; "
                      f"per round {statistics.median(ratios):.3f}x"
-                     + (f" ({min(by):.3f}x .. {max(by):.3f}x over {k} processes)"
-                        if k > 1 else ""))
+                     + (f" ({min(by):.3f}x .. {max(by):.3f}x over {len(by)} processes)"
+                        if len(by) > 1 else ""))
     lines += ["", "Context:", ""]
     for d in data:
         m = d["machine"]

@@ -111,7 +111,12 @@ def stats(samples, ref=None, counts=None) -> dict:
     a = np.asarray(samples, float)
     out = {"median_ns": float(np.median(a)), "best_ns": float(a.min()),
            "stdev_ns": float(a.std(ddof=1)) if len(a) > 1 else 0.0, "rounds": len(a)}
-    edges = np.cumsum([0] + list(counts)) if counts and len(counts) > 1 else None
+    edges = None
+    if counts and len(counts) > 1:
+        if sum(counts) != len(a):
+            raise ValueError(f"{len(a)} rounds, but the processes' counts add up to "
+                             f"{sum(counts)}")
+        edges = np.cumsum([0] + list(counts))
     if edges is not None:
         out["process_medians_ns"] = [float(np.median(a[x:y]))
                                      for x, y in zip(edges[:-1], edges[1:])]
@@ -525,7 +530,7 @@ def main(argv=None) -> int:
         raw = {part: merge_raw([kid["raw"][part] for kid in kids])
                for part in ("attribution", "ab")}
         r["processes"] = [{"order_seed": seed} for seed in seeds]
-        r["process_rounds"] = [rounds] * len(kids)
+        r["process_rounds"] = [n for kid in kids for n in kid["process_rounds"]]
     else:
         say("checks: views equal cuda.core's, writes land, counters exact")
         try:

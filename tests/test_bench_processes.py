@@ -186,19 +186,38 @@ def test_fresh_processes_run_the_module_once_per_seed(tmp_path, monkeypatch):
     assert rc == 3 and seeds == ["q-0"] and len(paths) == 1
 
 
-@pytest.mark.parametrize("argv", [["--processes", "0"], ["--rounds", "1"],
-                                  ["--quick", "--processes", "2"]])
-def test_the_runners_refuse_bad_process_options(argv, capsys):
-    from bench import consumer_header, fallback_ops_run
+def _runners():
+    from bench import consumer_header, fallback_ops_run, freethreaded, numba_bench
 
-    for main in (run.main, fallback_ops_run.main):
-        with pytest.raises(SystemExit) as exc:
-            main(argv)
-        assert exc.value.code == 2
-    if "--quick" not in argv:  # consumer_header has no --quick
-        with pytest.raises(SystemExit):
-            consumer_header.main(["--no-count", "--time", *argv])
-    assert "must be at least" in capsys.readouterr().err or "--quick" in argv
+    return {"bench": run.main, "fallback_ops_run": fallback_ops_run.main,
+            "freethreaded": freethreaded.main, "numba_bench": numba_bench.main,
+            "consumer_header": lambda a: consumer_header.main(["--no-count", "--time", *a])}
+
+
+BAD_OPTIONS = [(["--processes", "0"], "--processes must be at least 1"),
+               (["--rounds", "1"], "--rounds must be at least 2"),
+               (["--quick", "--processes", "2"], "--quick runs one process")]
+
+
+@pytest.mark.parametrize("runner,argv,says", [
+    (runner, argv, says) for runner in ("bench", "fallback_ops_run", "freethreaded",
+                                        "numba_bench", "consumer_header")
+    for argv, says in BAD_OPTIONS
+    if not (runner == "consumer_header" and "--quick" in argv)])  # it has no --quick
+def test_the_runners_refuse_bad_process_options(runner, argv, says, capsys):
+    """Refused while parsing, before torch (or numba) is imported or anything timed."""
+    with pytest.raises(SystemExit) as exc:
+        _runners()[runner](argv)
+    assert exc.value.code == 2
+    assert says in capsys.readouterr().err
+
+
+def test_consumer_header_counts_in_one_process(capsys):
+    from bench import consumer_header
+
+    with pytest.raises(SystemExit) as exc:
+        consumer_header.main(["--processes", "2"])
+    assert exc.value.code == 2 and "--time" in capsys.readouterr().err
 
 
 def fallback_run(processes: int, rng):
@@ -268,6 +287,9 @@ def test_consumer_header_pools_its_processes_rounds():
     text = ch.time_md(merged)
     assert "3 fresh processes x 3 interleaved rounds" in text
     assert "70.1 .. 72.1 (3 processes)" in text  # header_c's per-process medians
+    ratios = [np.median([(70.0 + k + 0.1 * r) / (200.0 + 0.1 * r) for r in range(3)])
+              for k in range(3)]
+    assert f"{min(ratios):.3f}x .. {max(ratios):.3f}x (3 processes)" in text
     bad = one(1)
     del bad["ns_per_call"]["cview" if "cview" in bad["ns_per_call"] else "header_tuples"]
     with pytest.raises(ValueError, match="other statements"):
@@ -301,6 +323,8 @@ def test_numba_bench_pools_its_processes_rounds():
     assert nb.spread(owned["ratio_by_process"]) == "1.0200x .. 1.0400x (3 processes)"
     assert nb.where({"process_rounds": [4, 4, 4]}).startswith("3 fresh processes x 4")
     assert nb.where({"process_rounds": [60]}) == "one process, interleaved"
+    with pytest.raises(ValueError, match="add up to 4"):
+        nb.stats([1.0, 2.0, 3.0], counts=[2, 2])
     bad = raw(1)
     bad["samples_ns"].pop("1/dispatch/owned")
     with pytest.raises(ValueError, match="other contenders"):
@@ -314,7 +338,7 @@ def test_numba_bench_pools_its_processes_rounds():
     assert t["p"]["torch"]["process_medians_ns"] == [6.5, 6.5]
 
 
-def test_freethreaded_pools_its_processes_rounds():
+def test_freethreaded_pools_its_processes_rounds(tmp_path):
     from bench import freethreaded as ft
 
     def one(k):
@@ -335,6 +359,21 @@ def test_freethreaded_pools_its_processes_rounds():
     assert merged["threads_by_process"]["view_borrow, own tensors"]["2"] == [60.0, 61.0, 62.0]
     assert merged["protocol"]["processes"] == 3 and merged["protocol"]["rounds"] == 9
     assert [p["order_seed"] for p in merged["processes"]] == ["s-0", "s-1", "s-2"]
+    # the report pairs the borrow with the pointer trick per round, split per process
+    merged["results"]["view_fallback(t)"] = {
+        "median_ns": 50.0, "min_ns": 50.0, "level": "python",
+        "samples_ns": [50.0] * 3 + [60.0] * 3 + [62.0] * 3}
+    merged.update(label="x", python="3.13", free_threaded=True, torch="2.12", paths={},
+                  bit_check="C", gil_enabled=False,
+                  machine={"cpu_model": "c", "cpu_count": 2, "load_average_at_start": [0],
+                           "cython": "3", "date_utc": "d"})
+    path = tmp_path / "merged.json"
+    import json
+
+    path.write_text(json.dumps(merged))
+    text = ft.report([path], None)
+    # per process: 61/50, 62/60, 63/62 -> medians 1.220, 1.033, 1.016; pooled median 1.033
+    assert "per round 1.033x (1.016x .. 1.220x over 3 processes)" in text
     bad = one(1)
     del bad["results"]["t.data_ptr()"]
     with pytest.raises(ValueError, match="other contenders"):

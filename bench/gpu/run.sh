@@ -180,10 +180,10 @@ print(run.default_stem(torch, "cuda").replace("-torch-", "-host-cpu-torch-"))')
   bundle
  fi
  if [[ $PART == all || $PART == bench || $PART == shims ]]; then
-  step "consumer.h: its row (time; CUDA tensors where present; ${QUICK[*]})"
   CONSUMER_DEVICE=cpu; [[ -n $GPU_STEM ]] && CONSUMER_DEVICE=cuda
   CONSUMER=(--processes "$PROCESSES" --rounds "$ROUNDS")
   [[ $MODE == quick ]] && CONSUMER=(--rounds 3 --calls 1000 --warmup 100)
+  step "consumer.h: its row (time; CUDA tensors where present; ${CONSUMER[*]})"
   "$PYTHON" -P -m bench.consumer_header --no-count --time --device "$CONSUMER_DEVICE" \
     "${CONSUMER[@]}" --out "$RESULTS" || FAILED+=(consumer-header-bench)
   bundle
@@ -200,6 +200,7 @@ print(run.default_stem(torch, "cuda").replace("-torch-", "-host-cpu-torch-"))')
   step "fallback shims: scenario F, CPU tensors on the same host (${QUICK[*]})"
   "$PYTHON" -P -m bench.fallback_ops_run "${QUICK[@]}" --out "$RESULTS" \
     ${GPU_STEM:+--stem "fallback-ops-$GPU_STEM"} || FAILED+=(fallback-ops-cpu)
+  bundle
  fi
 fi
 

@@ -144,20 +144,21 @@ def gpu_section(paths: list[pathlib.Path]) -> list[str]:
                   f"Python {bench.get('python')}" + (" (quick run: not evidence)" if run.quick
                                                      else ""), ""]
         lines += [f"Routes: " + "; ".join(f"{fr.ROUTE_WORDS[r]}: {lab}" for r, lab in
-                                         run.info.get("labels", {}).items()),
-                  f"Time: {timed_words(run)}.", ""]
+                                         run.info.get("labels", {}).items()), "",
+                  f"Time: {timed_words(run, 'in `' + p.with_suffix('.md').name + '`')}.", ""]
         lines += shares_table(run) + [""]
         lines += probe_lines(run.info) + [""]
     return lines
 
 
-def timed_words(run: fr.Run) -> str:
-    """Where the timed figures come from: one process's rounds, or several pooled."""
+def timed_words(run: fr.Run, where: str = "there") -> str:
+    """Where the timed figures come from: one process's rounds, or several pooled (and
+    ``where`` the per-process ranges stand: a file's name, or "there")."""
     p = run.evidence.get("protocol") or {}
     if (p.get("processes") or 1) > 1:
         return (f"interleaved rounds pooled from {p['processes']} fresh processes x "
                 f"{p.get('rounds_per_process')}, the range over processes beside each "
-                "difference there")
+                f"difference {where}")
     return "interleaved rounds of one process"
 
 
