@@ -378,3 +378,43 @@ def test_freethreaded_pools_its_processes_rounds(tmp_path):
     del bad["results"]["t.data_ptr()"]
     with pytest.raises(ValueError, match="other contenders"):
         ft.merge([one(0), bad], ["a", "b"])
+
+
+def test_numba_suite_takes_each_routes_pair_from_every_pass(tmp_path, monkeypatch):
+    """numba-cuda's own file per route: the whole file once, then its two tabulated tests
+    in further fresh processes, the routes' order rotated; a later failure fails the route."""
+    import json
+    import pathlib
+    import types
+
+    from bench import numba_bench as nb
+
+    (tmp_path / "src").mkdir()
+    src = tmp_path / "src" / "test_kernel_launch.py"
+    src.write_text("")
+    monkeypatch.setattr(nb, "numba_file", lambda name: src)
+    monkeypatch.setattr(nb, "torch_test_files", lambda: [])
+    calls = []
+
+    def fake(route, args, tmp, cwd=None):
+        k = len([c for c in calls if c[0] == route])
+        calls.append((route, "-k" in args))
+        js = next(a.split("=", 1)[1] for a in args if a.startswith("--benchmark-json="))
+        names = list(nb.SUITE_PAIR) + ([] if "-k" in args else ["test_one_arg[x]"])
+        t = {"a": 200.0, "b": 210.0}[route] + k
+        pathlib.Path(js).write_text(json.dumps({"benchmarks": [
+            {"name": n, "stats": {"median": (t if "torch" in n else 100.0) * 1e-6,
+                                  "min": 0.0, "stddev": 0.0, "rounds": 20}} for n in names]}))
+        failed = route == "b" and k == 2
+        return {"returncode": 1 if failed else 0, "tail": ["boom"] if failed else []}
+
+    monkeypatch.setattr(nb, "pytest_route", fake)
+    out = nb.numba_suite(types.SimpleNamespace(routes=["a", "b"]), False, tmp_path, passes=3)
+    assert [c[0] for c in calls] == ["a", "b", "b", "a", "a", "b"]  # rotated per pass
+    assert [c[1] for c in calls] == [False, False, True, True, True, True]
+    a, b = out["benchmark"]["a"], out["benchmark"]["b"]
+    assert [x for pair in a["pair_by_process"] for x in pair] == pytest.approx(
+        [200e3, 100e3, 201e3, 100e3, 202e3, 100e3])
+    assert "test_one_arg[x]" in a["results"] and a["returncode"] == 0
+    assert b["returncode"] == 1 and b["later_failures"] == [["boom"]]
+    assert out["passes"] == 3
