@@ -1,6 +1,7 @@
 """numba-cuda's launch cost with torch arguments, per route (needs a CUDA device).
 
     python -P -m bench.numba_bench --out DIR [--quick] [--processes K --rounds R]
+                                   [--suite-passes K]
 
 with ``bench`` importable (a make environment, or the GPU script's ``PYTHONPATH``). Writes
 ``numba-cuda-gpu-<gpu>-torch-<v>.{json,md}`` into DIR. Steps, each printed as it runs:
@@ -530,11 +531,17 @@ def main(argv=None) -> int:
     p.add_argument("--no-suite", action="store_true",
                    help="skip numba-cuda's own benchmark file and tests")
     p.add_argument("--stem", help="file name stem instead of numba-cuda-gpu-<gpu>-torch-<v>")
+    p.add_argument("--suite-passes", type=int, default=1,
+                   help="fresh processes per route for numba-cuda's own benchmark file "
+                   "(default 1; K > 1: the whole file once, then its two tabulated tests "
+                   "K - 1 more times, about 11 s per route and pass)")
     from bench import __main__ as run
 
     run.add_process_options(p, "60; quick: 3")
     a = p.parse_args(argv)
     run.check_process_options(p, a)
+    if a.suite_passes < 1:
+        p.error("--suite-passes must be at least 1")
     import platform
 
     # The write check launches 2 blocks; numba-cuda's low-occupancy warning says nothing here.
@@ -602,7 +609,7 @@ def main(argv=None) -> int:
         return 0
     if not a.no_suite:
         with tempfile.TemporaryDirectory() as tmp:
-            r["numba"] = numba_suite(router, a.quick, pathlib.Path(tmp), a.processes)
+            r["numba"] = numba_suite(router, a.quick, pathlib.Path(tmp), a.suite_passes)
     (a.out / f"{stem}.json").write_text(json.dumps(r, indent=1) + "\n")
     md = markdown(r)
     (a.out / f"{stem}.md").write_text(md)

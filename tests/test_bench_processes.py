@@ -418,3 +418,19 @@ def test_numba_suite_takes_each_routes_pair_from_every_pass(tmp_path, monkeypatc
     assert "test_one_arg[x]" in a["results"] and a["returncode"] == 0
     assert b["returncode"] == 1 and b["later_failures"] == [["boom"]]
     assert out["passes"] == 3
+
+
+def test_numba_markdown_tabulates_the_suites_processes():
+    from bench import numba_bench as nb
+
+    pair = [[200e3, 100e3], [210e3, 100e3], [190e3, 100e3]]
+    r = {"versions": {"numba-cuda": "0.30", "cuda-core": "1.2", "torch": "2.11",
+                      "python": "3.12"}, "gpu": "g", "quick": False, "labels": {},
+         "checks": {"failed": "not run here"}, "ab": {}, "attribution": {},
+         "process_rounds": [12] * 5,
+         "numba": {"passes": 3, "tests": {}, "benchmark": {
+             "borrow": {"returncode": 0, "tests": 12, "results": {}, "pair_by_process": pair}}}}
+    text = nb.markdown(r)
+    assert "from 3 fresh processes per route" in text
+    assert "| borrow | 200.0 | 100.0 | 2.00x (1.90x .. 2.10x) |" in text
+    assert "5 fresh processes x 12 interleaved rounds each" in text

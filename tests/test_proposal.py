@@ -646,3 +646,21 @@ def test_the_race_table_is_read_per_reader():
     reads = cell["exact"] + cell["mixed"] + cell["raised"]
     line = next(l for l in got["free-threaded"].splitlines() if l.startswith("| borrow"))
     assert f"{reads:,} reads, {cell['mixed']:,} mixed" in line
+
+
+def test_the_numba_suite_table_pools_its_processes(tmp_path):
+    """The appendix's table of numba-cuda's own file: from several fresh processes per
+    route, the median over them and the range of their torch / device-array ratios."""
+    import json
+
+    data = {"versions": {"numba-cuda": "0.30", "cuda-core": "1.2", "torch": "2.11",
+                         "python": "3.12", "numpy": "2.3"}, "gpu": "g", "labels": {},
+            "checks": {"failed": "not run here"}, "ab": {"26/signature": {"borrow": {
+                "median_ns": 1e3}}}, "attribution": {},
+            "numba": {"passes": 3, "test_files": [], "benchmark": {"borrow": {
+                "tests": 12, "views": 7, "results": {},
+                "pair_by_process": [[200e3, 100e3], [210e3, 100e3], [190e3, 100e3]]}}}}
+    (tmp_path / "numba-cuda-gpu-g-torch-2.11.0.json").write_text(json.dumps(data))
+    text = render.render_numba(render.Render(tmp_path))
+    assert "3 fresh processes per route" in text
+    assert "| borrow | 200.0 | 100.0 | 2.00x (1.90x .. 2.10x) | 7 |" in text

@@ -67,6 +67,9 @@ PKG=${PKG:-/tmp/bridge-site}
 RESULTS=${RESULTS:-/tmp/gpu-results}
 PROCESSES=${PROCESSES:-5}
 ROUNDS=${ROUNDS:-12}
+# Fresh processes per route for numba-cuda's own benchmark file (about 11 s each per route
+# on an H200 host: 5 adds some 6 minutes to the numba-cuda step).
+SUITE_PASSES=${SUITE_PASSES:-5}
 # A sentence about this host for the reports (python -P -m bench --host-note), e.g. why it runs
 # the torch it runs; none by default.
 HOST_NOTE=${HOST_NOTE:-}
@@ -216,7 +219,7 @@ if [[ $PART == numba || ( $PART == all && $MODE != two-gpu ) ]]; then
       "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target "$NUMPY_SITE" "${WHEELS:-.whl}"/numpy-*.whl && NP_PATH=$NUMPY_SITE
     fi
-    NUMBA_QUICK=(--processes "$PROCESSES" --rounds "$ROUNDS")
+    NUMBA_QUICK=(--processes "$PROCESSES" --rounds "$ROUNDS" --suite-passes "$SUITE_PASSES")
     [[ $MODE == quick ]] && NUMBA_QUICK=(--quick)
     PYTHONPATH=${NP_PATH:+$NP_PATH:}$PYTHONPATH "$PYTHON" -P -m bench.numba_bench \
       "${NUMBA_QUICK[@]}" --out "$RESULTS" || FAILED+=(numba-cuda)
