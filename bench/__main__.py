@@ -132,15 +132,18 @@ def check_process_options(parser: argparse.ArgumentParser, args) -> None:
 PROCESS_DIR = HERE.parent / "build" / "bench-processes"
 
 
-def run_processes(args, stem: str, json_path: pathlib.Path) -> int:
-    """Run the suite ``args.processes`` times, each in a fresh ``python -P -m bench
-    --process-only`` (``fresh_processes``), then ``merge_runs`` their JSONs into
-    ``json_path``. Returns the first failing exit code, else 0."""
+def run_processes(args, stem: str, json_path: pathlib.Path, module: str = "bench",
+                  extra: tuple[str, ...] = ()) -> int:
+    """Run ``module``'s pytest-benchmark suite ``args.processes`` times, each in a fresh
+    ``python -P -m <module> --process-only`` (``fresh_processes``; ``extra``: more of the
+    children's options), then ``merge_runs`` their JSONs into ``json_path``. Returns the
+    first failing exit code, else 0."""
     import json
 
-    argv = ["--device", args.device, *([f"--rounds={args.rounds}"] if args.rounds else []),
+    argv = ["--device", args.device, *extra,
+            *([f"--rounds={args.rounds}"] if args.rounds else []),
             *(["--"] + args.pytest_args if args.pytest_args else [])]
-    rc, paths, seeds = fresh_processes("bench", args.processes, stem, argv, args.order_seed)
+    rc, paths, seeds = fresh_processes(module, args.processes, stem, argv, args.order_seed)
     if rc:
         return rc
     merged = merge_runs([json.loads(p.read_text()) for p in paths], seeds)
@@ -242,6 +245,18 @@ def merge_runs(runs: list[dict], seeds: list[str]) -> dict:
     bench["load_average_at_end"] = \
         runs[-1]["machine_info"].get("bench", {}).get("load_average_at_end")
     return merged
+
+
+def pool_rounds(runs: list[dict[str, list]], what: str = "contenders") -> dict[str, list]:
+    """``{name: rounds}`` of several processes as one: each name's per-round figures
+    concatenated in process order, names in the first process's order. Raises
+    ``ValueError`` when a process measured other ``what`` than the first."""
+    names = set(runs[0])
+    for k, r in enumerate(runs[1:], 1):
+        if set(r) != names:
+            raise ValueError(f"process {k} timed other {what} than process 0: "
+                             f"{sorted(names ^ set(r))}")
+    return {n: [x for r in runs for x in r[n]] for n in runs[0]}
 
 
 #: pytest-benchmark's own tables of a run, beside its JSON.

@@ -163,9 +163,11 @@ def time_it(args) -> int:
     own order seed; ``bench.__main__.fresh_processes``), their rounds pooled. Writes
     ``time-consumer-...-<device>.{json,md}``: ``ns_per_call`` ``{statement: [ns per call,
     per round]}`` (``process_rounds``: rounds per process), and renders ``time_md``."""
+    import torch
+
     from bench import __main__ as run
 
-    stem = args.stem or (_stem("time-consumer", _torch_version(), sys.version_info)
+    stem = args.stem or (_stem("time-consumer", torch.__version__, sys.version_info)
                          + f"-{args.device}")
     args.out.mkdir(parents=True, exist_ok=True)
     if args.processes > 1:
@@ -188,12 +190,6 @@ def time_it(args) -> int:
     return 0
 
 
-def _torch_version() -> str:
-    import torch
-
-    return torch.__version__
-
-
 def time_one(args) -> dict:
     """One process's rounds: the JSON ``time_it`` writes, before any merge."""
     from bench import protocol
@@ -213,13 +209,10 @@ def merge_times(runs: list[dict], seeds: list[str]) -> dict:
     """One ``time_one`` result from several processes' (same statements): per statement
     the rounds concatenated in process order, ``process_rounds`` each process's count,
     ``processes`` the seeds. Raises ``ValueError`` when the statements differ."""
-    names = set(runs[0]["ns_per_call"])
-    for k, r in enumerate(runs[1:], 1):
-        if set(r["ns_per_call"]) != names:
-            raise ValueError(f"process {k} timed other statements than process 0")
+    from bench import __main__ as run
+
     merged = dict(runs[0])
-    merged["ns_per_call"] = {n: [x for r in runs for x in r["ns_per_call"][n]]
-                             for n in runs[0]["ns_per_call"]}
+    merged["ns_per_call"] = run.pool_rounds([r["ns_per_call"] for r in runs], "statements")
     merged["process_rounds"] = [len(r["ns_per_call"]["view_read"]) for r in runs]
     merged["rounds"] = sum(merged["process_rounds"])
     merged["processes"] = [{"order_seed": seed} for seed in seeds]

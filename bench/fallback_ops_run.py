@@ -63,7 +63,8 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = args.out / f"{stem}.json", args.out / f"{stem}.md"
     if args.processes > 1:
-        rc = processes(args, stem, json_path)
+        rc = run.run_processes(args, stem, json_path, module="bench.fallback_ops_run",
+                               extra=("--threads", str(args.threads)))
     else:
         rc = pytest.main([
             str(HERE / "scenarios" / "fallback_ops_bench.py"), "-p", "no:cacheprovider",
@@ -84,23 +85,6 @@ def main(argv=None) -> int:
         report_args += ["--callgrind", str(args.callgrind)]
     fallback_ops_report.main(report_args)
     print(f"\nWritten:\n  {md_path}\n  {json_path}")
-    return 0
-
-
-def processes(args, stem: str, json_path: pathlib.Path) -> int:
-    """Scenario F in ``args.processes`` fresh processes, merged into ``json_path``."""
-    import json
-
-    argv = ["--device", args.device, "--threads", str(args.threads),
-            *([f"--rounds={args.rounds}"] if args.rounds else []),
-            *(["--"] + args.pytest_args if args.pytest_args else [])]
-    rc, paths, seeds = run.fresh_processes("bench.fallback_ops_run", args.processes, stem,
-                                           argv, args.order_seed)
-    if rc:
-        return rc
-    merged = run.merge_runs([json.loads(p.read_text()) for p in paths], seeds)
-    json_path.write_text(json.dumps(merged, indent=4))
-    print(f"\nmerged {len(paths)} processes into {json_path}", flush=True)
     return 0
 
 

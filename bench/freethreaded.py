@@ -141,15 +141,12 @@ def merge(runs: list[dict], seeds: list[str]) -> dict:
     ``process_medians_ns`` each process's own); per thread count the median over
     processes (``threads_by_process``: each process's figure). Raises ``ValueError`` when
     the processes timed other contenders."""
-    names = set(runs[0]["results"])
-    for k, r in enumerate(runs[1:], 1):
-        if set(r["results"]) != names:
-            raise ValueError(f"process {k} timed other contenders than process 0: "
-                             f"{sorted(names ^ set(r['results']))}")
+    pooled_by = run.pool_rounds([{n: x["samples_ns"] for n, x in r["results"].items()}
+                                 for r in runs])
     merged = dict(runs[0])
     merged["results"] = {}
     for name, first in runs[0]["results"].items():
-        pooled = [x for r in runs for x in r["results"][name]["samples_ns"]]
+        pooled = pooled_by[name]
         merged["results"][name] = {
             "median_ns": statistics.median(pooled), "min_ns": min(pooled),
             "samples_ns": pooled, "level": first["level"],
@@ -159,7 +156,8 @@ def merge(runs: list[dict], seeds: list[str]) -> dict:
                                     for key, per_n in runs[0]["threads"].items()}
     merged["threads"] = {key: {n: statistics.median(v) for n, v in per_n.items()}
                          for key, per_n in merged["threads_by_process"].items()}
-    merged["process_rounds"] = [len(r["results"][name]["samples_ns"]) for r in runs]
+    merged["process_rounds"] = [len(next(iter(r["results"].values()))["samples_ns"])
+                                for r in runs]
     merged["protocol"] = {**runs[0]["protocol"], "processes": len(runs),
                           "rounds_per_process": runs[0]["protocol"]["rounds"],
                           "rounds": sum(r["protocol"]["rounds"] for r in runs)}

@@ -328,15 +328,9 @@ def merge_raw(parts: list[dict]) -> dict:
     """One ``attribution`` / ``ab`` raw result from several processes' (the same
     contenders): every contender's rounds concatenated in process order. Raises
     ``ValueError`` when the processes timed other contenders."""
-    names = set(parts[0]["samples_ns"])
-    for k, p in enumerate(parts[1:], 1):
-        if set(p["samples_ns"]) != names:
-            raise ValueError(f"process {k} timed other contenders than process 0: "
-                             f"{sorted(names ^ set(p['samples_ns']))}")
-    merged = dict(parts[0])
-    merged["samples_ns"] = {n: [x for p in parts for x in p["samples_ns"][n]]
-                            for n in parts[0]["samples_ns"]}
-    return merged
+    from bench import __main__ as run
+
+    return {**parts[0], "samples_ns": run.pool_rounds([p["samples_ns"] for p in parts])}
 
 
 def numba_file(name: str) -> pathlib.Path:
