@@ -10,6 +10,7 @@
 #include <torch_borrow/conversion.h>
 #include <torch_borrow/metadata_policy.h>
 #include <torch_borrow/shim.h>
+#include <torch_borrow/thread_state.h>
 
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/inductor/aoti_torch/utils.h>
@@ -24,29 +25,19 @@ const at::Tensor& tensor_borrow_from_pyobject(PyObject* obj) {
   TORCH_CHECK(
       obj != nullptr,
       "torch_tensor_borrow_from_pyobject: py_obj must not be null");
-  // is_tensor_pyobject (2.15) tests the real type, not isinstance(), which an
-  // object passes by claiming a __class__ it does not have: only a
-  // THPVariable's layout holds a tensor, and the reference below points into
-  // it.
-  // BEGIN prototype is_tensor_pyobject
-  // What 2.15's is_tensor_pyobject checks, spelled out for torch 2.13 and
-  // 2.14 (the patch calls that method): an attached thread state, then the
-  // real type. 3.12+ reads the thread-local state pointer; before, it names
-  // the GIL holder, whoever it is, so PyGILState_Check stays.
-#if PY_VERSION_HEX >= 0x030D0000
-  const bool attached = PyThreadState_GetUnchecked() != nullptr;
-#elif PY_VERSION_HEX >= 0x030C0000
-  const bool attached = _PyThreadState_UncheckedGet() != nullptr;
-#else
-  const bool attached = PyGILState_Check();
-#endif
+  // An attached thread state, tested exactly: 2.15's is_tensor_pyobject asks
+  // PyGILState_Check(), which answers yes on every thread once a subinterpreter
+  // exists (CPython 3.11 to 3.13).
   TORCH_CHECK(
-      attached,
-      "torch_tensor_borrow_from_pyobject requires the GIL to be held");
+      torch_borrow_thread_is_attached(),
+      "torch_tensor_borrow_from_pyobject: the calling thread has no attached "
+      "thread state (it must hold the GIL)");
+  // The real type, not isinstance(), which an object passes by claiming a
+  // __class__ it does not have: only a THPVariable's layout holds a tensor,
+  // and the reference below points into it.
   const bool is_tensor = THPVariableClass != nullptr &&
       PyObject_TypeCheck(
           obj, reinterpret_cast<PyTypeObject*>(THPVariableClass));
-  // END prototype is_tensor_pyobject
   TORCH_CHECK(
       is_tensor,
       "torch_tensor_borrow_from_pyobject: expected torch.Tensor, got ",

@@ -1,16 +1,19 @@
-"""The borrow's attached-thread-state test is correct where the cheaper-looking ones are not.
+"""The one attached-thread-state test is correct where the cheaper-looking ones are not.
 
-The borrow (``shim_ext/borrow.cpp``, the borrow patch) asks whether the calling thread has an
-attached thread state: on CPython 3.12+ by reading the thread's own state pointer
-(``PyThreadState_GetUnchecked()``; ``_PyThreadState_UncheckedGet()`` on 3.12), which is
-thread-local and NULL while detached; before 3.12 with ``PyGILState_Check()``, because
-that same read names the GIL holder, whichever thread it is. Checked here on: this thread
-attached; this thread detached (a cffi call releases the GIL); detached while another
-Python thread holds the GIL; a native thread that never had a thread state. Two wrong
-tests are shown failing: "the unchecked read is non-null" on CPython < 3.12 (true on a
-detached thread while another holds the GIL) and "this thread has a thread state" (true
-on any detached Python thread). The evaluation lives in ``bench/native/internal_fixes.cpp``
-(``thread_checks_here``, the borrow's ``#if`` copied); the real borrow is checked too.
+The borrow (``shim_ext/borrow.cpp``), consumer.h and the patches ask whether the calling
+thread has an attached thread state with one helper, ``torch_borrow/thread_state.h``: on
+CPython 3.12+ the thread's own state pointer (``PyThreadState_GetUnchecked()``),
+thread-local and NULL while detached; before 3.12 that same read (the GIL holder's,
+whichever thread it is) compared with this thread's own state
+(``PyGILState_GetThisThreadState()``). Checked here on: this thread attached; this thread
+detached (a cffi call releases the GIL); detached while another Python thread holds the
+GIL; a native thread that never had a thread state. Two wrong tests are shown failing:
+"the unchecked read is non-null" on CPython < 3.12 (true on a detached thread while
+another holds the GIL) and "this thread has a thread state" (true on any detached Python
+thread). ``PyGILState_Check()`` is right here, in a process without a subinterpreter;
+``tests/test_subinterpreter.py`` shows it answering yes on every thread once one exists.
+The evaluation lives in ``bench/native/internal_fixes.cpp`` (``thread_checks_here``); the
+real borrow is checked too.
 """
 
 from __future__ import annotations

@@ -131,6 +131,7 @@
 #include <string.h>
 
 #include <torch_borrow/abi.h>
+#include <torch_borrow/thread_state.h>
 
 #define TORCH_BORROW_MAX_DIMS 64
 #define TORCH_BORROW_MESSAGE_SIZE 512
@@ -665,25 +666,11 @@ static inline int torch_borrow__fill(const torch_borrow__api* a, AtenTensorHandl
   return TORCH_BORROW_OK;
 }
 
-/* Whether the calling thread has an attached thread state (holds the GIL; on
-   free-threaded CPython, is attached). 3.12+: the thread-local current thread state,
-   which is non-NULL exactly then; 3.11 keeps the current state in one global (the GIL
-   holder's), so only PyGILState_Check can compare it with this thread's. */
-static inline int torch_borrow__attached(void) {
-#if PY_VERSION_HEX >= 0x030D0000
-  return PyThreadState_GetUnchecked() != NULL;
-#elif PY_VERSION_HEX >= 0x030C0000
-  return _PyThreadState_UncheckedGet() != NULL;
-#else
-  return PyGILState_Check();
-#endif
-}
-
 static inline int torch_borrow_read(PyObject* obj, torch_borrow_meta* m) {
   const torch_borrow__api* a;
   AtenTensorHandle h = NULL;
   int rc;
-  if (!torch_borrow__attached()) /* nothing else is touched without it */
+  if (!torch_borrow_thread_is_attached()) /* nothing else is touched without it */
     return torch_borrow__fail(m, TORCH_BORROW_NO_GIL, "the calling thread holds no GIL");
   a = __atomic_load_n(&torch_borrow__state, __ATOMIC_ACQUIRE);
   if (!a) { /* the first read: resolve (torch_borrow_init) */
