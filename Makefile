@@ -176,13 +176,15 @@ $(addprefix test-,$(sort $(TORCH_VERSIONS) $(TEST_TORCH))): test-%: $(VENVS)/tor
 	$(call py,$*) -m pytest $(PYTEST_ARGS)
 
 # The patches' base takes headers from the torch 2.15.0 wheel, so this always runs there.
-patch-check: $(VENVS)/torch-2.15.0/.patch  ## apply the patches to PyTorch's base, compile, nm, build + run their test, upstream's linters
+# Its output also goes to PATCH_CHECK_LOG, committed, so a reader sees what ran.
+PATCH_CHECK_LOG ?= proposal/patch-check.log
+patch-check: $(VENVS)/torch-2.15.0/.patch  ## apply the patches to PyTorch's base, compile, nm, build + run their tests, upstream's linters (log: proposal/patch-check.log)
 	set -o pipefail; PIP_CONSTRAINT=$(CURDIR)/$(call env,2.15.0)/constraints.txt \
 	  flock $(call env,2.15.0)/.lock $(call env,2.15.0)/bin/pip install -q \
 	  --disable-pip-version-check clang-tidy==17.0.1 $(PIP_QUIET)
 	@dpkg -s libgtest-dev >/dev/null 2>&1 || { apt-get update -qq && \
 	  apt-get install -y -qq libgtest-dev=1.12.1-0.2 >/dev/null; }
-	$(call py,2.15.0) proposal/patch_check.py
+	set -o pipefail; $(call py,2.15.0) proposal/patch_check.py 2>&1 | tee $(PATCH_CHECK_LOG)
 
 info: $(VENVS)/torch-$(TORCH)/.built  ## what `python -m bridge info` says on TORCH
 	$(call py,$(TORCH)) -m bridge info

@@ -252,7 +252,7 @@ def by_function(split: dict) -> dict:
 PARTS = {
     "fill": "the metadata fill / getters (aoti_torch_get_*, toDLPackNonOwning, the batched fill)",
     "type": "the type check and the metadata-policy check (torch_borrow_custom_metadata)",
-    "thread": "the attached-thread check (PyGILState_Check, or from CPython 3.12 the unchecked thread-state read)",
+    "thread": "the attached-thread check (the unchecked thread-state read; before CPython 3.12 also this thread's own state, PyGILState_GetThisThreadState; PyGILState_Check where torch's own functions ask it)",
     "alloc": "allocation and free (malloc, free, new, delete)",
     "atomics": "refcount atomics out of line (intrusive_ptr release)",
     "pyobject": "PyObject incref/decref (TensorImpl -> interpreter), without the GIL acquisitions",
@@ -273,7 +273,9 @@ OUTER_RULES = (
 INNER_RULES = (
     ("alloc", re.compile(r"^(malloc|free|_int_free|_int_malloc|cfree|tcache\w*|__libc_\w+|"
                          r"operator new|operator delete)")),
-    ("thread", re.compile(r"^(PyGILState_Check|_?PyThreadState_(UncheckedGet|GetUnchecked))")),
+    ("thread", re.compile(r"^(PyGILState_(Check|GetThisThreadState)|"
+                          r"_?PyThreadState_(UncheckedGet|GetUnchecked)|"
+                          r"torch_borrow_thread_is_attached|THPUtils_hasAttachedThreadState)")),
     ("type", re.compile(r"PyType_IsSubtype|THPVariable_Check|_bridge__gate$|"
                         r"torch_borrow_custom_metadata|TensorImplPolicies")),
     ("atomics", re.compile(r"intrusive_ptr<.*>::(reset_not_null_|retain_|reset_)")),
@@ -339,16 +341,17 @@ def routes_section(plan: dict, dumps: dict) -> list[str]:
              "Every route a native consumer has from a Python tensor to its metadata (data "
              "pointer, ndim, sizes, strides, dtype, device type and index), as C loops "
              "(`bench/routes.py`): torch's own functions (status *today*), the same with an "
-             "internal fix (`bench/internal_fixes.cpp`: the interpreter fix installed for the "
+             "internal fix (`bench/native/internal_fixes.cpp`: the interpreter fix installed for the "
              "loop, or the DLPack prototype), and the proposed functions (*new ABI*). "
              "*(part)* rows are pieces of a route. The interpreter fix rows run "
              "the patch's own `incref` / `decref`, cut out of the patched "
-             "`torch/csrc/PyInterpreter.cpp` at build time (`bench/patched_interpreter.py`) "
-             "and compiled against torch 2.15's headers with a working stand-in for main's "
-             "`torch::detail::SafeGilScopedAcquire` (`bench/safe_gil_stand_in.h`): the "
-             "patch's code on torch 2.15 with a stand-in guard, not a build of PyTorch's "
-             "main branch. The rows marked *emulation* run the earlier hand-written copy of "
-             "the same test (its slow path torch 2.15's own methods).", "",
+             "`torch/csrc/PyInterpreter.cpp` at build time (`bench/native/patched_interpreter.py`) "
+             "with the header the patch adds, and compiled against torch 2.15's headers and "
+             "main's `torch::detail::SafeGilScopedAcquire` (`bench/native/safe_gil.h`: the "
+             "class as `torch/csrc/Exceptions.h` defines it at pytorch/pytorch 02d90f32): the "
+             "patch's code on torch 2.15, not a build of PyTorch's main branch. The rows "
+             "marked *emulation* run the earlier hand-written copy of the same test (its slow "
+             "path torch 2.15's own methods).", "",
              "| route | status | instructions per call | ratio to pointer trick + getters | "
              "ratio to borrow + batched | repeat check |",
              "|---|---|---:|---:|---:|---:|"]

@@ -17,9 +17,14 @@ The code the patches add comes from the prototype, so the two cannot differ:
 0001, outside the stable ABI: ``torch/csrc/PyInterpreter.cpp``'s
 ``ConcretePyInterpreterVTable::incref`` / ``decref`` skip the GIL acquisition when
 the calling thread has an attached thread state and Python is not finalizing;
-every other thread takes the existing path. The inserted lines are
-``patch_src/snippets/PyInterpreter-{attached,decref,incref}.cpp.txt``, placed
-right after each method's ``Py_IsInitialized()`` check.
+every other thread takes the existing path. The test is a new header,
+``torch/csrc/utils/attached_thread_state.h`` (``THPUtils_hasAttachedThreadState``):
+the function between the ``attached_thread_state`` markers of shim_ext's
+``torch_borrow/thread_state.h``, in C++ spellings (``ATTACHED_SPELLINGS``), so the
+prototype, consumer.h and the patches test a thread one way. The inserted lines are
+``patch_src/snippets/PyInterpreter-{decref,incref}.cpp.txt``, placed right after
+each method's ``Py_IsInitialized()`` check, and the header's include. The test
+cases are ``test/test_pyinterpreter_threads.py`` (a new file).
 
 0002 ``torch_is_conj`` / ``torch_is_neg``: the ``shim.h 0002`` and
 ``shim_common.cpp 0002`` blocks of shim_ext (after ``torch_has_storage``), the
@@ -43,9 +48,10 @@ Conjugate / Negative fallback touches the tensor first), its test, and the docs.
   end of the interface, and its erroring no-op;
 - ``torch/csrc/PyObjectConversionPythonImpl.cpp``: the body of the prototype's
   ``tensor_borrow_from_pyobject`` (``shim_ext/borrow.cpp``) as a method, with the
-  prototype's spellings replaced by main's (``PROTOTYPE_SPELLINGS``): its own
-  thread-state and real-type check by a call of the class's
-  ``is_tensor_pyobject`` (2.15), its ``has_custom_metadata`` stand-in by the
+  prototype's spellings replaced by main's (``PROTOTYPE_SPELLINGS``): the
+  attached-thread test by 0001's ``THPUtils_hasAttachedThreadState`` (not the
+  class's ``is_tensor_pyobject``, whose ``PyGILState_Check()`` answers yes on every
+  thread once a subinterpreter exists), its ``has_custom_metadata`` stand-in by the
   accessor above;
 - ``torch/csrc/shim_common.cpp``: the ``shim_common.cpp 0001`` block of
   ``shim_ext/entry.cpp``, calling through the vtable, at the end of the Python
@@ -109,16 +115,21 @@ VTABLE_CALL = "torch::detail::getPyObjectConversionImpl()"
 # in which the borrow was 0001 and conj/neg 0002.
 BORROW_MARK, CONJ_NEG_MARK = "0001", "0002"
 TENSOR_IMPL_H = "c10/core/TensorImpl.h"
-# The prototype's own check of what 2.15's is_tensor_pyobject checks (it builds
-# against torch 2.13 and 2.14 too), between these lines of the body; the patch
-# calls the class's is_tensor_pyobject instead.
-PROTOTYPE_IS_TENSOR_BEGIN = "  // BEGIN prototype is_tensor_pyobject\n"
-PROTOTYPE_IS_TENSOR_END = "  // END prototype is_tensor_pyobject\n"
-MAIN_IS_TENSOR = "  const bool is_tensor = is_tensor_pyobject(obj);\n"
-# Prototype spelling -> main's, in the PythonImpl body (outside that region).
+# Prototype spelling -> main's, in the PythonImpl body.
 PROTOTYPE_SPELLINGS = {
     "torch_borrow::detail::has_custom_metadata(*tensor.unsafeGetTensorImpl())":
         "tensor.unsafeGetTensorImpl()->has_custom_metadata()",
+    "torch_borrow_thread_is_attached()": "THPUtils_hasAttachedThreadState()",
+}
+# The one attached-thread test: shim_ext's C header holds it (C99 and C++); the
+# patch's C++ header takes the same lines with these C++ spellings.
+THREAD_STATE_H = ROOT / "shim_ext" / "include" / "torch_borrow" / "thread_state.h"
+ATTACHED_H = "torch/csrc/utils/attached_thread_state.h"
+ATTACHED_SPELLINGS = {
+    "static inline int torch_borrow_thread_is_attached(void) {":
+        "inline bool THPUtils_hasAttachedThreadState() {",
+    "    return 0;\n": "    return false;\n",
+    "  return tstate ? 1 : 0;\n": "  return tstate != nullptr;\n",
 }
 
 
@@ -151,16 +162,25 @@ def prototype_impl_body() -> str:
 
 def python_impl_body() -> str:
     """The method body the patch adds: the prototype's, in main's spellings."""
-    body = prototype_impl_body()
-    start, end = body.find(PROTOTYPE_IS_TENSOR_BEGIN), body.find(PROTOTYPE_IS_TENSOR_END)
-    if start < 0 or end < start:
-        raise SystemExit("shim_ext/borrow.cpp: no prototype is_tensor_pyobject region")
-    body = body[:start] + MAIN_IS_TENSOR + body[end + len(PROTOTYPE_IS_TENSOR_END):]
-    for prototype, main in PROTOTYPE_SPELLINGS.items():
-        if body.count(prototype) != 1:
-            raise SystemExit(f"shim_ext/borrow.cpp: {prototype!r} occurs {body.count(prototype)} times")
-        body = body.replace(prototype, main)
-    return body
+    return respell(prototype_impl_body(), PROTOTYPE_SPELLINGS, BORROW_CPP)
+
+
+def respell(text: str, spellings: dict[str, str], source: pathlib.Path) -> str:
+    """``text`` with each key of ``spellings`` (which must occur exactly once) replaced."""
+    for old, new in spellings.items():
+        if text.count(old) != 1:
+            raise SystemExit(f"{source.relative_to(ROOT)}: {old!r} occurs {text.count(old)} times")
+        text = text.replace(old, new)
+    return text
+
+
+def attached_header() -> str:
+    """The header 0001 adds: shim_ext's attached-thread test in C++ spellings."""
+    function = between(THREAD_STATE_H.read_text(), "/* BEGIN attached_thread_state */",
+                       "/* END attached_thread_state */")
+    return ("#pragma once\n\n#include <torch/csrc/python_headers.h>\n"
+            "#include <torch/csrc/utils/pythoncapi_compat.h>\n\n"
+            + respell(function.strip("\n") + "\n", ATTACHED_SPELLINGS, THREAD_STATE_H))
 
 
 def shim_common_block(patch: str) -> str:
@@ -233,6 +253,11 @@ class Tree:
         path = self.root / rel
         path.write_text(path.read_text() + text)
 
+    def write(self, rel: str, text: str) -> None:
+        """Write a new file ``rel`` with ``text``."""
+        (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (self.root / rel).write_text(text)
+
     def add(self, rel: str) -> None:
         """Add a new file from proposal/patch_src."""
         (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -284,15 +309,19 @@ INTEROP = "test/cpp_extensions/libtorch_agn_2_16_extension/csrc/pyobject_interop
 
 
 def apply_interpreter_fix(tree: Tree) -> None:
-    """The PyInterpreter incref/decref fast path for a thread with an attached thread state."""
+    """The PyInterpreter incref/decref fast path for a thread with an attached thread state,
+    its header and its test."""
     rel = "torch/csrc/PyInterpreter.cpp"
-    tree.edit(rel, "struct ConcretePyInterpreterVTable final\n",
-              (SNIPPETS / "PyInterpreter-attached.cpp.txt").read_text(), before=True, fmt=True)
+    tree.write(ATTACHED_H, attached_header())
+    tree.edit(rel, "#include <torch/csrc/THP.h>\n",
+              f"#include <{ATTACHED_H}>\n")
     tree.edit(rel, "  // PyObjects stored in them.\n  if (!Py_IsInitialized())\n    return;\n",
               (SNIPPETS / "PyInterpreter-decref.cpp.txt").read_text(), fmt=True)
     tree.edit(rel, "void ConcretePyInterpreterVTable::incref(PyObject* pyobj) const {\n"
               "  if (!Py_IsInitialized())\n    return;\n",
               (SNIPPETS / "PyInterpreter-incref.cpp.txt").read_text(), fmt=True)
+    for new_file in NEW_INTERPRETER_FIX:
+        tree.add(new_file)
 
 
 def apply_conj_neg(tree: Tree) -> None:
@@ -329,6 +358,8 @@ def apply_borrow(tree: Tree) -> None:
               (SNIPPETS / "PyObjectConversion.h.txt").read_text())
     tree.edit("torch/csrc/PyObjectConversion.cpp", "};\n\nconst NoopPyObjectConversion noop_impl;",
               (SNIPPETS / "PyObjectConversion.cpp.txt").read_text(), before=True)
+    tree.edit("torch/csrc/PyObjectConversionPythonImpl.cpp",
+              "#include <torch/csrc/python_headers.h>\n", f"#include <{ATTACHED_H}>\n")
     body = "".join("  " + l if l.strip() else l for l in python_impl_body().splitlines(keepends=True))
     method = ("\n  const at::Tensor& tensor_borrow_from_pyobject(PyObject* obj) const override {\n"
               + body + "  }\n")
@@ -365,6 +396,9 @@ FIRST_CUT = {"0001": "0003", "0002": "0002", "0003": "0001"}
 # pyobject_interop_module.cpp is the precedent for an importable _interop module;
 # no stored test_libtorch_agnostic.py has a class for the 2.14 to 2.16
 # extensions, so the tests are sibling files: BASE.toml's [[read]] rows).
+NEW_INTERPRETER_FIX = [
+    "test/test_pyinterpreter_threads.py",
+]
 NEW_CONJ_NEG = [
     INTEROP,
     "test/cpp_extensions/test_libtorch_agnostic_conj_neg.py",

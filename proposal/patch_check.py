@@ -27,9 +27,11 @@ Steps, each printed as it runs; the first failure ends the run with exit status 
    ``version.txt``); a missing internal header is reported by name;
    0001's ``PyInterpreter.cpp`` likewise, where the only errors accepted are the
    uses of ``torch::detail::SafeGilScopedAcquire``, which the stored copy takes
-   and v2.15.0's headers lack (matched line by line); it is then compiled with a
-   declaration-only stand-in for that class, and its ``incref`` / ``decref``
-   must call ``PyGILState_Check`` before any GIL acquisition (``objdump -dr``);
+   and v2.15.0's headers lack (matched line by line); it is then compiled with that
+   class as ``torch/csrc/Exceptions.h`` defines it at 02d90f32 (BASE.toml's
+   ``[[excerpt]]``, verbatim), and its ``incref`` / ``decref`` must read the thread
+   state (before CPython 3.12, this thread's own too) and test ``Py_IsFinalizing``
+   before any GIL acquisition, and never call ``PyGILState_Check`` (``objdump -dr``);
 4. ``nm`` the objects: the new functions (0002, 0003) must be defined with C linkage
    (``T torch_tensor_borrow_from_pyobject``), never mangled, and the prototype's
    withdrawn batched read (``torch_tensor_get_metadata``) must be absent;
@@ -45,8 +47,14 @@ Steps, each printed as it runs; the first failure ends the run with exit status 
    ``LD_DEBUG=bindings``, and require that the modules bound the new functions to
    the test library only and that the prototype (shim_ext) was never loaded.
    The stored ``PyObjectConversionPythonImpl.cpp`` predates 2.15's
-   ``is_tensor_pyobject``, which the borrow calls; for the test library only, a
-   stand-in written after v2.15.0's compiled method is supplied (printed as such);
+   ``is_tensor_pyobject``, a pure virtual method of the 2.15 interface, so the
+   class does not compile as stored; for the test library only, a stand-in
+   written after v2.15.0's compiled method is supplied (printed as such). Then
+   0001's own test (``test/test_pyinterpreter_threads.py``) against the torch
+   2.15 wheel, three times: with torch's own methods, with the patch's code
+   installed into the interpreter's vtable (``bench/native/internal_fixes.py``)
+   and with a negative control that must fail it; and 0002 applied alone on the
+   base, compiled, linked and its own test run;
 6. run upstream's ``stable_shim_version_linter.py`` and
    ``stable_shim_usage_linter.py`` on the patched files: no lint message, and
    the usage linter leaves ``shim_function_versions.txt`` as the patch has it;
@@ -331,10 +339,12 @@ def compile_one(source: pathlib.Path, obj: pathlib.Path, flags: list[str]) -> bo
 
 
 # What the test library (step 5) needs and the stored PyObjectConversionPythonImpl.cpp
-# lacks: main's is_tensor_pyobject (2.15), which the borrow calls. No stored copy of
-# the file has it, so this script supplies a stand-in, in neither the patch nor the
-# base, written after v2.15.0's compiled method (libtorch_python.so disassembled:
-# PyGILState_Check, then the null check, then THPVariableClass and PyType_IsSubtype).
+# lacks: main's is_tensor_pyobject (2.15), a pure virtual method of v2.15.0's
+# interface, without which the class is abstract (no patch calls it: the borrow makes
+# its own attached-thread and type checks). No stored copy of the file has it, so this
+# script supplies a stand-in, in neither the patch nor the base, written after
+# v2.15.0's compiled method (libtorch_python.so disassembled: PyGILState_Check, then
+# the null check, then THPVariableClass and PyType_IsSubtype).
 PYTHON_IMPL_ANCHOR = "};\n\n// Registered once when libtorch_python is loaded"
 SUPPLIED_IS_TENSOR_PYOBJECT = """
   // Supplied by proposal/patch_check.py (not in the patch, not in the stored
@@ -364,36 +374,40 @@ def compile_python_impl_supplied(source: pathlib.Path, obj: pathlib.Path,
         raise CheckFailed(f"{source.name} with the supplied is_tensor_pyobject does not "
                           f"compile:\n{done.stderr[-6000:]}")
     print(f"compiled {source.name} for the test library with one method supplied: "
-          "is_tensor_pyobject, which the borrow calls and the stored copy (149ccf4d) "
-          "predates: a stand-in written after v2.15.0's compiled method (GIL check, null "
-          "check, real type); everything else as patched")
+          "is_tensor_pyobject, which v2.15.0's interface declares pure virtual and the stored "
+          "copy (149ccf4d) predates (no patch calls it): a stand-in written after v2.15.0's "
+          "compiled method (GIL check, null check, real type); everything else as patched")
 
 
-# The stored PyInterpreter.cpp (02d90f32) takes torch::detail::SafeGilScopedAcquire
-# (pytorch/pytorch#189128: a GIL guard with an explicit bool conversion that refuses
-# while Python is finalizing), which v2.15.0's headers do not declare: each use is one
-# error on the declaration and one on the `if (!gil)` after it. Those are the base's
-# gap, not the patch's; any other error fails the check.
+# The stored PyInterpreter.cpp (02d90f32) takes torch::detail::SafeGilScopedAcquire,
+# which torch/csrc/Exceptions.h defines at that commit and v2.15.0's headers lack: each
+# use is one error on the declaration and one on the `if (!gil)` after it. Those are
+# the base's gap, not the patch's; any other error fails the check. The file is then
+# compiled with the class as 02d90f32 defines it (BASE.toml's [[excerpt]], verbatim),
+# put into torch::detail ahead of the file.
 SAFE_GIL_USE = "torch::detail::SafeGilScopedAcquire gil;"
 SAFE_GIL_ERRORS = ("'SafeGilScopedAcquire' is not a member of 'torch::detail'",
                    "'gil' was not declared in this scope")
-SAFE_GIL_STAND_IN = """\
-#pragma once
-// Written by proposal/patch_check.py: a declaration-only stand-in for
-// torch::detail::SafeGilScopedAcquire (pytorch/pytorch#189128), which the
-// stored torch/csrc/PyInterpreter.cpp uses and v2.15.0's headers lack. Never
-// defined: the object is compiled and disassembled, not linked.
-namespace torch::detail {
-class SafeGilScopedAcquire {
- public:
-  SafeGilScopedAcquire();
-  ~SafeGilScopedAcquire();
-  SafeGilScopedAcquire(const SafeGilScopedAcquire&) = delete;
-  SafeGilScopedAcquire& operator=(const SafeGilScopedAcquire&) = delete;
-  explicit operator bool() const;
-};
-} // namespace torch::detail
-"""
+EXCERPT = "SafeGilScopedAcquire"
+
+
+def safe_gil_header(work: pathlib.Path) -> pathlib.Path:
+    """``work/safe_gil_main.h``: main's SafeGilScopedAcquire (the excerpt, checked against
+    BASE.toml's SHA-256) inside ``torch::detail``, after the headers it needs."""
+    (row,) = [r for r in upstream_base.load_manifest().get("excerpt", []) if r["name"] == EXCERPT]
+    data = (HERE / "upstream" / row["file"]).read_bytes()
+    if hashlib.sha256(data).hexdigest() != row["sha256"]:
+        raise CheckFailed(f"upstream/{row['file']}: sha256 differs from BASE.toml's")
+    header = work / "safe_gil_main.h"
+    header.write_text(
+        "#pragma once\n"
+        f"// Written by proposal/patch_check.py: torch::detail::SafeGilScopedAcquire as\n"
+        f"// {row['path']} at pytorch/pytorch {row['commit']} defines it (verbatim\n"
+        f"// below, from proposal/upstream/{row['file']}).\n"
+        "#include <optional>\n#include <c10/util/Logging.h>\n#include <pybind11/pybind11.h>\n"
+        "#include <torch/csrc/python_headers.h>\n#include <torch/csrc/utils/pythoncapi_compat.h>\n"
+        "namespace torch::detail {\n" + data.decode() + "} // namespace torch::detail\n")
+    return header
 
 
 def compile_errors(stderr: str) -> list[tuple[str, int, str]]:
@@ -422,27 +436,45 @@ def calls_in(objdump: str, function: str) -> list[str]:
             for target in re.findall(r"\sR_\w+\s+(\S.*)$", body.group(1), flags=re.M)]
 
 
+# What the attached-thread test (THPUtils_hasAttachedThreadState, inlined) calls: the
+# unchecked thread-state read (pythoncapi_compat.h names _PyThreadState_UncheckedGet
+# PyThreadState_GetUnchecked before 3.13).
+THREAD_STATE_READ = ("PyThreadState_GetUnchecked", "_PyThreadState_UncheckedGet")
+
+
 def check_fast_path(obj: pathlib.Path) -> None:
-    """incref / decref call PyGILState_Check before any GIL acquisition."""
+    """incref / decref read the thread state (and, before CPython 3.12, this thread's own
+    state) and test Py_IsFinalizing before any GIL acquisition, and never call
+    PyGILState_Check."""
     listing = run(["objdump", "-dr", "-C", "--no-show-raw-insn", str(obj)]).stdout
     for name in ("incref", "decref"):
         calls = calls_in(listing, f"ConcretePyInterpreterVTable::{name}(_object*) const")
         acquire = next((i for i, c in enumerate(calls)
                         if "SafeGilScopedAcquire::SafeGilScopedAcquire" in c
-                        or "gil_scoped_acquire::gil_scoped_acquire" in c or c == "PyGILState_Ensure"),
-                       None)
-        check = calls.index("PyGILState_Check") if "PyGILState_Check" in calls else None
+                        or "gil_scoped_acquire" in c or c in ("PyGILState_Ensure",
+                                                              "PyEval_AcquireThread",
+                                                              "PyEval_RestoreThread")),
+                        None)
+        read = next((i for i, c in enumerate(calls) if c in THREAD_STATE_READ), None)
+        own = next((i for i, c in enumerate(calls) if c == "PyGILState_GetThisThreadState"), None)
         finalizing = next((i for i, c in enumerate(calls) if c.endswith("Py_IsFinalizing")), None)
-        if acquire is None or check is None or finalizing is None or not check < finalizing < acquire:
-            raise CheckFailed(f"PyInterpreter.o: {name} does not test PyGILState_Check and "
-                              f"Py_IsFinalizing before acquiring the GIL; it calls {calls}")
-        shown = list(dict.fromkeys(c.split("(")[0] for c in calls[:acquire + 1]))
-        print(f"objdump PyInterpreter.o (0001): {name} calls {', '.join(shown)}, in that order "
-              "(the fast path's tests before the acquisition)")
+        # Address order: the thread-state reads come before the acquisition. The
+        # Py_IsFinalizing call may be laid out after it (gcc puts the fast path's
+        # return out of line); it must be there, and PyGILState_Check must not.
+        exact = own is not None and read < own if sys.version_info < (3, 12) else True
+        if (acquire is None or read is None or finalizing is None or not exact
+                or not read < acquire or "PyGILState_Check" in calls):
+            raise CheckFailed(f"PyInterpreter.o: {name} does not read the thread state "
+                              "(and, before 3.12, this thread's own) before acquiring the GIL "
+                              f"and test Py_IsFinalizing, or calls PyGILState_Check: {calls}")
+        shown = list(dict.fromkeys(c.split("(")[0] for c in calls))
+        print(f"objdump PyInterpreter.o (0001): {name} calls {', '.join(shown)}, in address "
+              "order (the thread-state reads before the acquisition; no PyGILState_Check)")
 
 
 def compile_py_interpreter(tree: pathlib.Path, work: pathlib.Path, flags: list[str]) -> None:
-    """Patch 0001's PyInterpreter.cpp: compiled up to the base's known gap, then with a stand-in."""
+    """Patch 0001's PyInterpreter.cpp: compiled up to the base's known gap, then with main's
+    SafeGilScopedAcquire."""
     source, obj = tree / PY_INTERPRETER, work / "PyInterpreter.o"
     commit = next(row["commit"] for row in upstream_base.load_manifest()["file"]
                   if row["path"] == PY_INTERPRETER)[:8]
@@ -457,17 +489,16 @@ def compile_py_interpreter(tree: pathlib.Path, work: pathlib.Path, flags: list[s
         print(f"compiled {source.name} (0001) up to the base's one gap, not the patch's: its "
               f"{2 * len(uses)} errors are the {len(uses)} uses of "
               f"torch::detail::SafeGilScopedAcquire (lines {', '.join(map(str, uses))}), which "
-              f"the stored copy ({commit}) takes from pytorch/pytorch#189128 and v2.15.0's "
-              "headers do not declare")
-        stand_in = work / "safe_gil_stand_in.h"
-        stand_in.write_text(SAFE_GIL_STAND_IN)
-        done = run(["g++", *flags, "-include", str(stand_in), "-c", str(source), "-o", str(obj)],
+              f"the stored copy ({commit}) takes from main's torch/csrc/Exceptions.h and "
+              "v2.15.0's headers do not declare")
+        header = safe_gil_header(work)
+        done = run(["g++", *flags, "-include", str(header), "-c", str(source), "-o", str(obj)],
                    check=False)
         if done.returncode != 0:
-            raise CheckFailed(f"{source.name} (0001) does not compile with a declaration of "
+            raise CheckFailed(f"{source.name} (0001) does not compile with main's "
                               f"SafeGilScopedAcquire:\n{done.stderr[-6000:]}")
-        print(f"compiled {source.name} (0001) with a declaration-only stand-in for "
-              "SafeGilScopedAcquire (#189128's interface: explicit operator bool): no error")
+        print(f"compiled {source.name} (0001) with main's SafeGilScopedAcquire (Exceptions.h "
+              "at 02d90f32, verbatim): no error")
     check_fast_path(obj)
 
 
@@ -543,7 +574,8 @@ from . import _interop  # noqa: E402
 """
 
 
-def link_library(objects: list[pathlib.Path], out: pathlib.Path, libs: list[str]) -> None:
+def link_library(objects: list[pathlib.Path], out: pathlib.Path, libs: list[str],
+                 symbols=NEW_SYMBOLS) -> None:
     import torch.utils.cpp_extension as cpp_extension
 
     paths = cpp_extension.library_paths()
@@ -557,7 +589,7 @@ def link_library(objects: list[pathlib.Path], out: pathlib.Path, libs: list[str]
     if "SYMBOLIC" not in dynamic:
         raise CheckFailed(f"{out.name} is not linked -Bsymbolic")
     exported = run(["nm", "-D", "--defined-only", str(out)]).stdout
-    missing = [n for n in NEW_SYMBOLS if f" T {n}\n" not in exported]
+    missing = [n for n in symbols if f" T {n}\n" not in exported]
     if missing:
         raise CheckFailed(f"{out.name} does not export {missing}")
 
@@ -648,7 +680,7 @@ def build_test_modules(tree: pathlib.Path, work: pathlib.Path, libdir: pathlib.P
 BINDING = re.compile(r"binding file (\S+) \[\d+\] to (\S+) \[\d+\]: normal symbol `([^']+)'")
 
 
-def check_bindings(ld_debug: list[pathlib.Path], site: pathlib.Path) -> None:
+def check_bindings(ld_debug: list[pathlib.Path], site: pathlib.Path, symbols=NEW_SYMBOLS) -> None:
     """The test modules' calls of the new functions went to the test library, and the
     prototype (shim_ext) was never loaded."""
     bound: dict[str, set[str]] = {}
@@ -661,7 +693,7 @@ def check_bindings(ld_debug: list[pathlib.Path], site: pathlib.Path) -> None:
                 bound.setdefault(symbol, set()).add(pathlib.Path(target).name)
     if prototype:
         raise CheckFailed(f"the prototype was loaded during the patch's tests: {prototype[0]}")
-    for name in NEW_SYMBOLS:
+    for name in symbols:
         if bound.get(name) != {TEST_LIBRARY}:
             raise CheckFailed(f"{name}: the test modules bound it to {bound.get(name)}, "
                               f"not only to {TEST_LIBRARY}")
@@ -670,21 +702,95 @@ def check_bindings(ld_debug: list[pathlib.Path], site: pathlib.Path) -> None:
           "and nowhere else; shim_ext (the prototype) was never loaded")
 
 
-def run_patch_tests(tree: pathlib.Path, site: pathlib.Path, work: pathlib.Path) -> None:
+def run_patch_tests(tree: pathlib.Path, site: pathlib.Path, work: pathlib.Path,
+                    tests=PATCH_TESTS, symbols=NEW_SYMBOLS) -> None:
     """The patch's Python tests against the test modules, under LD_DEBUG=bindings."""
     logs = work / "ld-debug"
     logs.mkdir()
     env = {**os.environ, "PYTHONPATH": str(site), "LD_DEBUG": "bindings",
            "LD_DEBUG_OUTPUT": str(logs / "ld")}
     done = run([sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                *[str(tree / t) for t in PATCH_TESTS]], cwd=tree, env=env, check=False)
+                *[str(tree / t) for t in tests]], cwd=tree, env=env, check=False)
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-2000:]
-    print(f"executed-patch test ({', '.join(pathlib.Path(t).name for t in PATCH_TESTS)}, "
+    print(f"executed-patch test ({', '.join(pathlib.Path(t).name for t in tests)}, "
           f"against lib/{TEST_LIBRARY}): {summary}")
     if done.returncode != 0:
         raise CheckFailed(f"the patch's Python tests failed:\n{done.stdout[-6000:]}"
                           f"{done.stderr[-2000:]}")
-    check_bindings(sorted(logs.glob("ld.*")), site)
+    check_bindings(sorted(logs.glob("ld.*")), site, symbols)
+
+
+# 0002 built and tested on its own: the tree of the base plus 0002 alone (step 1b's),
+# its touched translation units compiled and linked into a test library, its _interop
+# module built against it, and its own test run.
+CONJ_NEG_SYMBOLS = {name: patch for name, patch in NEW_SYMBOLS.items() if patch == "0002"}
+CONJ_NEG_TEST = "test/cpp_extensions/test_libtorch_agnostic_conj_neg.py"
+
+
+def check_conj_neg_alone(work: pathlib.Path) -> None:
+    """Compile, link and test 0002 applied alone on the base."""
+    tree, alone = work / "order-0002-alone", work / "alone-0002"
+    overlay = alone / "overlay"
+    (overlay / "torch/headeronly").mkdir(parents=True)
+    (overlay / "torch/headeronly/version.h").write_text(HEADERONLY_VERSION_2_16)
+    flags = compile_flags(tree, overlay)
+    objects = []
+    for rel in LIBTORCH_SOURCES:
+        obj = alone / (pathlib.Path(rel).stem + ".o")
+        if compile_one(tree / rel, obj, flags):
+            compile_python_impl_supplied(tree / rel, obj, flags)
+        objects.append(obj)
+    libdir = alone / "lib"
+    libdir.mkdir()
+    link_library(objects, libdir / TEST_LIBRARY, ["torch_python", "torch", "torch_cpu", "c10"],
+                 CONJ_NEG_SYMBOLS)
+    site = build_test_modules(tree, alone, libdir)
+    run_patch_tests(tree, site, alone, [CONJ_NEG_TEST], CONJ_NEG_SYMBOLS)
+    print("0002 alone on the base: compiled, linked, its _interop module built and its own "
+          "test passed")
+
+
+# 0001's test (test/test_pyinterpreter_threads.py, in PyTorch's form) against the torch
+# 2.15 wheel: run three times in fresh processes, with torch's own incref / decref (2.15:
+# always the GIL), with the patch's own code installed into the interpreter's vtable
+# (bench/native/internal_fixes.py, code "patch": the methods cut out of the patched file,
+# compiled against main's SafeGilScopedAcquire), and with a negative control (the same
+# fast path testing PyGILState_Check(), code "gil-state-check"), which must fail the
+# subinterpreter case: so the test can fail.
+INTERPRETER_TEST = "test/test_pyinterpreter_threads.py"
+INTERPRETER_TEST_SUBINTERPRETER = "test_copies_wait_for_the_gil_once_a_subinterpreter_exists"
+INSTALL_AND_TEST = """\
+import sys, torch, pytest
+code = sys.argv[1]
+if code != "torch":
+    from bench.native import internal_fixes
+    fixes = internal_fixes.InternalFixes(torch)
+    assert fixes._lib.fixes_interpreter_install(fixes.CODES[code]) == 0, code
+    assert fixes.installed_code() == code
+sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", *sys.argv[2:]]))
+"""
+
+
+def run_interpreter_fix_test(tree: pathlib.Path, work: pathlib.Path) -> None:
+    """0001's own test with torch's methods, the patch's code and the negative control."""
+    env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(work / "torch_extensions")}
+    test = str(tree / INTERPRETER_TEST)
+    for code, must_pass in (("torch", True), ("patch", True), ("gil-state-check", False)):
+        done = run([sys.executable, "-P", "-c", INSTALL_AND_TEST, code, test, "-rA"],
+                   cwd=tree, env=env, check=False)
+        lines = done.stdout.strip().splitlines()
+        summary = lines[-1] if lines else done.stderr[-2000:]
+        failed = [l.split("::")[-1] for l in lines if l.startswith("FAILED")]
+        label = {"torch": "torch 2.15's own incref / decref",
+                 "patch": "the patch's incref / decref installed",
+                 "gil-state-check": "negative control (fast path on PyGILState_Check)"}[code]
+        print(f"{pathlib.Path(INTERPRETER_TEST).name} with {label}: {summary}")
+        if must_pass and done.returncode != 0:
+            raise CheckFailed(f"{INTERPRETER_TEST} failed with {label}:\n"
+                              f"{done.stdout[-6000:]}{done.stderr[-2000:]}")
+        if not must_pass and not any(INTERPRETER_TEST_SUBINTERPRETER in f for f in failed):
+            raise CheckFailed(f"{INTERPRETER_TEST} did not fail with {label}, so it cannot "
+                              f"show the hole it tests:\n{done.stdout[-4000:]}")
 
 
 def lint(tree: pathlib.Path, linter: str, files: list[str]) -> None:
@@ -820,7 +926,7 @@ CLANG_TIDY_NOT_REACHED = (
     "are step 3's, against the wheel's headers). PyObjectConversionPythonImpl.cpp is "
     "checked as patched, so the base's one compile error (is_tensor_pyobject) shows as a "
     "clang-diagnostic-error on a base line; PyInterpreter.cpp with step 3's "
-    "SafeGilScopedAcquire stand-in. clang-diagnostic-missing-prototypes needs the "
+    "SafeGilScopedAcquire (main's, from Exceptions.h at 02d90f32). clang-diagnostic-missing-prototypes needs the "
     "warning on: -Wmissing-prototypes is passed. HeaderFilterRegex names repository-"
     "relative paths; the patched tree's torch/csrc/ and c10/core/TensorImpl.h are "
     "passed as the header filter.")
@@ -855,7 +961,7 @@ def lint_clang_tidy(tree: pathlib.Path, work: pathlib.Path) -> int:
     flags = compile_flags(tree, work / "overlay")
     units = [(tree / rel, []) for rel in LIBTORCH_SOURCES]
     units.append((work / TIDY_HEADER_TU, [f"-DTORCH_TARGET_VERSION={TARGET_2_16}"]))
-    units.append((tree / PY_INTERPRETER, ["-include", str(work / "safe_gil_stand_in.h")]))
+    units.append((tree / PY_INTERPRETER, ["-include", str(work / "safe_gil_main.h")]))
     # torch/csrc/** as lintrunner's CLANGTIDY takes it, and 0003's c10/core/TensorImpl.h.
     header_filter = f"^{re.escape(str(tree))}/(torch/csrc/.*|{re.escape(TENSOR_IMPL_H)})"
     total, opened = 0, set()
@@ -905,6 +1011,24 @@ def run_style_linters(tree: pathlib.Path, work: pathlib.Path) -> None:
         raise CheckFailed(f"the style linters report {total} problems")
 
 
+def describe_run() -> str:
+    """Where this run is: the repository's commit, torch, CPython, g++, the date (UTC)."""
+    import datetime
+    import platform
+
+    import torch
+
+    commit = run(["git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"],
+                 check=False).stdout.strip() or "unknown"
+    dirty = run(["git", "-C", str(HERE.parent), "status", "--porcelain", "--", "proposal",
+                 "shim_ext", "bench/native"], check=False).stdout.strip()
+    gxx = run(["g++", "--version"], check=False).stdout.splitlines()[:1]
+    return (f"make patch-check at {commit}{' (with uncommitted changes)' if dirty else ''}, "
+            f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC: torch "
+            f"{torch.__version__} wheel, CPython {platform.python_version()} "
+            f"({platform.machine()}), {gxx[0] if gxx else 'g++ unknown'}; no PyTorch build")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=pathlib.Path, help="scratch directory (default: a temporary one)")
@@ -914,6 +1038,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.work and work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
+    print(describe_run(), flush=True)
     try:
         step("1. apply the patches to the reconstructed base (git am)")
         base, tree = apply_patches(work)
@@ -928,12 +1053,15 @@ def main(argv: list[str] | None = None) -> int:
         objects = compile_libtorch(tree, work)
         step("4. symbols")
         check_symbols(objects)
-        step("5. the patch's own code, executed: a test library of the patched translation "
-             "units, the test modules, the patch's Python tests")
+        step("5. the patches' own code, executed: a test library of the patched translation "
+             "units, the test modules, the patches' Python tests; 0001's test with its code "
+             "installed into torch 2.15; 0002 built and tested alone")
         libdir = build_test_libraries(work, objects)
         run_noop_gtest(tree, work, libdir)
         site = build_test_modules(tree, work, libdir)
         run_patch_tests(tree, site, work)
+        run_interpreter_fix_test(tree, work)
+        check_conj_neg_alone(work)
         step("6. upstream's stable-shim linters")
         run_linters(tree)
         step("7. style lint of what the series adds (clang-format, flake8, ruff, clang-tidy)")

@@ -12,6 +12,7 @@ Skipped only where cffi cannot be installed (free-threaded 3.13, ``NO_CFFI_cp313
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import subprocess
 import sys
@@ -103,25 +104,31 @@ def test_no_nesting(fixes):
 # --- the patch's code: cut out of the patch, not retyped ---------------------------------
 def test_the_built_code_is_the_patched_files(fixes, tmp_path):
     """The module was built from the one patch that changes PyInterpreter.cpp: the
-    generated file holds, line for line, the patched file's incref, decref and the helper
-    they call, each different from the base's where the base has it."""
+    generated file holds, line for line, the patched file's incref and decref, each
+    different from the base's, and beside it the header the patch adds, whole, whose
+    test is shim_ext's torch_borrow/thread_state.h in C++ spellings (make_patch.py)."""
+    spec = importlib.util.spec_from_file_location(
+        "make_patch", patched_interpreter.REPO / "proposal" / "make_patch.py")
+    make_patch = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_patch)
     patch = patched_interpreter.interpreter_patch()
     assert fixes.patch_name == patch.name
     got = patched_interpreter.extract()
     assert [name for name, _, _ in got["pieces"]] == [
-        "attached_thread_state", "ConcretePyInterpreterVTable::decref",
-        "ConcretePyInterpreterVTable::incref"]
+        "ConcretePyInterpreterVTable::decref", "ConcretePyInterpreterVTable::incref"]
     patched = patched_interpreter.patched_text(patch).splitlines()
     base = patched_interpreter.BASE.read_text()
     for name, line, body in got["pieces"]:
         lines = body.splitlines()
         assert patched[line - 1:line - 1 + len(lines)] == lines, name
         assert body not in base, f"{name} is the base's, not the patch's"
-    assert "attached_thread_state() && !Py_IsFinalizing()" in got["pieces"][1][2]
+        assert "THPUtils_hasAttachedThreadState() && !Py_IsFinalizing()" in body, name
+    assert got["added"] == {make_patch.ATTACHED_H: make_patch.attached_header()}
+    assert f"#include <{make_patch.ATTACHED_H}>" in "\n".join(patched)
     built = peers_native.build_dir(torch.__version__.split("+")[0]) / "patched"
     patched_interpreter.write_include(tmp_path)
-    name = patched_interpreter.INCLUDE_NAME
-    assert (built / name).read_text() == (tmp_path / name).read_text()
+    for name in (patched_interpreter.INCLUDE_NAME, make_patch.ATTACHED_H):
+        assert (built / name).read_text() == (tmp_path / name).read_text(), name
 
 
 def test_the_patch_is_found_by_what_it_changes(tmp_path, monkeypatch):
@@ -144,7 +151,7 @@ def test_the_patch_is_found_by_what_it_changes(tmp_path, monkeypatch):
         patched_interpreter.interpreter_patch()
 
 
-# --- the stand-in for main's SafeGilScopedAcquire, on its own ----------------------------
+# --- main's SafeGilScopedAcquire (safe_gil.h), on its own --------------------------------
 @pytest.mark.parametrize("where, expected", [
     # attached: pybind11 nests (a counter), the thread still holds the GIL after
     ("attached", {"true": True, "held_inside": True, "held_after": True, "state_after": True}),
@@ -153,15 +160,30 @@ def test_the_patch_is_found_by_what_it_changes(tmp_path, monkeypatch):
     # a native thread Python never saw: a thread state made and deleted again
     ("foreign", {"true": True, "held_inside": True, "held_after": False, "state_after": False}),
 ])
-def test_stand_in_guard_acquires_on_every_live_thread(fixes, where, expected):
+def test_main_guard_acquires_on_every_live_thread(fixes, where, expected):
     before = fixes.guard_counts()
     assert fixes.guard_probe(where) == expected
     after = fixes.guard_counts()
     assert after["constructed"] - before["constructed"] == 1
     assert after["acquired"] - before["acquired"] == 1
-    assert after["refused_finalizing"] == before["refused_finalizing"]
-# Its refusals (finalizing, finalized) are tested in a child process:
-# test_copies_alive_across_interpreter_finalization.
+
+
+def test_the_guard_is_mains_class_verbatim():
+    """safe_gil.h includes the excerpt of torch/csrc/Exceptions.h at the commit BASE.toml
+    names, whose bytes BASE.toml's [[excerpt]] row checks."""
+    import tomllib
+
+    upstream = patched_interpreter.REPO / "proposal" / "upstream"
+    rows = tomllib.loads((upstream / "BASE.toml").read_text())["excerpt"]
+    (row,) = [r for r in rows if r["name"] == "SafeGilScopedAcquire"]
+    data = (upstream / "excerpts" / "Exceptions.h.SafeGilScopedAcquire").read_bytes()
+    assert hashlib.sha256(data).hexdigest() == row["sha256"]
+    assert row["commit"] == "02d90f320cf11bb96f3ae2165cb9e092f4b6f626"
+    assert b"class SafeGilScopedAcquire {" in data and b"guard_->disarm();" in data
+    header = (patched_interpreter.REPO / "bench" / "native" / "safe_gil.h").read_text()
+    assert '#include "Exceptions.h.SafeGilScopedAcquire"' in header
+# On the finalizing thread it acquires and stays true: the child of
+# test_copies_alive_across_interpreter_finalization probes it there.
 
 
 # --- the patch's code installed: where the fast path is taken ----------------------------
@@ -209,7 +231,6 @@ def test_patch_slow_path_without_an_attached_thread_state(fixes, where):
             assert fixes.copy_here(t, 1000, attach=False) is None
     delta = guard_delta(fixes, g0)
     assert (delta["constructed"], delta["acquired"]) == (2000, 2000), delta
-    assert delta["refused_finalizing"] == delta["refused_exception"] == 0
     assert refcounts(t) == before
 
 
@@ -306,8 +327,10 @@ def test_copies_alive_across_interpreter_finalization(fixes, tmp_path):
     the interpreter finalizes (a __del__ run as __main__ is cleared) and copies released
     after it (an atexit handler) both meet the patch's first test, ``Py_IsInitialized()``,
     and return before the fast path's test: no guard, the reference leaked (the refcount
-    stays), as torch's own methods do. The guard on its own refuses in both states. The
-    child exits cleanly."""
+    stays), as torch's own methods do. Main's guard has no such test of its own: on the
+    finalizing thread it acquires (nested) and disarms, so it is true there; that the
+    callers test ``Py_IsInitialized()`` first is what keeps it from a finalized
+    interpreter. The child exits cleanly."""
     script = tmp_path / "child.py"
     script.write_text(CHILD)
     done = subprocess.run([sys.executable, "-P", str(script)], capture_output=True,
@@ -319,7 +342,7 @@ def test_copies_alive_across_interpreter_finalization(fixes, tmp_path):
         before, after = rep[f"{when}-before"], rep[f"{when}-after"]
         assert (before["initialized"], before["finalizing"]) == (0, 1), rep
         assert after["guard_constructed"] == before["guard_constructed"], rep
-        assert rep[f"{when}-probe"]["guard_true"] == 0, rep
+    assert rep["finalizing-probe"]["guard_true"] == 1, rep
     before, after = rep["finalizing-before"], rep["finalizing-after"]
     assert after["refcnt_after"] == before["refcnt_before"]  # leaked, not decremented
 

@@ -161,9 +161,9 @@ def test_commit_messages_are_in_pytorchs_style(patches):
         manifest = tomllib.load(f)
     for name, text in patches.items():
         message = text.split("\n---\n", 1)[0].split("\n\n", 1)[1]
-        assert "\nTest Plan:\nWhat ran (Linux x86-64, g++ 12.2, CPython 3.11.7, torch 2.15.0 " \
-            "wheel; the\nRFC's companion repository, `make patch-check`; no PyTorch build):\n" \
-            in message, name
+        assert "\nTest Plan:\nWhat ran (Linux x86-64, g++ 12.2, CPython 3.11.7, the torch 2.15.0 " \
+            "wheel; the\nRFC's companion repository, `make patch-check`, whose output it " \
+            "commits as\npatch-check.log; no PyTorch build):\n" in message, name
         assert "\n\nWhat only a PyTorch build and CI can show:\n" in message, name
         # No run that did not happen: a PyTorch test file is named only after that line.
         ran = message.split("What only a PyTorch build", 1)[0]
@@ -334,10 +334,32 @@ def method(cpp: str, name: str) -> str:
 
 
 def test_interpreter_fix_touches_only_py_interpreter_and_adds_the_snippets(patches):
-    assert re.findall(r"^diff --git a/(\S+) b/", patches[INTERPRETER], flags=re.M) == [PY_INTERPRETER]
+    """PyInterpreter.cpp gains the header's include and the two snippets; the patch adds
+    the header (shim_ext's one attached-thread test in C++ spellings) and its test."""
+    assert re.findall(r"^diff --git a/(\S+) b/", patches[INTERPRETER], flags=re.M) == [
+        "test/test_pyinterpreter_threads.py", PY_INTERPRETER, make_patch.ATTACHED_H]
     snippets = [(PROPOSAL / "patch_src" / "snippets" / f"PyInterpreter-{m}.cpp.txt").read_text()
-                for m in ("attached", "decref", "incref")]
-    assert normalized(added_lines(patches[INTERPRETER], PY_INTERPRETER)) == normalized("".join(snippets))
+                for m in ("decref", "incref")]
+    assert normalized(added_lines(patches[INTERPRETER], PY_INTERPRETER)) == normalized(
+        f"#include <{make_patch.ATTACHED_H}>\n" + "".join(snippets))
+    assert added_lines(patches[INTERPRETER], make_patch.ATTACHED_H) == make_patch.attached_header()
+    assert added_lines(patches[INTERPRETER], "test/test_pyinterpreter_threads.py") == (
+        PROPOSAL / "patch_src" / "test" / "test_pyinterpreter_threads.py").read_text()
+
+
+def test_the_attached_thread_test_has_one_spelling_per_cpython():
+    """The patch's header and shim_ext's differ only in the C / C++ spellings make_patch.py
+    names; neither asks PyGILState_Check(), which a subinterpreter turns into yes."""
+    ours = (ROOT / "shim_ext" / "include" / "torch_borrow" / "thread_state.h").read_text()
+    theirs = make_patch.attached_header()
+    for c_spelling, cpp_spelling in make_patch.ATTACHED_SPELLINGS.items():
+        assert ours.count(c_spelling) == 1 and theirs.count(cpp_spelling) == 1
+    for text in (ours, theirs):
+        code = "\n".join(line for line in text.splitlines()
+                         if not line.lstrip().startswith(("//", "/*", "*")))
+        assert "PyGILState_Check" not in code
+        assert "PyThreadState_GetUnchecked()" in code
+        assert "PyGILState_GetThisThreadState()" in code
 
 
 def test_interpreter_fix_fast_path_comes_before_the_acquisition(patches, tmp_path):
@@ -345,7 +367,7 @@ def test_interpreter_fix_fast_path_comes_before_the_acquisition(patches, tmp_pat
     for name, op in (("incref", "Py_INCREF(pyobj);"), ("decref", "Py_DECREF(pyobj);")):
         body = method(patched, name)
         initialized = body.index("if (!Py_IsInitialized())")
-        fast = body.index("if (attached_thread_state() && !Py_IsFinalizing()) {\n    " + op +
+        fast = body.index("if (THPUtils_hasAttachedThreadState() && !Py_IsFinalizing()) {\n    " + op +
                           "\n    return;\n  }")
         assert initialized < fast < body.index("torch::detail::SafeGilScopedAcquire gil;"), name
         assert body.count(op) == 2, name  # the fast path's and the slow path's
@@ -408,15 +430,21 @@ def python_impl_method(patch_text: str) -> str:
 def test_python_impl_method_is_the_prototype_function(patch_text):
     assert normalized(method_body(python_impl_method(patch_text))) == \
         normalized(make_patch.python_impl_body())
-    # No helper rides along: the method is all the patch adds to the file. Its type
-    # check is the class's own is_tensor_pyobject (2.15), not a copy of it, and its
-    # metadata rule is TensorImpl's accessor, which the same patch adds.
+    # No helper rides along: the method and the attached-thread header's include are all
+    # the patch adds to the file. Its thread test is the interpreter fix's header (not the
+    # class's is_tensor_pyobject, whose PyGILState_Check() a subinterpreter turns into
+    # yes), its type check the real type, and its metadata rule TensorImpl's accessor,
+    # which the same patch adds.
     added = added_lines(patch_text, "torch/csrc/PyObjectConversionPythonImpl.cpp")
-    assert added.lstrip("\n").startswith("  const at::Tensor& tensor_borrow_from_pyobject(")
-    assert "const bool is_tensor = is_tensor_pyobject(obj);" in added
-    for copied in ("PyObject_TypeCheck(", "THPVariable_Check(", "PyGILState_Check",
-                   "THPVariableClass", "torch_borrow"):
-        assert copied not in added, copied
+    include = f"#include <{make_patch.ATTACHED_H}>\n"
+    assert added.startswith(include)
+    assert added[len(include):].lstrip("\n").startswith(
+        "  const at::Tensor& tensor_borrow_from_pyobject(")
+    assert "THPUtils_hasAttachedThreadState()," in added
+    assert "is_tensor_pyobject(" not in added
+    code = "\n".join(line for line in added.splitlines() if not line.lstrip().startswith("//"))
+    for copied in ("THPVariable_Check(", "PyGILState_Check(", "torch_borrow"):
+        assert copied not in code, copied
     assert "!tensor.unsafeGetTensorImpl()->has_custom_metadata()," in added
     assert '"torch_tensor_borrow_from_pyobject: expected torch.Tensor, got ",' in added
     accessor = added_lines(patch_text, make_patch.TENSOR_IMPL_H)
@@ -431,9 +459,7 @@ def test_the_prototype_spellings_are_what_the_patch_replaces():
     body = make_patch.prototype_impl_body()
     for prototype in make_patch.PROTOTYPE_SPELLINGS:
         assert body.count(prototype) == 1, prototype
-    region = body.split(make_patch.PROTOTYPE_IS_TENSOR_BEGIN, 1)[1].split(
-        make_patch.PROTOTYPE_IS_TENSOR_END, 1)[0]
-    assert "PyObject_TypeCheck(" in region and "THPVariableClass != nullptr" in region
+    assert "PyObject_TypeCheck(" in body and "THPVariableClass != nullptr" in body
 
 
 @pytest.mark.parametrize("name", STABLE_ABI)

@@ -15,10 +15,9 @@
 //    - kPatch (0, the default): the patch's own incref / decref
 //      (proposal/patches/, the one that changes PyInterpreter.cpp), cut out of
 //      the patched file at build time and compiled here against a working
-//      stand-in for main's torch::detail::SafeGilScopedAcquire
-//      (patched_interpreter.cpp, safe_gil_stand_in.h): attached and not
-//      finalizing -> Py_INCREF / Py_DECREF; otherwise the guard, which refuses
-//      (leaks) while Python is finalizing;
+//      main's torch::detail::SafeGilScopedAcquire (patched_interpreter.cpp,
+//      safe_gil.h: the class as pytorch/pytorch 02d90f32 defines it): attached
+//      and not finalizing -> Py_INCREF / Py_DECREF; otherwise the guard;
 //    - kEmulation (1): fixed_incref / fixed_decref below, a hand-written copy of
 //      the same test that forwards the slow path to torch 2.15's own method
 //      (pybind11::gil_scoped_acquire) and counts both paths.
@@ -72,7 +71,8 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/python_headers.h>
 
-#include "safe_gil_stand_in.h" // the guard on its own, probed across finalization
+#include "safe_gil.h" // main's guard, probed across finalization
+#include <torch_borrow/thread_state.h> // the one attached-thread test
 
 // patched_interpreter.cpp: the patch's own incref / decref (null when the
 // member-pointer layout is not the Itanium ABI's).
@@ -88,7 +88,12 @@ using c10::impl::PyInterpreterVTable;
 // Which code fills the two slots (fixes_interpreter_install's argument).
 constexpr int kPatch = 0;
 constexpr int kEmulation = 1;
-int installed_code = -1; // while installed: kPatch or kEmulation
+// A negative control, never a route: the emulation with PyGILState_Check() as
+// its test (0001's test before CPython 3.12 in its first version, and 2.15's
+// is_tensor_pyobject's), which answers yes on every thread once a
+// subinterpreter exists. The tests show it touching refcounts without the GIL.
+constexpr int kGilStateCheck = 2;
+int installed_code = -1; // while installed: kPatch, kEmulation or kGilStateCheck
 
 char last_error[512];
 
@@ -161,27 +166,22 @@ inline bool finalizing() {
 }
 #endif
 
-// The emulation of the patch's attached_thread_state() (and the borrow's test): a non-null
-// thread-local state pointer on CPython 3.12+, PyGILState_Check() before.
+// The emulation's attached-thread test is the patch's: the one helper of
+// torch_borrow/thread_state.h (THPUtils_hasAttachedThreadState in the patch).
 inline bool attached_thread_state() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return PyThreadState_GetUnchecked() != nullptr;
-#elif PY_VERSION_HEX >= 0x030C0000
-  return _PyThreadState_UncheckedGet() != nullptr;
-#else
-  return PyGILState_Check();
-#endif
+  return torch_borrow_thread_is_attached() != 0;
 }
 
 // The fixed methods, called as members (`this` first). `self` is the fixed
 // object; torch's own method is called on torch's own object. The test is
 // the interpreter patch's (proposal/patches/): attached and not finalizing, where the
-// existing path's guard decides as before.
+// existing path's guard decides as before. Attached is the template argument.
+template <bool (*Attached)()>
 void fixed_incref(const PyInterpreterVTable* /*self*/, PyObject* pyobj) {
   if (!Py_IsInitialized()) {
     return; // as torch's: leak rather than touch a finalized interpreter
   }
-  if (attached_thread_state() && !finalizing()) {
+  if (Attached() && !finalizing()) {
     ++fast_calls;
     Py_INCREF(pyobj);
     return;
@@ -190,17 +190,22 @@ void fixed_incref(const PyInterpreterVTable* /*self*/, PyObject* pyobj) {
   torch_vtable->incref(pyobj);
 }
 
+template <bool (*Attached)()>
 void fixed_decref(const PyInterpreterVTable* /*self*/, PyObject* pyobj) {
   if (!Py_IsInitialized()) {
     return;
   }
-  if (attached_thread_state() && !finalizing()) {
+  if (Attached() && !finalizing()) {
     ++fast_calls;
     Py_DECREF(pyobj);
     return;
   }
   slow_calls.fetch_add(1, std::memory_order_relaxed);
   torch_vtable->decref(pyobj);
+}
+
+bool gil_state_check() {
+  return PyGILState_Check() != 0;
 }
 
 // --- DLPack without the copy ---------------------------------------------------
@@ -269,14 +274,21 @@ void fixes_interpreter_layout(std::int64_t* out) {
 // a release store (torch writes it plainly, PyInterpreter::disarm). A native
 // thread copying tensors concurrently is the caller's to rule out.
 static int install_with_gil(int code) {
-  if (code != kPatch && code != kEmulation) {
-    set_error("code must be 0 (the patch's) or 1 (the emulation's)");
+  void* incref_slot = nullptr;
+  void* decref_slot = nullptr;
+  if (code == kPatch) {
+    incref_slot = patched_interpreter_incref_slot();
+    decref_slot = patched_interpreter_decref_slot();
+  } else if (code == kEmulation) {
+    incref_slot = reinterpret_cast<void*>(&fixed_incref<attached_thread_state>);
+    decref_slot = reinterpret_cast<void*>(&fixed_decref<attached_thread_state>);
+  } else if (code == kGilStateCheck) {
+    incref_slot = reinterpret_cast<void*>(&fixed_incref<gil_state_check>);
+    decref_slot = reinterpret_cast<void*>(&fixed_decref<gil_state_check>);
+  } else {
+    set_error("code must be 0 (the patch's), 1 (the emulation's) or 2 (PyGILState_Check)");
     return -1;
   }
-  void* incref_slot = code == kPatch ? patched_interpreter_incref_slot()
-                                     : reinterpret_cast<void*>(&fixed_incref);
-  void* decref_slot = code == kPatch ? patched_interpreter_decref_slot()
-                                     : reinterpret_cast<void*>(&fixed_decref);
   if (incref_slot == nullptr || decref_slot == nullptr) {
     set_error("the patch's incref / decref have no plain address (not the Itanium C++ ABI?)");
     return -1;
@@ -342,7 +354,7 @@ int fixes_interpreter_uninstall(void) {
   return rc;
 }
 
-// -1: not installed; else the code installed (kPatch, kEmulation).
+// -1: not installed; else the code installed (kPatch, kEmulation, kGilStateCheck).
 int fixes_interpreter_installed(void) {
   c10::impl::PyInterpreter* interp = c10::impl::getGlobalPyInterpreter();
   return interp != nullptr && interp->vtable_ == fixed_vtable() ? installed_code : -1;
@@ -440,6 +452,62 @@ int fixes_copy_here(std::uintptr_t handle, std::uintptr_t obj, std::int64_t n, i
   return rc;
 }
 
+// Copy the at::Tensor behind `handle` once on a new thread (1 -> 2 -> 1: incref
+// and decref run there) while this thread holds the GIL for wait_ms; 1 if the
+// copy finished meanwhile (it touched the refcount without the GIL), 0 if it
+// waited, -1 on error. kind 0: a native thread Python never saw; kind 1: a
+// thread with a Python thread state, detached (PyEval_SaveThread). What
+// test/test_pyinterpreter_threads.py (the interpreter fix's own test) does,
+// here with no extension build of its own.
+int fixes_copy_finished_while_gil_held(std::uintptr_t handle, int kind, int wait_ms) {
+  const at::Tensor* tensor = reinterpret_cast<const at::Tensor*>(handle);
+  if (tensor == nullptr || (kind != 0 && kind != 1)) {
+    set_error("null handle, or kind not 0 (native) or 1 (detached)");
+    return -1;
+  }
+  std::atomic<int> stage{0};
+  int finished = -1;
+  try {
+    std::thread worker([&] {
+      PyGILState_STATE g{};
+      PyThreadState* detached = nullptr;
+      if (kind == 1) {
+        g = PyGILState_Ensure();
+        detached = PyEval_SaveThread();
+      }
+      stage.store(1);
+      while (stage.load() != 2) {
+        std::this_thread::yield();
+      }
+      {
+        at::Tensor copy = *tensor; // incref, then decref at the scope's end
+      }
+      stage.store(3);
+      if (kind == 1) {
+        PyEval_RestoreThread(detached);
+        PyGILState_Release(g);
+      }
+    });
+    while (stage.load() != 1) { // cffi called without the GIL: the worker takes it
+      std::this_thread::yield();
+    }
+    PyGILState_STATE g = PyGILState_Ensure(); // held from here until the join
+    stage.store(2);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+    while (stage.load() != 3 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    finished = stage.load() == 3 ? 1 : 0;
+    PyGILState_Release(g);
+    worker.join();
+  } catch (const std::exception& e) { // std::system_error: no thread could start
+    set_error(e.what());
+    return -1;
+  }
+  return finished;
+}
+
 // --- copies alive across interpreter finalization --------------------------
 // For the child process of tests/test_internal_fixes.py: copies held in C++,
 // released (a) during finalization, by fixes_release_held() called from a
@@ -453,18 +521,22 @@ std::vector<at::Tensor> held[2]; // [0]: released in finalization, [1]: at exit
 std::vector<PyObject*> held_objects; // the objects of held[0], for their refcounts
 
 void report_guard(const char* when, long long refcnt_before, long long refcnt_after) {
-  std::uint64_t c[4];
+  std::uint64_t c[2];
   fixes_guard_counts(c);
   std::fprintf(stderr,
                "%s: initialized=%d finalizing=%d refcnt_before=%lld refcnt_after=%lld "
-               "guard_constructed=%llu guard_acquired=%llu guard_refused=%llu\n",
+               "guard_constructed=%llu guard_acquired=%llu\n",
                when, Py_IsInitialized(), int(Py_IsFinalizing()), // a runtime flag: safe to read
                refcnt_before, refcnt_after, (unsigned long long)c[0],
-               (unsigned long long)c[1], (unsigned long long)c[2]);
+               (unsigned long long)c[1]);
   std::fflush(stderr);
 }
 
-// One stand-in guard on its own, here and now: does it convert to true?
+// One guard on its own, on the finalizing thread: main's class acquires (a
+// nested acquisition: this thread is attached) and disarms, so it is true.
+// Never probed after finalization: main's guard has no Py_IsInitialized() test
+// of its own (its callers make it), and a thread state made for a finalized
+// interpreter is not to be had.
 void report_probe(const char* when) {
   bool ok;
   {
@@ -479,7 +551,6 @@ void release_at_exit() {
   report_guard("at-exit-before", -1, -1);
   held[1].clear(); // decref_pyobject after finalization: the patch leaks
   report_guard("at-exit-after", -1, -1);
-  report_probe("at-exit-probe");
 }
 
 // Hold one copy of the tensor behind `handle` (its Python object `obj`) until
@@ -518,19 +589,15 @@ void fixes_release_held(void) {
 }
 
 // --- attached-thread-state tests, for tests/test_thread_checks.py -------------
-// Bit 0: the borrow's test (shim_ext/borrow.cpp's #if, attached_thread_state()
-// here); bit 1:
+// Bit 0: the one attached-thread test (torch_borrow/thread_state.h, which the
+// borrow, consumer.h and the patches use); bit 1:
 // PyGILState_Check(); bit 2: the unchecked thread-state read is non-null (on
 // CPython < 3.12 that read is the GIL holder's, whichever thread it is); bit 3:
 // PyGILState_GetThisThreadState() is non-null (this thread HAS a thread state,
 // attached or not). Evaluated on the calling thread; attach != 0 first takes the
 // GIL (PyGILState_Ensure), else the test runs as called (cffi releases the GIL).
 static int thread_checks_here() {
-#if PY_VERSION_HEX >= 0x030D0000
-  PyThreadState* unchecked = PyThreadState_GetUnchecked();
-#else
-  PyThreadState* unchecked = _PyThreadState_UncheckedGet();
-#endif
+  PyThreadState* unchecked = PyThreadState_GetUnchecked(); // pythoncapi_compat.h before 3.13
   const bool ours = attached_thread_state();
   return (ours ? 1 : 0) | (PyGILState_Check() ? 2 : 0) | (unchecked ? 4 : 0) |
       (PyGILState_GetThisThreadState() ? 8 : 0);

@@ -74,8 +74,10 @@ class InternalFixes:
         Address of torch's ``DLPackExchangeAPI`` (0 when torch has none).
     """
 
-    #: ``interpreter_fix``'s codes, by the number the C side takes
-    CODES = {"patch": 0, "emulation": 1}
+    #: ``interpreter_fix``'s codes, by the number the C side takes. ``"gil-state-check"``
+    #: is a negative control, never a route: the emulation testing ``PyGILState_Check()``,
+    #: which answers yes on every thread once a subinterpreter exists.
+    CODES = {"patch": 0, "emulation": 1, "gil-state-check": 2}
 
     def __init__(self, torch):
         mod = _module(torch.__version__.split("+")[0])
@@ -96,7 +98,7 @@ class InternalFixes:
         return self._lib.fixes_interpreter_installed() >= 0
 
     def installed_code(self) -> str | None:
-        """``"patch"`` or ``"emulation"`` while installed, else None."""
+        """The name (``CODES``) of the code installed, else None."""
         code = self._lib.fixes_interpreter_installed()
         return next((name for name, n in self.CODES.items() if n == code), None)
 
@@ -115,15 +117,13 @@ class InternalFixes:
         return int(out[0]), int(out[1])
 
     def guard_counts(self) -> dict[str, int]:
-        """What the stand-in ``SafeGilScopedAcquire`` did since the module was loaded:
-        ``constructed`` (every guard: the patch's slow path, one per incref / decref that
-        did not take the fast path), ``acquired`` (it held the GIL), ``refused_finalizing``
-        (Python finalizing or not initialized: nothing touched, the reference leaked) and
-        ``refused_exception`` (pybind11's acquisition threw)."""
-        out = self._ffi.new("uint64_t[4]")
+        """What ``SafeGilScopedAcquire`` (main's class, ``safe_gil.h``) did since the module
+        was loaded: ``constructed`` (every guard: the patch's slow path, one per incref /
+        decref that did not take the fast path) and ``acquired`` (it converted to true:
+        the GIL was held in its scope; main's class stays true while Python finalizes)."""
+        out = self._ffi.new("uint64_t[2]")
         self._lib.fixes_guard_counts(out)
-        names = ("constructed", "acquired", "refused_finalizing", "refused_exception")
-        return {name: int(out[i]) for i, name in enumerate(names)}
+        return {"constructed": int(out[0]), "acquired": int(out[1])}
 
     @contextlib.contextmanager
     def interpreter_fix(self, code: str = "patch"):
@@ -131,10 +131,12 @@ class InternalFixes:
 
         ``code``: ``"patch"`` (default), the patch's own ``incref`` / ``decref``, cut out
         of the patched ``PyInterpreter.cpp`` at build time (``patched_interpreter.py``) and
-        compiled against torch 2.15 with a working stand-in for main's
-        ``SafeGilScopedAcquire`` (``safe_gil_stand_in.h``): the patch's code on torch 2.15,
+        compiled against torch 2.15 and main's ``SafeGilScopedAcquire`` (``safe_gil.h``, the
+        class as pytorch/pytorch 02d90f32 defines it): the patch's code on torch 2.15,
         not a build of main; ``"emulation"``, the hand-written copy that forwards the slow
-        path to torch 2.15's own methods (``pybind11::gil_scoped_acquire``). The fast path
+        path to torch 2.15's own methods (``pybind11::gil_scoped_acquire``);
+        ``"gil-state-check"``, a negative control (the emulation with
+        ``PyGILState_Check()`` as its test). The fast path
         runs when the calling thread has an attached thread state and Python is not
         finalizing. The C side takes the GIL itself where it needs it (cffi calls arrive
         without it). Raises ``ValueError`` for another ``code``;
@@ -183,6 +185,23 @@ class InternalFixes:
             raise FixError(self._error())
         return None if out[0] < 0 else int(out[0])
 
+    def copy_finished_while_gil_held(self, t, where: str, wait_ms: int = 200) -> bool:
+        """Copy ``t``'s ``at::Tensor`` once on a new thread (``where``: ``"native"``, a
+        thread Python never saw, or ``"detached"``, one with a detached thread state)
+        while this thread holds the GIL for ``wait_ms`` milliseconds; True if the copy
+        finished meanwhile, i.e. its incref / decref touched the refcount without the
+        GIL (wrong), False if it waited (right). ``t``: a plain ``torch.Tensor`` with no
+        other owner of its ``at::Tensor`` (``t._use_count() == 1``). Raises ``FixError``
+        when no thread could start."""
+        from bridge import _bridge as core
+
+        kind = {"native": 0, "detached": 1}[where]
+        got = self._lib.fixes_copy_finished_while_gil_held(id(t) + core.PYOBJECT_SIZE, kind,
+                                                           wait_ms)
+        if got < 0:
+            raise FixError(self._error())
+        return bool(got)
+
     def hold(self, t, until: str) -> None:
         """Keep one C++ copy of ``t``'s ``at::Tensor`` until ``release_held()``
         (``until="finalization"``) or until the process exits (``until="exit"``: an
@@ -201,7 +220,7 @@ class InternalFixes:
         self._lib.fixes_release_held()
 
     def guard_probe(self, where: str) -> dict[str, bool]:
-        """One stand-in ``SafeGilScopedAcquire`` on its own, on a thread that is
+        """One ``SafeGilScopedAcquire`` (main's class) on its own, on a thread that is
         ``"attached"`` (this thread, GIL taken first), ``"detached"`` (this thread with
         the GIL released) or ``"foreign"`` (a new native thread without a thread state):
         ``{"true": the guard converts to true, "held_inside": PyGILState_Check() in its

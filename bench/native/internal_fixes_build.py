@@ -25,8 +25,13 @@ from packaging.version import Version
 
 HERE = pathlib.Path(__file__).resolve().parent
 MODULE = "_bench_internal_fixes"
+# main's SafeGilScopedAcquire, verbatim (safe_gil.h includes it), and the one
+# attached-thread test (shim_ext's header, which the patch's header is made from).
+EXCERPTS = HERE.parent.parent / "proposal" / "upstream" / "excerpts"
+SHIM_INCLUDE = HERE.parent.parent / "shim_ext" / "include"
 SOURCES = (HERE / "internal_fixes.cpp", HERE / "patched_interpreter.cpp",
-           HERE / "safe_gil_stand_in.h", pathlib.Path(__file__).resolve(),
+           HERE / "safe_gil.h", EXCERPTS / "Exceptions.h.SafeGilScopedAcquire",
+           SHIM_INCLUDE / "torch_borrow" / "thread_state.h", pathlib.Path(__file__).resolve(),
            *patched_interpreter.sources())
 # torch 2.14+ headers use C++20 features; older ones build with C++17.
 _CXX_STD = "c++20" if Version(torch.__version__).release >= (2, 14) else "c++17"
@@ -49,6 +54,7 @@ _DECLS = """
     void fixes_guard_counts(uint64_t* out);
     int fixes_guard_probe_here(int attach);
     int fixes_guard_probe_on_foreign_thread(void);
+    int fixes_copy_finished_while_gil_held(uintptr_t handle, int kind, int wait_ms);
     int fixes_copy_here(uintptr_t handle, uintptr_t obj, int64_t n, int attach,
                         int64_t* refcnt_during);
     int fixes_hold(uintptr_t handle, uintptr_t obj, int which);
@@ -77,7 +83,7 @@ def torch_cpp_options(cpp: pathlib.Path, decls: str, *includes: str) -> dict:
         + "".join(f"{line.strip()}\n" for line in decls.strip().splitlines()) + "}\n",
         sources=[str(cpp)],
         source_extension=".cpp",
-        include_dirs=[str(HERE), *cpp_extension.include_paths()],
+        include_dirs=[str(HERE), str(EXCERPTS), str(SHIM_INCLUDE), *cpp_extension.include_paths()],
         library_dirs=_TORCH_LIB,
         runtime_library_dirs=_TORCH_LIB,
         libraries=["torch_python", "torch_cpu", "torch", "c10"],

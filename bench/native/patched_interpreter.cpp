@@ -2,23 +2,24 @@
 // as the patch in proposal/patches/ writes them, compiled against torch 2.15's
 // headers (benchmark-only; bench/native/internal_fixes.cpp installs them).
 //
-// patched_interpreter.inc is generated at build time by
-// bench/native/patched_interpreter.py: the patch applied to the base copy of
-// torch/csrc/PyInterpreter.cpp, and the two methods plus the helper they call
-// (attached_thread_state) cut out of the patched file, unedited. Around them,
-// only what the rest of that file supplies: a class that declares the two
-// methods (torch's ConcretePyInterpreterVTable derives from
+// Generated at build time by bench/native/patched_interpreter.py, from the patch
+// applied to the base copy of torch/csrc/PyInterpreter.cpp, unedited:
+// patched_interpreter.inc (the two methods cut out of the patched file) and
+// torch/csrc/utils/attached_thread_state.h (the header the patch adds, whole).
+// Around them, only what the rest of that file supplies: a class that declares
+// the two methods (torch's ConcretePyInterpreterVTable derives from
 // c10::impl::PyInterpreterVTable and has no data members; this one has neither
 // base nor members, and its methods never read `this`), torch's
 // pythoncapi_compat.h (Py_IsFinalizing before CPython 3.13, as main's includes
-// bring it), and a working torch::detail::SafeGilScopedAcquire
-// (safe_gil_stand_in.h), which torch 2.15 lacks.
+// bring it), and torch::detail::SafeGilScopedAcquire as main defines it
+// (safe_gil.h), which torch 2.15 lacks.
 //
 // The vtable slots get these methods' own addresses: a const member function
 // that takes (PyObject*) is called, in the Itanium C++ ABI, as a function of
 // (this, PyObject*), which is how torch's interpreter calls a slot. No wrapper
 // and no counter runs on the fast path; the tests observe the paths through the
-// guard's counters (slow path) and the refcounts (fast path).
+// guard's counters (slow path), the refcounts (fast path) and, with the GIL held
+// elsewhere, whether a release waits for it.
 
 #include <cstdint>
 #include <cstring>
@@ -30,7 +31,9 @@
 #include <torch/csrc/python_headers.h>
 #include <torch/csrc/utils/pythoncapi_compat.h>
 
-#include "safe_gil_stand_in.h"
+#include <torch/csrc/utils/attached_thread_state.h> // generated: the patch's own header
+
+#include "safe_gil.h"
 
 namespace patched {
 
@@ -90,17 +93,14 @@ const char* patched_interpreter_patch() {
 
 extern "C" {
 
-// The stand-in guard's counters: constructed, acquired, refused (finalizing or
-// not initialized), refused (pybind11's constructor threw).
+// The guard's counters (safe_gil.h): constructed, converted to true.
 void fixes_guard_counts(std::uint64_t* out) {
-  auto& c = safe_gil_stand_in::counts;
+  auto& c = safe_gil_counts::counts;
   out[0] = c.constructed.load(std::memory_order_relaxed);
   out[1] = c.acquired.load(std::memory_order_relaxed);
-  out[2] = c.refused_finalizing.load(std::memory_order_relaxed);
-  out[3] = c.refused_exception.load(std::memory_order_relaxed);
 }
 
-// One guard on the calling thread, on its own (the stand-in's test). Bits:
+// One guard on the calling thread, on its own (main's class, tested alone). Bits:
 // 1 the guard converts to true; 2 PyGILState_Check() inside its scope; 4
 // PyGILState_Check() after it; 8 this thread has a thread state after it.
 // attach != 0 takes the GIL first (PyGILState_Ensure) and gives it back after.

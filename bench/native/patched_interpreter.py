@@ -3,11 +3,12 @@
 The one patch of ``proposal/patches/`` that changes ``torch/csrc/PyInterpreter.cpp``
 (found by what it changes, not by its name) is applied with ``git apply`` to the base
 copy in ``proposal/upstream/``, in a temporary folder; out of the patched file, never
-retyped, come ``ConcretePyInterpreterVTable::incref`` / ``::decref`` and every free
-function they call that the patch adds (``attached_thread_state()``). ``write_include``
-writes them, with ``#line`` directives into the patched file, to
-``patched_interpreter.inc``, which ``patched_interpreter.cpp`` compiles against torch
-2.15's headers and ``safe_gil_stand_in.h`` (main's ``SafeGilScopedAcquire``).
+retyped, come ``ConcretePyInterpreterVTable::incref`` / ``::decref``, and beside them
+every file the patch adds (``torch/csrc/utils/attached_thread_state.h``, the
+attached-thread test they call). ``write_include`` writes the methods, with ``#line``
+directives into the patched file, to ``patched_interpreter.inc`` and the added files
+at their paths, which ``patched_interpreter.cpp`` compiles against torch 2.15's
+headers and ``safe_gil.h`` (main's ``SafeGilScopedAcquire``).
 """
 
 from __future__ import annotations
@@ -51,17 +52,29 @@ def sources() -> list[pathlib.Path]:
     return [*sorted(PATCHES.glob("*.patch")), BASE, pathlib.Path(__file__).resolve()]
 
 
-def patched_text(patch: pathlib.Path) -> str:
-    """The base ``PyInterpreter.cpp`` with ``patch`` applied (``git apply``, only that file)."""
+def added_files(patch: pathlib.Path) -> list[str]:
+    """The paths of the files ``patch`` creates (``--- /dev/null``)."""
+    return re.findall(r"^--- /dev/null\n\+\+\+ b/(\S+)$", patch.read_text(), re.M)
+
+
+def patched_files(patch: pathlib.Path) -> dict[str, str]:
+    """``{path: text}``: the base ``PyInterpreter.cpp`` with ``patch`` applied, and each
+    file the patch adds (``git apply``, only those files)."""
+    wanted = [REL, *added_files(patch)]
     with tempfile.TemporaryDirectory(prefix="patched-interpreter-") as tmp:
         target = pathlib.Path(tmp) / REL
         target.parent.mkdir(parents=True)
         shutil.copyfile(BASE, target)
-        done = subprocess.run(["git", "apply", f"--include={REL}", str(patch)], cwd=tmp,
-                              capture_output=True, text=True)
+        done = subprocess.run(["git", "apply", *(f"--include={w}" for w in wanted), str(patch)],
+                              cwd=tmp, capture_output=True, text=True)
         if done.returncode != 0:
             raise ExtractionError(f"{patch.name} does not apply to {BASE}: {done.stderr.strip()}")
-        return target.read_text()
+        return {w: (pathlib.Path(tmp) / w).read_text() for w in wanted}
+
+
+def patched_text(patch: pathlib.Path) -> str:
+    """The base ``PyInterpreter.cpp`` with ``patch`` applied."""
+    return patched_files(patch)[REL]
 
 
 def _skip_literal(text: str, i: int) -> int:
@@ -117,14 +130,19 @@ def _function_head(name: str) -> re.Pattern:
 
 
 def extract() -> dict:
-    """The patch's incref / decref and their new helpers.
+    """The patch's incref / decref and the files it adds.
 
     Returns ``{"patch": file name, "patch_sha256": ..., "base_sha256": ..., "pieces":
-    [(name, first line in the patched file, text), ...]}``, helpers first. Raises
-    ``ExtractionError`` when a method is missing, unchanged by the patch, or calls a
-    helper that the patched file does not define."""
+    [(name, first line in the patched file, text), ...], "added": {path: text}}`` (the
+    added files that the patched file includes).
+    Raises ``ExtractionError`` when a method is missing or unchanged by the patch, or
+    calls a function that neither the base nor the patch defines."""
     patch = interpreter_patch()
-    patched, base = patched_text(patch), BASE.read_text()
+    files, base = patched_files(patch), BASE.read_text()
+    patched = files[REL]
+    # What the patched file includes of what the patch adds (not its test, say).
+    added = {path: text for path, text in files.items()
+             if path != REL and f"#include <{path}>" in patched}
     methods = []
     for name in METHODS:
         line, body = definition(patched, _method_head(name))
@@ -133,25 +151,29 @@ def extract() -> dict:
             raise ExtractionError(f"{patch.name} leaves ConcretePyInterpreterVTable::{name} "
                                   "unchanged: nothing of the patch to build")
         methods.append((f"ConcretePyInterpreterVTable::{name}", line, body))
-    helpers = []
     called = sorted({m for _, _, body in methods
-                     for m in re.findall(r"\b([a-z_][a-z0-9_]*)\(\)", body)})
-    for name in called:
-        if _function_head(name).search(patched) and not _function_head(name).search(base):
-            line, body = definition(patched, _function_head(name))
-            helpers.append((name, line, body))
-    if not helpers:
+                     for m in re.findall(r"\b([A-Za-z_]\w*)\(\)", body)})
+    # CPython's C API (Py_*, _Py*) comes from Python.h; any other name the base does
+    # not call must be defined by what the patch adds.
+    new = [name for name in called
+           if not re.match(r"_?Py[A-Z_]", name) and not re.search(rf"\b{name}\(", base)]
+    for name in new:
+        if not any(_function_head(name).search(text) for text in added.values()):
+            raise ExtractionError(f"the patched incref / decref call {name}(), which "
+                                  f"{patch.name} neither adds in a new file nor the base has")
+    if not new:
         raise ExtractionError(f"the patched incref / decref call no function that {patch.name} "
                               f"adds (looked for: {called})")
     return {"patch": patch.name,
             "patch_sha256": hashlib.sha256(patch.read_bytes()).hexdigest(),
             "base_sha256": hashlib.sha256(BASE.read_bytes()).hexdigest(),
-            "pieces": helpers + methods}
+            "pieces": methods, "added": added}
 
 
 def write_include(folder: pathlib.Path) -> dict:
-    """Write ``folder/patched_interpreter.inc`` (the pieces, each under a ``#line`` naming
-    its line in the patched file); returns ``extract()``'s answer."""
+    """Write ``folder/patched_interpreter.inc`` (the methods, each under a ``#line``
+    naming its line in the patched file) and each added file at its path under
+    ``folder``; returns ``extract()``'s answer."""
     got = extract()
     lines = [f"// Generated by bench/native/patched_interpreter.py: {got['patch']} applied to",
              f"// proposal/upstream/{REL} (sha256 {got['base_sha256'][:16]}...), these",
@@ -161,6 +183,9 @@ def write_include(folder: pathlib.Path) -> dict:
         lines += [f"// {name}", f'#line {line} "{REL} (patched by {got["patch"]})"', body]
     folder.mkdir(parents=True, exist_ok=True)
     (folder / INCLUDE_NAME).write_text("\n".join(lines) + "\n")
+    for path, text in got["added"].items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_text(text)
     return got
 
 

@@ -52,12 +52,14 @@ AOTI_TORCH_EXPORT AOTITorchError torch_tensor_borrow_from_pyobject(
 // END shim.h 0001
 
 // BEGIN shim.h 0002
-// Whether the conjugate (negative) bit is set: a lazy conj() (neg) view whose
-// memory holds the unconjugated (unnegated) values until resolve_conj()
-// (resolve_neg()).
+// Returns whether the tensor's conjugate bit is set: a lazy conj() view, whose
+// memory holds the unconjugated values until resolve_conj().
 AOTI_TORCH_EXPORT AOTITorchError
 torch_is_conj(AtenTensorHandle tensor, bool* ret_is_conj);
 
+// Returns whether the tensor's negative bit is set: a lazy negative view (the
+// imaginary part of a conj() view, say), whose memory holds the unnegated
+// values until resolve_neg().
 AOTI_TORCH_EXPORT AOTITorchError
 torch_is_neg(AtenTensorHandle tensor, bool* ret_is_neg);
 // END shim.h 0002
