@@ -10,30 +10,78 @@
  *
  * Header-only, C99 and C++ (GCC or Clang on a POSIX system: dlopen / dlsym, __atomic
  * builtins). Include <Python.h> first or let this header include it. Link nothing: the
- * functions are found at run time in what `import torch` loaded (libtorch_cpu.so) and,
- * until torch exports the borrow itself, in the prototype's two libraries (the
- * shim_ext package of torch-borrow-bridge).
+ * functions are found at run time in what `import torch` loaded (libtorch_cpu.so, and
+ * libtorch_cuda.so for the CUDA stream) and, where it is installed and built for the
+ * running torch, in the prototype's two libraries (the shim_ext package of
+ * torch-borrow-bridge). Without shim_ext it still reads, on every torch from 2.13 on
+ * (see "The routes").
  *
  * VERSION: TORCH_BORROW_CONSUMER_VERSION, major * 10000 + minor * 100 + patch. A
- * minor version adds fields at the end of torch_borrow_meta or new status codes; a
- * major one changes what exists.
+ * minor version adds fields at the end of torch_borrow_meta, calls or status codes; a
+ * major one changes what exists. 1.1.0 added the owned route without shim_ext, the
+ * dlpack route, and the calls after torch_borrow_route.
+ *
+ * --- The routes, and what each one checks -----------------------------------------
+ *
+ * Chosen once, by which symbols exist (never by version number), first found wins:
+ *   "libtorch"   torch's own torch_tensor_borrow_from_pyobject (no released torch yet):
+ *                a borrowed handle, torch's own refusal of custom metadata;
+ *   "prototype"  shim_ext built for the running torch: its borrow (a borrowed handle),
+ *                whose C check refuses a Python dispatch key and sizes, strides, device
+ *                or layout computed by a TensorImpl subclass or in Python, and its
+ *                torch_is_conj / torch_is_neg;
+ *   "owned"      torch's torch_tensor_from_pyobject (2.14+): a new reference per read,
+ *                deleted on every exit; the custom-metadata refusal is shim_ext's C check
+ *                where shim_ext loads, else the Python-level check below;
+ *   "dlpack"     torch's DLPack exchange API (the capsule
+ *                torch.Tensor.__dlpack_c_exchange_api__, "dlpack_exchange_api", DLPack
+ *                1.x, torch 2.10+): dltensor_from_py_object_no_sync fills a DLTensor (it
+ *                copies the at::Tensor inside: a refcount round trip); DLPack has no
+ *                storage offset or size and reports uint1..7 as uint8, so the storage
+ *                offset, the storage's bytes and the torch.dtype are read in Python,
+ *                through TensorBase's and StorageBase's own descriptors under
+ *                torch._C.DisableTorchFunction (no subclass or mode answers for them);
+ *                always with the Python-level check below. Torch's export accepts a
+ *                negative view as plain data and gives NULL data for a FakeTensor: the
+ *                check refuses both before the export is called. A dtype the stable
+ *                ABI names no code for (bcomplex32, bits16, ...) is refused here.
+ * The Python-level check (owned without shim_ext, dlpack; also a borrow without flag
+ * getters): no released torch (2.13 to 2.15) has a C function for the conjugate /
+ * negative bits or the custom metadata, so the reader asks torch's own C++ state
+ * through Python: the type's __torch_dispatch__, looked up in its MRO's dicts (no
+ * metaclass answers, no Python runs), must be torch's default; then
+ * torch._C._dispatch_keys(obj).raw_repr() (a pybind function: no __torch_function__)
+ * must hold none of the Python, PythonTLSSnapshot, FuncTorchBatched,
+ * BatchedNestedTensor, FuncTorchGradWrapper, Functionalize, Conjugate, Negative,
+ * Sparse, SparseCsr, NestedTensor, Quantized, ZeroTensor or Meta keys (their bits from
+ * torch._C.DispatchKeySet at init). Garbage collection is held off (PyGC_Disable) from
+ * the check to the last field read, so no __del__ runs in between. What it cannot see:
+ * sizes computed in Python without the Python key (_make_subclass(...,
+ * dispatch_sizes_strides_policy=...) of a class without __torch_dispatch__); torch's
+ * getters then raise (refused, torch's message) and the class cannot gain a
+ * __torch_dispatch__ unseen (checked on every read). Its cost is measured in
+ * bench/results/callgrind-consumer-*.md beside the C routes'.
+ * Every route then checks in C: the real type (torch.Tensor or a subclass; a lying
+ * __class__ does not count), strided layout, a whole-byte dtype, not meta, a device
+ * torch names, memory present for a tensor with elements, every element inside the
+ * storage's bytes, at most TORCH_BORROW_MAX_DIMS dims. torch_borrow_route_checks()
+ * says the same for the route taken.
  *
  * --- The calls -------------------------------------------------------------------
  *
  * int torch_borrow_init(torch_borrow_meta* m)
- *     Resolve the functions once (later calls return at once). The look-up order:
- *       1. libtorch's own torch_tensor_borrow_from_pyobject (a torch that has it);
- *       2. the prototype: shim_ext._entry's torch_tensor_borrow_from_pyobject, after
- *          registering shim_ext._borrow's implementation with it (what
- *          shim_ext.load() does: torch_borrow_set_impl(torch_borrow_impl())). Refused
- *          when shim_ext._borrow was built for another torch than the running one (it
- *          reads THPVariable with that torch's layout): the message gives the rebuild
- *          command;
- *       3. torch's owned torch_tensor_from_pyobject (torch 2.14+), a new reference
- *          deleted on every exit, with shim_ext's torch_borrow_custom_metadata making
- *          the borrow's refusal (without it this route is not taken).
- *     torch_is_conj / torch_is_neg: libtorch's, else the prototype's; without either
- *     every read is refused (a lazy conj / neg view would read as plain values).
+ *     Resolve the route once (later calls return at once): the look-up above. The
+ *     prototype's registration is what shim_ext.load() does
+ *     (torch_borrow_set_impl(torch_borrow_impl())); a shim_ext built for another torch
+ *     (it reads THPVariable with that torch's layout) is not used, and the reason
+ *     gives the rebuild command. The first call costs: importing shim_ext (where
+ *     present), dlsym of the getters and codes, and, on the borrow and owned routes,
+ *     one torch.empty(0, dtype=d) per torch dtype to learn the codes the stable ABI
+ *     does not name; on the key-set routes the DispatchKeySet bits; on dlpack the
+ *     capsule and a dict of dtypes. torch_borrow_init_seconds() says what it took;
+ *     bench/consumer_header.py --init measures it per route in fresh processes. Call
+ *     it at your module's import (after `import torch`) to keep it off the first
+ *     kernel launch; otherwise the first torch_borrow_read calls it.
  *     Needs the GIL (an attached thread state) and `import torch` done before. Returns
  *     TORCH_BORROW_OK; TORCH_BORROW_UNAVAILABLE (no route; kept for the process, see
  *     torch_borrow_init_route) or TORCH_BORROW_NO_TORCH (torch not imported yet;
@@ -63,7 +111,10 @@
  *                                 element past the storage's bytes (shrunk under a
  *                                 view), more than TORCH_BORROW_MAX_DIMS dimensions, or
  *                                 a getter that failed (its message).
- *     Runs no Python code on success, nor on a refusal after the type check.
+ *     On the prototype and libtorch routes it runs no Python code on success (a refusal
+ *     asks torch._C._dispatch_keys to name the reason); the owned route without
+ *     shim_ext and the dlpack route run the Python-level check (torch's own functions,
+ *     no user code) on every read.
  *
  * PyObject* torch_borrow_raise(const torch_borrow_meta* m)
  *     Set the Python exception m->status calls for (above) with m->message; returns
@@ -71,13 +122,45 @@
  *     TORCH_BORROW_NO_GIL (nothing Python may be touched then).
  *
  * const char* torch_borrow_route(void)
- *     "libtorch", "prototype", "owned", or NULL (none, or not resolved yet).
+ *     "libtorch", "prototype", "owned", "dlpack", or NULL (none, or not resolved yet).
+ * const char* torch_borrow_route_why(void)
+ *     "<route>: why" (each route before it and why it was not taken), or "no route:
+ *     ..." with every route's reason; NULL before the first resolution.
+ * const char* torch_borrow_route_checks(void)
+ *     What the route taken checks, in C and in Python; NULL without a route.
+ * double torch_borrow_init_seconds(void)
+ *     Wall-clock seconds the resolution took; -1 before it.
  *
  * int torch_borrow_init_route(const char* only, int flags, torch_borrow_meta* m)
  *     Resolve again, taking only the route named `only` ("libtorch", "prototype",
- *     "owned"; NULL: the first that exists) and, with flags == 0, no conj / neg
- *     getters (every read then refused): for tests. The previous resolution is leaked,
- *     never freed, so a read running in another thread keeps a valid one.
+ *     "owned", "dlpack"; NULL: the first that exists). flags:
+ *     TORCH_BORROW_INIT_FLAG_GETTERS (use torch_is_conj / torch_is_neg where they exist;
+ *     without it and without the key-set check every read is refused),
+ *     TORCH_BORROW_INIT_NO_SHIM_EXT (never import shim_ext: as on a machine without it).
+ *     For tests. The previous resolution is leaked, never freed, so a read running in
+ *     another thread keeps a valid one.
+ *
+ * --- Next to the read (after a resolution; GIL held) ------------------------------
+ *
+ * int32_t torch_borrow_dtype_code(const char* name)
+ *     The code a read reports for "float32" / "torch.float32" (the stable ABI's
+ *     aoti_torch_dtype_*, found at init: no dlsym of your own), -1 when unknown.
+ * const char* torch_borrow_dtype_name(int32_t code)
+ *     "float32" for messages, NULL when unknown (quantized and sub-byte have none).
+ * int32_t torch_borrow_device_code(const char* name)
+ *     aoti_torch_device_type_<name>() for "cpu", "cuda", "meta", "xpu", "mps",
+ *     "privateuse1", "hip", "mtia"; -1 when torch exports none.
+ * int torch_borrow_is_contiguous(const torch_borrow_meta* m)
+ *     torch's is_contiguous() rule on m's sizes and strides: 1 when the tensor has no
+ *     elements, or when every dimension of size other than 1 has the stride of the
+ *     dimensions after it packed (size-1 dimensions' strides are ignored); else 0.
+ * int torch_borrow_current_stream(torch_borrow_meta* m, void** stream)
+ *     The current CUDA stream (a cudaStream_t; NULL is the legacy default stream) of
+ *     the device m was read on: libtorch_cuda's aoti_torch_get_current_cuda_stream,
+ *     else the DLPack exchange API's current_work_stream (kDLCUDA). Returns
+ *     TORCH_BORROW_OK; TORCH_BORROW_REFUSED for a tensor not on CUDA (*stream NULL);
+ *     TORCH_BORROW_UNAVAILABLE when torch has neither function; status and message
+ *     in m, its other fields untouched.
  *
  * --- What a successful read gives, and for how long -----------------------------
  *
@@ -99,14 +182,20 @@
  *
  * aoti_torch_get_data_ptr, _get_storage_offset, _get_dim, _get_sizes, _get_strides,
  * _get_dtype, _get_device_type, _get_device_index, _get_layout, _get_storage_size,
- * aoti_torch_layout_strided, aoti_torch_device_type_meta, aoti_torch_dtype_* (the
- * table below: a code torch lacks is left out; at init, every other dtype torch can
- * allocate is added by the code an empty tensor of it reports, with torch.dtype.itemsize,
- * as the bridge builds its table), torch_exception_get_what_without_
+ * aoti_torch_layout_strided, aoti_torch_device_type_meta, aoti_torch_device_type_* (the
+ * names torch_borrow_device_code knows), aoti_torch_dtype_* (the table below: a code
+ * torch lacks is left out; at init, on the borrow and owned routes, every other dtype
+ * torch can allocate is added by the code an empty tensor of it reports, with
+ * torch.dtype.itemsize, as the bridge builds its table), torch_exception_get_what_without_
  * backtrace (2.13+, the failed getter's message), aoti_torch_delete_tensor_object and
  * torch_tensor_from_pyobject (2.14+, the owned route), torch_tensor_borrow_from_pyobject
- * and torch_is_conj / torch_is_neg (where torch has them); the device types torch names
- * (torch._C._autograd.DeviceType). From the prototype (shim_ext): _entry's
+ * and torch_is_conj / torch_is_neg (where torch has them); aoti_torch_get_current_cuda_
+ * stream (libtorch_cuda.so, CUDA builds); the device types torch names
+ * (torch._C._autograd.DeviceType). From Python: torch.Tensor.__dlpack_c_exchange_api__,
+ * torch._C._dispatch_keys, torch._C.DispatchKey / DispatchKeySet,
+ * torch._C._disabled_torch_dispatch_impl, torch._C.DisableTorchFunction,
+ * torch._C.TensorBase.storage_offset / untyped_storage / dtype,
+ * torch._C.StorageBase.nbytes. From the prototype (shim_ext): _entry's
  * torch_tensor_borrow_from_pyobject, torch_is_conj, torch_is_neg and
  * torch_borrow_set_impl, _borrow's torch_borrow_impl and torch_borrow_custom_metadata,
  * and shim_ext.built_for(_borrow) (the torch it was compiled against).
@@ -118,7 +207,7 @@
 #ifndef TORCH_BORROW_CONSUMER_H
 #define TORCH_BORROW_CONSUMER_H
 
-#define TORCH_BORROW_CONSUMER_VERSION 10000 /* 1.0.0 */
+#define TORCH_BORROW_CONSUMER_VERSION 10100 /* 1.1.0 */
 
 #ifndef PY_SSIZE_T_CLEAN
 #define PY_SSIZE_T_CLEAN
