@@ -36,7 +36,7 @@ _spec = importlib.util.spec_from_file_location("consumer_build",
 build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(build)
 #: borrow_consumer (C++), borrow_consumer_c (C); minimal (the README's) has only view()
-MODULES = sorted(m for m in build.EXAMPLES.values() if m != "minimal")
+MODULES = sorted(m for m in build.EXAMPLES.values() if m not in ("minimal", "launcher"))
 
 
 def _libtorch():

@@ -394,3 +394,59 @@ def test_cython_cimports_the_pxd(tmp_path):
             cy.check(t)
     with pytest.raises(TypeError, match="expected a torch.Tensor, got int"):
         cy.view(3)
+
+
+# --- the README's kernel launcher ----------------------------------------------------------
+LAUNCHER_CHILD = textwrap.dedent("""
+    import json, sys
+    if sys.argv[2] == "absent":
+        sys.modules["shim_ext"] = None
+    sys.path.insert(0, sys.argv[1])
+    import torch, launcher  # launcher imports torch itself; resolved at its import
+    a, b = torch.randn(4, 5), torch.randn(4, 5)
+    out = torch.empty(4, 5)
+    launcher.add(a, b, out)
+    res = {"equal": torch.equal(out, a + b)}
+    bad = {"transposed out": (a, b, torch.empty(5, 4).t()),
+           "float64 a": (a.double(), b, out), "negative view b": (a, torch._neg_view(b), out),
+           "conj": (a, b, torch.randn(4, 5, dtype=torch.complex64).conj()),
+           "fewer elements": (a, b[:3], out), "not a tensor": (a, 3, out)}
+    for name, args in bad.items():
+        before = out.clone()
+        try:
+            launcher.add(*args)
+            res[name] = "accepted"
+        except Exception as exc:
+            res[name] = [type(exc).__name__, str(exc), torch.equal(out, before)]
+    print(json.dumps(res))
+""")
+
+
+@pytest.mark.parametrize("state", ["present", "absent"])
+def test_readme_launcher_adds_and_refuses(built, state):
+    """The README's launcher, with and without shim_ext: out is a + b as torch computes
+    it; a transposed out, a float64 or negative-view input, a conj view, a size mismatch
+    and a non-tensor are refused before the kernel writes anything."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT / "tests"), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    proc = subprocess.run([sys.executable, "-P", "-c", LAUNCHER_CHILD, str(built), state],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    res = json.loads(proc.stdout.splitlines()[-1])
+    assert res.pop("equal") is True
+    want = {"transposed out": ("ValueError", "out: expected a contiguous float32"),
+            "float64 a": ("ValueError", "got float64"),
+            "negative view b": ("BufferError", "negative bit"),
+            "conj": ("BufferError", "conjugate bit"),
+            "fewer elements": ("ValueError", "of 20 elements, got float32, 15 elements"),
+            "not a tensor": ("TypeError", "expected a torch.Tensor, got int")}
+    for name, (kind, text) in want.items():
+        assert res[name] != "accepted", name
+        assert res[name][0] == kind and text in res[name][1], (name, res[name])
+        assert res[name][2] is True, f"{name}: out was written"
+
+
+def test_readme_shows_the_launcher_verbatim():
+    readme = (ROOT / "README.md").read_text()
+    source = (EXAMPLES / "launcher.c").read_text()
+    assert "```c\n" + source + "```" in readme

@@ -3,6 +3,7 @@
     python shim_ext/examples/build.py OUT_DIR      # builds all four, prints the commands
 
 - ``minimal.c`` -> ``minimal``: the README's consumer (C11);
+- ``launcher.c`` -> ``launcher``: the README's kernel launcher, ``add(a, b, out)`` (C11);
 - ``consumer.c`` -> ``borrow_consumer_c``: the full C consumer (C11);
 - ``cython_consumer.pyx`` -> ``cython_consumer``: the same read in Cython, cimporting
   ``torch_borrow/consumer.pxd`` (``build_cython``);
@@ -27,7 +28,7 @@ import sysconfig
 HERE = pathlib.Path(__file__).resolve().parent
 #: source file -> module name
 EXAMPLES = {"minimal.c": "minimal", "consumer.cpp": "borrow_consumer",
-            "consumer.c": "borrow_consumer_c"}
+            "consumer.c": "borrow_consumer_c", "launcher.c": "launcher"}
 
 
 def include_dir() -> str:
