@@ -450,3 +450,28 @@ def test_readme_shows_the_launcher_verbatim():
     readme = (ROOT / "README.md").read_text()
     source = (EXAMPLES / "launcher.c").read_text()
     assert "```c\n" + source + "```" in readme
+
+
+def test_readme_cython_block_compiles_and_reads(tmp_path):
+    """The README's Cython example, as printed, cimports the installed .pxd and reads."""
+    import re as _re
+
+    block = _re.findall(r"^```cython\n(.*?)^```$", (ROOT / "README.md").read_text(),
+                        flags=_re.M | _re.S)
+    assert len(block) == 1
+    (tmp_path / "readme_cython.pyx").write_text("# cython: language_level=3\n" + block[0])
+    c_file, so = tmp_path / "readme_cython.c", tmp_path / (
+        "readme_cython" + sysconfig.get_config_var("EXT_SUFFIX"))
+    for cmd in ([sys.executable, "-m", "cython", "-3", "-I", shim_ext.get_include(),
+                 str(tmp_path / "readme_cython.pyx"), "-o", str(c_file)],
+                [os.environ.get("CC", "cc"), "-std=c11", "-O2", "-fPIC", "-shared",
+                 "-I" + sysconfig.get_paths()["include"], "-I" + shim_ext.get_include(),
+                 str(c_file), "-o", str(so), "-ldl"]):
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    mod = load_extension("readme_cython", tmp_path)
+    t = torch.randn(4, 6)[1:, ::2]
+    if _unreadable() is None:
+        assert mod.view(t) == (t.data_ptr(), tuple(t.shape))
+    with pytest.raises(TypeError, match="expected a torch.Tensor"):
+        mod.view("x")
