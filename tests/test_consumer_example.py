@@ -1,13 +1,12 @@
 """The consumer examples (shim_ext/examples/consumer.cpp, its plain-C twin consumer.c and
-the README's minimal.c), all three on torch_borrow/consumer.h, built against the running
-torch: they agree with torch's own accessors and the bridge,
-refuse what the bridge refuses with the same exception type, and take the route this torch
-must offer (libtorch's borrow, else the prototype's, else torch's owned shim).
+the README's minimal.c), all on torch_borrow/consumer.h, built against the running torch:
+they agree with torch's own accessors and the bridge, refuse what the bridge refuses with
+the same exception type, and take the route this torch must offer (libtorch's borrow, else
+the prototype's, else torch's owned shim, else torch's DLPack exchange API), on every
+route forced in turn (ROUTES: owned with and without shim_ext's C check, dlpack).
 
-Where no route can read a tensor (free-threaded 3.13: no shim_ext, and torch 2.12 has no
-owned shim), the examples take no route and refuse every view cleanly: asserted here,
-and the tests that need a working route skip with that narrow reason.
-"""
+Where no route can read a tensor the examples refuse every view cleanly: asserted here,
+and the tests that need a working route skip with that narrow reason."""
 
 from __future__ import annotations
 
