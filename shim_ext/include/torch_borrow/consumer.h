@@ -176,7 +176,11 @@
  * Threads: reads may run in any number of threads, each holding the GIL (or, on
  * free-threaded CPython, an attached thread state); the resolution is published once
  * with release / acquire atomics. The state is per translation unit (static): include
- * the header where the reads are, and each translation unit resolves once.
+ * the header where the reads are, and each translation unit resolves once. The
+ * Python-level check holds garbage collection off with PyGC_Disable, which is
+ * process-wide: on free-threaded CPython two threads reading at once may re-enable it
+ * under each other (a collection may then run during the other's check), so there the
+ * C routes (prototype, libtorch) are the ones to rely on.
  *
  * --- The torch symbols it relies on (dlsym in libtorch_cpu.so) -------------------
  *
@@ -1190,7 +1194,7 @@ static inline int torch_borrow__dlpack_fill(const torch_borrow__api* a, PyObject
     return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
                               "DLPack reports %d x %d bits per element, the dtype %d bytes",
                               (int)d.dtype.bits, (int)d.dtype.lanes, (int)m->itemsize);
-  m->data = (char*)d.data + d.byte_offset;
+  m->data = d.byte_offset ? (void*)((char*)d.data + d.byte_offset) : d.data; /* torch: 0 */
   if (d.device.device_type < 0 ||
       d.device.device_type >= (int32_t)(sizeof a->dl_device / sizeof a->dl_device[0]) ||
       a->dl_device[d.device.device_type] < 0)
