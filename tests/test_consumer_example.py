@@ -465,3 +465,26 @@ def test_nested_tensor_message_asks_for_no_bug_report(consumer, route):
     with pytest.raises(BufferError, match=match) as info:
         consumer.view(_nested())
     assert "Please file an issue" not in str(info.value)
+
+
+@needs_route
+@pytest.mark.parametrize("route", ROUTES)
+def test_a_class_that_gains_torch_dispatch_later_is_refused(consumer, route):
+    """A tensor made with Python sizes while its class had no __torch_dispatch__, the
+    class given a lying one afterwards (dim() 9, one size): refused on every route, never
+    read (the Python-level check looks __torch_dispatch__ up on every read)."""
+    from hostile.cases import _lying_sizes
+
+    class Late(torch.Tensor):
+        pass
+
+    t = torch.Tensor._make_subclass(Late, torch.ones(3), False,
+                                    dispatch_sizes_strides_policy="sizes")
+    Late.__torch_dispatch__ = _lying_sizes(torch)
+    force(consumer, route)
+    with pytest.raises(BufferError):
+        consumer.view(t)
+    plain = torch.ones(2).as_subclass(Late)  # no Python sizes, but the class now dispatches
+    with pytest.raises(BufferError, match="__torch_dispatch__|Python dispatch key|"
+                                          "not plain C\\+\\+ state"):
+        consumer.view(plain)
