@@ -9,6 +9,14 @@ float32 tensor (a CUDA one with ``--device cuda``), each compiled by ``timeit``:
 kept in C) and ``header_tuples`` (its ``view(t)``: the read as Python tuples); ``--time
 --processes K`` times them in K fresh processes and pools the rounds. Files:
 ``callgrind-consumer-[<tag>]torch-<v>.{json,md}``, ``time-consumer-...-<device>.*``.
+
+Beside them, one ``read(t)`` per route of the header (``ROUTES``: the prototype, torch's
+owned shim with and without shim_ext's C check, the DLPack exchange route; each built
+from ``bench/native/consumer_route.c`` into a module of its own, since the header's
+state is per translation unit) and torch's DLPack exchange API alone (``dlread``,
+unchecked), in both the count and the timed rows. ``--init`` measures the first read
+(the resolution plus one read) per route in fresh processes:
+``init-consumer-[<tag>]torch-<v>.{json,md}``.
 """
 
 from __future__ import annotations
@@ -37,8 +45,38 @@ LABELS = {
     "header_c": "consumer.h read, metadata kept in C",
     "header_tuples": "consumer.h read, returned as tuples",
 }
+#: One read per route of the header (``bench/native/consumer_route.c``, one module per
+#: route, so that they interleave) and torch's DLPack exchange API alone beside them:
+#: name -> (route, shim_ext loaded). A route this torch lacks is left out (and said so).
+ROUTES = {
+    "prototype": ("prototype", True),
+    "owned": ("owned", True),
+    "owned_noshim": ("owned", False),
+    "dlpack": ("dlpack", False),
+}
+ROUTE_LABELS = {
+    "prototype": "route prototype: shim_ext's borrow, C checks",
+    "owned": "route owned: torch_tensor_from_pyobject + shim_ext's C check",
+    "owned_noshim": "route owned without shim_ext: + the Python-level key-set check",
+    "dlpack": "route dlpack without shim_ext: exchange API + Python-level checks",
+    "dlpack_exchange": "torch's DLPack exchange API alone (unchecked)",
+}
 #: (numerator, denominator, target): instructions
 TARGETS = (("header_c", "five_tuple", 0.15),)
+
+
+def all_statements(taken: dict) -> dict:
+    """STATEMENTS, then ``route_<name>`` (``read(t)`` of that route's module) for each
+    route in ``taken``, and ``dlpack_exchange``."""
+    out = dict(STATEMENTS)
+    for name in taken:
+        out[f"route_{name}"] = f"r_{name}(t)"
+    out["dlpack_exchange"] = "dlread(t)"
+    return out
+
+
+def all_labels(statements: dict) -> dict:
+    return {k: LABELS.get(k) or ROUTE_LABELS[k.removeprefix("route_")] for k in statements}
 
 
 def _stem(prefix: str, torch_version: str, python: tuple) -> str:
@@ -69,7 +107,45 @@ def _namespace(device: str):
     assert got[:3] == (t.data_ptr(), (32, 32), (32, 1)), got
     assert c.read(t) is None
     assert bridge.view(t).ptr == t.data_ptr()
-    return torch, c, {"t": t, "view": bridge.view, "read": c.read, "cview": c.view}
+    ns = {"t": t, "view": bridge.view, "read": c.read, "cview": c.view}
+    taken, missing = {}, {}
+    for name, (route, shim) in ROUTES.items():
+        mod = route_module(name, out)
+        got = mod.setup(route, shim_ext=shim)
+        if got != route:
+            missing[name] = f"this torch has no {route} route here"
+            continue
+        neg = torch._neg_view(torch.ones(3))
+        try:  # the checked read: a negative view refused, the tensor read
+            mod.read(neg)
+            raise AssertionError(f"route {name} read a negative view")
+        except BufferError:
+            pass
+        assert mod.read(t) is None
+        ns[f"r_{name}"] = mod.read
+        taken[name] = route
+    ns["dlread"] = mod.dlread
+    assert mod.dlread(t) is None
+    _namespace.taken, _namespace.missing = taken, missing
+    return torch, c, ns
+
+
+def route_module(name: str, out: pathlib.Path):
+    """``bench/native/consumer_route.c`` built as module ``consumer_route_<name>`` in
+    ``out`` (the header from the checkout), loaded."""
+    import sysconfig
+
+    from bench.native import load_extension
+
+    mod = f"consumer_route_{name}"
+    so = out / (mod + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run([os.environ.get("CC", "cc"), "-std=c11", "-O2", "-fPIC", "-shared",
+                    "-fvisibility=hidden", "-Wall", "-Wextra", "-Werror", f"-DMODULE={mod}",
+                    "-I" + sysconfig.get_paths()["include"],
+                    "-I" + str(ROOT / "shim_ext" / "include"),
+                    str(HERE / "native" / "consumer_route.c"), "-o", str(so), "-ldl"],
+                   check=True, capture_output=True, text=True)
+    return load_extension(mod, out)
 
 
 def child(args) -> int:
@@ -80,7 +156,8 @@ def child(args) -> int:
     from bench.native import peers_native
 
     peers = peers_native.NativePeers(torch, bridge)
-    timers = {name: timeit.Timer(stmt, globals=ns) for name, stmt in STATEMENTS.items()}
+    statements = all_statements(_namespace.taken)
+    timers = {name: timeit.Timer(stmt, globals=ns) for name, stmt in statements.items()}
     for timer in timers.values():
         timer.timeit(10)
     if peers.callgrind("start") != 1:
@@ -96,7 +173,8 @@ def child(args) -> int:
     pathlib.Path(args.plan).write_text(json.dumps({
         "torch": torch.__version__, "python": sys.version.split()[0],
         "python_full": sys.version, "route": c.route(), "n1": args.n1, "n2": args.n2,
-        "device": args.device, "statements": STATEMENTS}))
+        "device": args.device, "statements": statements,
+        "routes_missing": _namespace.missing}))
     return 0
 
 
@@ -124,7 +202,9 @@ def count(args) -> int:
     plan = json.loads(plan_file.read_text())
     dumps = callgrind.read_dumps(work, "callgrind.out")
     per_call, repeat = {}, {}
-    for name in STATEMENTS:
+    statements = plan["statements"]
+    labels = all_labels(statements)
+    for name in statements:
         a, b, a2 = (dumps[f"py:{name}||{n}|{k}"][1]
                     for k, n in enumerate((args.n1, args.n2, args.n1)))
         per_call[name] = (b - a2) / (args.n2 - args.n1)
@@ -134,7 +214,7 @@ def count(args) -> int:
               "status": "met" if per_call[num] / per_call[den] <= target else "missed"}
              for num, den, target in TARGETS]
     result = {**plan, "instructions_per_call": per_call, "repeat_check": repeat,
-              "goals": goals, "labels": LABELS, "valgrind": callgrind.valgrind_version()}
+              "goals": goals, "labels": labels, "valgrind": callgrind.valgrind_version()}
     stem = _stem("callgrind-consumer", plan["torch"], sys.version_info)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{stem}.json").write_text(json.dumps(result, indent=1) + "\n")
@@ -145,9 +225,19 @@ def count(args) -> int:
              f"n = {args.n1} / {args.n2} / {args.n1} (`bench/consumer_header.py`)", "",
              "| statement | what | instructions per call | ratio to the five reads | "
              "repeat check |", "|---|---|---:|---:|---:|"]
-    for name, stmt in STATEMENTS.items():
-        lines.append(f"| `{stmt}` | {LABELS[name]} | {per_call[name]:.1f} | "
+    for name, stmt in statements.items():
+        lines.append(f"| `{stmt}` | {labels[name]} | {per_call[name]:.1f} | "
                      f"{per_call[name] / per_call['five_tuple']:.3f}x | {repeat[name]} |")
+    if "dlpack_exchange" in per_call:
+        lines += ["", "| route | instructions per read | beside the DLPack exchange API alone |",
+                  "|---|---:|---:|"]
+        for name in statements:
+            if name.startswith("route_"):
+                lines.append(f"| {labels[name]} | {per_call[name]:.1f} | "
+                             f"{per_call[name] - per_call['dlpack_exchange']:+.1f} "
+                             f"({per_call[name] / per_call['dlpack_exchange']:.2f}x) |")
+    for name, why in plan.get("routes_missing", {}).items():
+        lines.append(f"\n- `{name}` not measured: {why}")
     lines += ["", "| goal | ratio | target | status |", "|---|---:|---:|---|"]
     for g in goals:
         lines.append(f"| {LABELS[g['numerator']]} / {LABELS[g['denominator']]} | "
@@ -195,13 +285,15 @@ def time_one(args) -> dict:
     from bench import protocol
 
     torch, c, ns = _namespace(args.device)
-    contenders = [protocol.statement(name, stmt, ns) for name, stmt in STATEMENTS.items()]
+    statements = all_statements(_namespace.taken)
+    contenders = [protocol.statement(name, stmt, ns) for name, stmt in statements.items()]
     rounds = args.rounds or 30
     samples = protocol.measure(contenders, rounds, args.calls, args.warmup)
     return {"torch": torch.__version__, "python": sys.version.split()[0],
             "device": args.device, "route": c.route(), "rounds": rounds,
-            "calls": args.calls, "warmup": args.warmup, "statements": STATEMENTS,
-            "labels": LABELS, "ns_per_call": samples, "process_rounds": [rounds],
+            "calls": args.calls, "warmup": args.warmup, "statements": statements,
+            "labels": all_labels(statements), "ns_per_call": samples,
+            "process_rounds": [rounds], "routes_missing": _namespace.missing,
             "order_seed": os.environ.get(protocol.ORDER_SEED_ENV)}
 
 
@@ -253,7 +345,99 @@ def time_md(result: dict) -> str:
         ratio = ns_per[num] / ns_per["view_read"]
         lines.append(f"| {result['labels'][num]} | {rp.fmt_ci(rp.median_ci(ratio))} | "
                      f"{rp.fmt_spread(rp.process_medians(ratio, counts), 'x')} |")
+    if "dlpack_exchange" in ns_per:
+        lines += ["", "| paired per round | x vs the DLPack exchange API alone [95% CI] | "
+                  "per process |", "|---|---:|---:|"]
+        for num in result["statements"]:
+            if not num.startswith("route_"):
+                continue
+            ratio = ns_per[num] / ns_per["dlpack_exchange"]
+            lines.append(f"| {result['labels'][num]} | {rp.fmt_ci(rp.median_ci(ratio))} | "
+                         f"{rp.fmt_spread(rp.process_medians(ratio, counts), 'x')} |")
+    for name, why in result.get("routes_missing", {}).items():
+        lines.append(f"\n- `{name}` not measured: {why}")
     return "\n".join(lines) + "\n"
+
+
+#: The first read in a fresh process: ``setup`` (the resolution, torch_borrow_init_route)
+#: and one ``read``; argv: module folder, route or "", shim_ext "1"/"0", state.
+INIT_CHILD = """
+import json, sys, time
+if sys.argv[4] == "absent":
+    sys.modules["shim_ext"] = None  # its import fails, as where it is not installed
+import torch
+sys.path.insert(0, sys.argv[1])
+import consumer_route_init as mod
+t = torch.randn(32, 32)
+t0 = time.perf_counter_ns()
+route = mod.setup(sys.argv[2] or None, shim_ext=sys.argv[3] == "1")
+if route is None:  # this torch has no such route
+    print(json.dumps({"route": None}))
+    sys.exit(0)
+mod.read(t)
+t1 = time.perf_counter_ns()
+print(json.dumps({"route": route, "first_read_ms": (t1 - t0) / 1e6,
+                  "init_ms": mod.init_seconds() * 1e3}))
+"""
+#: name -> (route or "", shim_ext loaded, shim_ext state)
+INIT_CASES = {
+    "auto, shim_ext present": ("", True, "present"),
+    "auto, shim_ext absent": ("", True, "absent"),
+    **{f"{name} (forced)": (route, shim, "present") for name, (route, shim) in ROUTES.items()},
+}
+
+
+def init_cost(args) -> int:
+    """The first read's cost (the resolution plus one read, wall clock) per route, each
+    in ``args.processes`` fresh processes (default 5); writes
+    ``init-consumer-[<tag>]torch-<v>.{json,md}``: per case the route taken, the median,
+    lowest and highest ms, and the header's own torch_borrow_init_seconds."""
+    import statistics
+
+    import torch
+
+    out = pathlib.Path(tempfile.mkdtemp(prefix="consumer-init-"))
+    route_module("init", out)
+    k = max(args.processes, 5)
+    cases = {}
+    for name, (route, shim, state) in INIT_CASES.items():
+        runs = []
+        for _ in range(k):
+            proc = subprocess.run([sys.executable, "-P", "-c", INIT_CHILD, str(out), route,
+                                   "1" if shim else "0", state],
+                                  capture_output=True, text=True, timeout=300)
+            if proc.returncode != 0:
+                sys.stderr.write(proc.stdout[-2000:] + proc.stderr[-2000:])
+                return 1
+            runs.append(json.loads(proc.stdout.splitlines()[-1]))
+        taken = {r["route"] for r in runs}
+        cases[name] = {"route": sorted(taken, key=str), "runs": runs}
+    stem = _stem("init-consumer", torch.__version__, sys.version_info)
+    result = {"torch": torch.__version__, "python": sys.version.split()[0],
+              "processes": k, "cases": cases}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{stem}.json").write_text(json.dumps(result, indent=1) + "\n")
+    lines = [f"# The first read's cost: a consumer on torch_borrow/consumer.h, torch "
+             f"{result['torch']}, CPython {result['python']}", "",
+             f"Each case in {k} fresh processes (`bench/consumer_header.py --init`): after "
+             "`import torch`, the resolution (`torch_borrow_init_route`) and one read of a "
+             "32x32 float32 tensor, wall clock; `init` is the header's own "
+             "`torch_borrow_init_seconds()`. Later reads cost what "
+             "`callgrind-consumer-*.md` and `time-consumer-*.md` give.", "",
+             "| case | route | first read, median ms | lowest - highest ms | init, median ms |",
+             "|---|---|---:|---:|---:|"]
+    for name, case in cases.items():
+        if case["route"] == [None]:
+            lines.append(f"| {name} | none on this torch | | | |")
+            continue
+        first = [r["first_read_ms"] for r in case["runs"]]
+        init = [r["init_ms"] for r in case["runs"]]
+        route = ", ".join(str(r) for r in case["route"])
+        lines.append(f"| {name} | `{route}` | {statistics.median(first):.2f} | "
+                     f"{min(first):.2f} - {max(first):.2f} | {statistics.median(init):.2f} |")
+    (args.out / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
 
 
 def main(argv=None) -> int:
@@ -261,6 +445,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=pathlib.Path, default=HERE / "results" / "scratch")
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     parser.add_argument("--time", action="store_true", help="time the statements too")
+    parser.add_argument("--init", action="store_true",
+                        help="the first read's cost per route, in fresh processes (only)")
     parser.add_argument("--no-count", action="store_true", help="skip the callgrind count")
     parser.add_argument("--n1", type=int, default=1_000)
     parser.add_argument("--n2", type=int, default=11_000)
@@ -280,6 +466,8 @@ def main(argv=None) -> int:
                      "instruction count needs one (callgrind's counts do not move)")
     if args.child:
         return child(args)
+    if args.init:
+        return init_cost(args)
     rc = 0
     if not args.no_count:
         if shutil.which("valgrind") is None:

@@ -7,7 +7,9 @@ names, linking libtorch only, found with ``dlsym`` as in libtorch; ``shim_ext._b
 the ``THPVariable`` side, reached through a registered interface (as libtorch reaches
 libtorch_python), with ``torch_borrow_direct_from_pyobject`` beside it (a benchmark row).
 Nothing is imported here; ``load()`` does the work, after ``import torch``.
-``get_include()`` is the folder of ``torch_borrow/consumer.h`` for C consumers.
+``get_include()`` is the folder of ``torch_borrow/consumer.h`` for C consumers (and of
+``torch_borrow/consumer.pxd`` for Cython ones); the header needs this package only at
+build time, if at all: it reads through torch's own functions where shim_ext is absent.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ def get_include() -> str:
     Returns
     -------
     str
-        An absolute path; ``torch_borrow/consumer.h`` is in it. Needs no torch import
-        and no compiled module.
+        An absolute path; ``torch_borrow/consumer.h`` and ``torch_borrow/consumer.pxd``
+        are in it (also Cython's include path, for ``cimport torch_borrow.consumer``).
+        Needs no torch import and no compiled module.
     """
     import os
 

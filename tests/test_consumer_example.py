@@ -1,13 +1,12 @@
 """The consumer examples (shim_ext/examples/consumer.cpp, its plain-C twin consumer.c and
-the README's minimal.c), all three on torch_borrow/consumer.h, built against the running
-torch: they agree with torch's own accessors and the bridge,
-refuse what the bridge refuses with the same exception type, and take the route this torch
-must offer (libtorch's borrow, else the prototype's, else torch's owned shim).
+the README's minimal.c), all on torch_borrow/consumer.h, built against the running torch:
+they agree with torch's own accessors and the bridge, refuse what the bridge refuses with
+the same exception type, and take the route this torch must offer (libtorch's borrow, else
+the prototype's, else torch's owned shim, else torch's DLPack exchange API), on every
+route forced in turn (ROUTES: owned with and without shim_ext's C check, dlpack).
 
-Where no route can read a tensor (free-threaded 3.13: no shim_ext, and torch 2.12 has no
-owned shim), the examples take no route and refuse every view cleanly: asserted here,
-and the tests that need a working route skip with that narrow reason.
-"""
+Where no route can read a tensor the examples refuse every view cleanly: asserted here,
+and the tests that need a working route skip with that narrow reason."""
 
 from __future__ import annotations
 
@@ -36,7 +35,7 @@ _spec = importlib.util.spec_from_file_location("consumer_build",
 build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(build)
 #: borrow_consumer (C++), borrow_consumer_c (C); minimal (the README's) has only view()
-MODULES = sorted(m for m in build.EXAMPLES.values() if m != "minimal")
+MODULES = sorted(m for m in build.EXAMPLES.values() if m not in ("minimal", "launcher"))
 
 
 def _libtorch():
@@ -55,6 +54,26 @@ def expected_route() -> str | None:
     if expected_paths()["borrow"]:
         return "prototype"
     return "owned" if expected_paths()["owned"] else None
+
+
+def expected_route_without_shim_ext() -> str:
+    """With shim_ext absent or built for another torch: libtorch's borrow, else torch's
+    owned shim (2.14+), else torch's DLPack exchange API (2.10+: every supported torch)."""
+    if libtorch_exports("torch_tensor_borrow_from_pyobject"):
+        return "libtorch"
+    if libtorch_exports("torch_tensor_from_pyobject"):
+        return "owned"
+    return "dlpack"
+
+
+def force(consumer, route: str) -> None:
+    """Resolve again taking only ``route`` (a ROUTES entry); asserts it is taken. "owned"
+    is torch's owned shim with shim_ext's C check, "owned-noshim" and "dlpack" run with
+    shim_ext left out (the Python-level check), as on a machine without it."""
+    if route == "auto":
+        return
+    name, _, noshim = route.partition("-")
+    assert consumer._resolve(name, shim_ext=not noshim and name != "dlpack") == name
 
 
 def flags_expected() -> bool:
@@ -140,9 +159,12 @@ def test_forced_owned_route(consumer):
 
 
 # --- what a view reports ----------------------------------------------------------------------
-#: The auto route, and the owned one forced where torch has it (2.14+; its absence on
-#: older torch is asserted in test_forced_owned_route).
-ROUTES = ["auto", "owned"] if expected_paths()["owned"] else ["auto"]
+#: The auto route, the owned one forced where torch has it (2.14+; its absence on older
+#: torch is asserted in test_forced_owned_route), with and without shim_ext's C check,
+#: and torch's DLPack exchange API (every supported torch: asserted in
+#: test_every_supported_torch_has_a_route_without_shim_ext).
+ROUTES = (["auto", "owned", "owned-noshim"] if expected_paths()["owned"] else ["auto"]) + [
+    "dlpack"]
 
 class Plain(torch.Tensor):
     """A subclass that leaves __torch_dispatch__ alone: viewable."""
@@ -183,8 +205,7 @@ def make(case):
 @pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("case", CASES)
 def test_view_equals_torch(consumer, route, case):
-    if route == "owned":
-        assert consumer._resolve("owned") == "owned"
+    force(consumer, route)
     t = make(case)
     assert consumer.view(t) == expected_tuple(t)
 
@@ -194,8 +215,7 @@ def test_view_equals_torch(consumer, route, case):
 def test_no_reference_is_kept(consumer, route):
     """A borrowed handle takes no reference; an owned one is deleted on every exit path,
     the refusals after the handle included."""
-    if route == "owned":
-        assert consumer._resolve("owned") == "owned"
+    force(consumer, route)
     resized = torch.randn(4)[1:]
     resized.untyped_storage().resize_(0)
     tensors = [torch.randn(3), torch.randn(3, dtype=torch.complex64).conj(),
@@ -280,8 +300,7 @@ def bridge_error(x):
 @pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("case", REFUSED)
 def test_refuses_what_the_bridge_refuses(consumer, route, case):
-    if route == "owned":
-        assert consumer._resolve("owned") == "owned"
+    force(consumer, route)
     x = REFUSED[case]()
     expected = bridge_error(x)
     assert expected in (TypeError, BufferError)
@@ -318,9 +337,26 @@ def test_shim_ext_built_for_another_torch_is_not_used(consumer, monkeypatch):
     with monkeypatch.context() as m:
         m.setitem(sys.modules, "shim_ext._borrow", fake)
         route = consumer._resolve()
-    assert route is None
-    with pytest.raises(RuntimeError, match="built for torch 1.0.0"):
-        consumer.view(torch.zeros(2))
+    assert route == expected_route_without_shim_ext()
+    if hasattr(consumer, "route_info"):  # the C module says why (its own resolution)
+        why = consumer.route_info()[1]
+        assert "built for torch 1.0.0" in why and why.startswith(route + ":"), why
+    t = torch.randn(3, 4)[1:]
+    assert consumer.view(t) == expected_tuple(t)
+    with pytest.raises(BufferError, match="negative bit"):
+        consumer.view(torch._neg_view(torch.ones(3)))
+
+
+def test_every_supported_torch_has_a_route_without_shim_ext(consumer):
+    """shim_ext left out: torch's owned shim on 2.14+, its DLPack exchange API on 2.13;
+    plain tensors, subclasses without __torch_dispatch__ and Parameters view."""
+    route = consumer._resolve(shim_ext=False)
+    assert route == expected_route_without_shim_ext()
+    assert route == ("owned" if TORCH.release[:2] >= (2, 14) else "dlpack") or \
+        libtorch_exports("torch_tensor_borrow_from_pyobject")
+    for t in (torch.randn(4, 5)[1:, ::2], torch.nn.Parameter(torch.randn(3)),
+              torch.randn(3).as_subclass(Plain), torch.tensor(2.5)):
+        assert consumer.view(t) == expected_tuple(t)
 
 
 class Meta(ctypes.Structure):
@@ -423,9 +459,32 @@ def test_nested_tensor_message_asks_for_no_bug_report(consumer, route):
     C++ state: the borrow refuses it by itself, the owned route asks shim_ext's check), so
     torch's "Internal error ... Please file an issue" never reaches the user; the message
     names the policy (shim_ext's torch_borrow_custom_metadata), on every torch."""
-    if route == "owned":
-        assert consumer._resolve("owned") == "owned"
-    with pytest.raises(BufferError, match=r"metadata is not plain C\+\+ state \(custom or "
-                                          r"symbolic sizes") as info:
+    force(consumer, route)
+    match = (r"a nested tensor" if route in ("owned-noshim", "dlpack") else
+             r"metadata is not plain C\+\+ state \(custom or symbolic sizes")
+    with pytest.raises(BufferError, match=match) as info:
         consumer.view(_nested())
     assert "Please file an issue" not in str(info.value)
+
+
+@needs_route
+@pytest.mark.parametrize("route", ROUTES)
+def test_a_class_that_gains_torch_dispatch_later_is_refused(consumer, route):
+    """A tensor made with Python sizes while its class had no __torch_dispatch__, the
+    class given a lying one afterwards (dim() 9, one size): refused on every route, never
+    read (the Python-level check looks __torch_dispatch__ up on every read)."""
+    from hostile.cases import _lying_sizes
+
+    class Late(torch.Tensor):
+        pass
+
+    t = torch.Tensor._make_subclass(Late, torch.ones(3), False,
+                                    dispatch_sizes_strides_policy="sizes")
+    Late.__torch_dispatch__ = _lying_sizes(torch)
+    force(consumer, route)
+    with pytest.raises(BufferError):
+        consumer.view(t)
+    plain = torch.ones(2).as_subclass(Late)  # no Python sizes, but the class now dispatches
+    with pytest.raises(BufferError, match="__torch_dispatch__|Python dispatch key|"
+                                          "not plain C\\+\\+ state"):
+        consumer.view(plain)

@@ -24,7 +24,9 @@ import bridge
 from bench.native import load_extension
 import shim_ext
 from helpers import cases as parity_cases
-from test_consumer_example import ROUTES, _unreadable, build, expected_tuple, needs_route
+from test_consumer_example import (ROUTES, _unreadable, build, expected_route,
+                                   expected_route_without_shim_ext, expected_tuple, force,
+                                   needs_route)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "shim_ext" / "examples"
@@ -122,8 +124,7 @@ def test_every_dtype_as_the_bridge(built, route):
     """Each dtype torch exposes, 2x3 with a storage offset: viewed with the bridge's
     fields, or refused with the bridge's exception type (quantized, sub-byte)."""
     c = load_extension("borrow_consumer_c", built)
-    if route == "owned":
-        assert c._resolve("owned") == "owned"
+    force(c, route)
     try:
         checked = 0
         for dtype in parity_cases.torch_dtypes():
@@ -135,6 +136,14 @@ def test_every_dtype_as_the_bridge(built, route):
             got = _outcome(c.view, t)
             if isinstance(want, type):
                 assert got is want, (dtype, got)
+            elif route == "dlpack" and got is BufferError:
+                # torch's DLPack export refuses it (bits types), or the dtype has no
+                # aoti_torch_dtype_* code (bcomplex32, ...: only a handle could tell its
+                # code): a refusal, never a guess
+                with pytest.raises(BufferError, match="dltensor_from_py_object_no_sync|"
+                                                      r"no aoti_torch_dtype_\* code"):
+                    c.view(t)
+                continue
             else:
                 assert got == expected_tuple(t), dtype
             checked += 1
@@ -153,8 +162,10 @@ CHILD = textwrap.dedent("""
     for name in sys.argv[2].split(","):
         c = load_extension(name, Path(sys.argv[1]))
         for route in sys.argv[3].split(","):
-            if route == "owned" and c._resolve("owned") != "owned":
-                continue
+            if route != "auto":
+                name, _, noshim = route.partition("-")
+                if c._resolve(name, shim_ext=not noshim and name != "dlpack") != name:
+                    continue
             for case in cases.CASES:
                 def consume(obj, truth, c=c):
                     try:
@@ -193,3 +204,274 @@ def test_hostile_catalogue_through_the_consumers(built):
     assert len(results) >= 2 * len(cases.CASES)
     wrong = {k: v for k, v in results.items() if v[0] != "unavailable" and v[0] != v[1]}
     assert not wrong, json.dumps(wrong, indent=1)
+
+
+#: A fresh interpreter where shim_ext is absent (its import blocked), stale (built for
+#: another torch, as shim_ext.built_for says) or present: the route the header takes
+#: by itself, its reason, the controls, and the whole catalogue through it.
+SHIM_EXT_CHILD = textwrap.dedent("""
+    import json, sys, warnings
+    state = sys.argv[2]
+    if state == "absent":
+        sys.modules["shim_ext"] = None  # import shim_ext raises ImportError
+    import torch
+    if state == "stale":
+        import shim_ext
+        shim_ext.built_for = lambda module: "2.0.0"
+    from hostile import cases
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[1])
+    import borrow_consumer_c as c
+    route, why, checks, seconds = c.route_info()
+    out = {"route": route, "why": why, "checks": checks, "seconds": seconds, "wrong": {}}
+    for case in cases.CASES:
+        def consume(obj, truth):
+            try:
+                got = c.view(obj)
+            except Exception as exc:
+                return type(exc).__name__, str(exc)
+            if truth is None:
+                return "wrong view", repr(got)
+            want = (truth.data_ptr(), tuple(truth.shape), tuple(truth.stride()))
+            return ("view" if got[:3] == want else "wrong view"), repr((got, want))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                got = case.run(torch, consume)
+            except cases.CaseUnavailable:
+                continue
+        if got[0] != case.expect:
+            out["wrong"][case.name] = got
+    class Plain(torch.Tensor):
+        pass
+    out["controls"] = [c.view(t)[:3] == (t.data_ptr(), tuple(t.shape), t.stride())
+                       for t in (torch.randn(3, 4)[1:], torch.nn.Parameter(torch.ones(2)),
+                                 torch.randn(3).as_subclass(Plain))]
+    print(json.dumps(out))
+""")
+
+
+@pytest.mark.parametrize("state", ["absent", "stale", "present"])
+def test_shim_ext_absent_stale_present(built, state):
+    """The route a consumer built once takes by itself in a fresh process, with no wrong
+    answer on the hostile catalogue: without a usable shim_ext torch's owned shim
+    (2.14+) or its DLPack exchange API (2.13), with it the prototype."""
+    out = _child_json(built, state)
+    want = expected_route() if state == "present" else expected_route_without_shim_ext()
+    assert out["route"] == want, out["why"]
+    assert out["why"].startswith(want + ":")
+    if state == "stale":
+        assert "built for torch 2.0.0" in out["why"]
+    if state == "absent":
+        assert "shim_ext._borrow does not import" in out["why"]
+    assert out["controls"] == [True, True, True]
+    assert not out["wrong"], json.dumps(out["wrong"], indent=1)
+    assert 0 < out["seconds"] < 5
+
+
+def _child_json(built, state):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT / "tests"), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    proc = subprocess.run([sys.executable, "-P", "-c", SHIM_EXT_CHILD, str(built), state],
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+# --- what a launcher needs next to the read ------------------------------------------------
+CONTIGUITY = {
+    "contiguous": lambda: torch.randn(3, 4),
+    "transposed": lambda: torch.randn(3, 4).t(),
+    "size-1 dim, odd stride": lambda: torch.randn(4, 1, 5).as_strided((4, 1, 5), (5, 99, 1)),
+    "size-1 dims only": lambda: torch.randn(1, 1).as_strided((1, 1), (7, 3)),
+    "0 elements, odd strides": lambda: torch.empty(0, 3).as_strided((0, 3), (1, 5)),
+    "expanded": lambda: torch.randn(3, 1).expand(3, 4),
+    "sliced rows": lambda: torch.randn(6, 4)[::2],
+    "sliced columns": lambda: torch.randn(4, 6)[:, 1:],
+    "0-d": lambda: torch.tensor(1.0),
+    "channels_last": lambda: torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last),
+}
+
+
+@needs_route
+@pytest.mark.parametrize("route", ROUTES)
+def test_contiguity_and_dtype_names_are_torchs(built, route):
+    """torch_borrow_is_contiguous follows torch's is_contiguous() (size-1 dims' strides
+    ignored, no elements: contiguous); torch_borrow_dtype_name is str(t.dtype) without
+    "torch."; the codes by name are the ones a read reports."""
+    c = load_extension("borrow_consumer_c", built)
+    force(c, route)
+    try:
+        for name, make in CONTIGUITY.items():
+            t = make()
+            assert c.describe(t) == (t.is_contiguous(), "float32"), name
+        for dtype in (torch.float16, torch.bfloat16, torch.int64, torch.bool,
+                      torch.complex64, torch.uint8, torch.float8_e4m3fn):
+            t = torch.zeros(2, dtype=dtype)
+            name = str(dtype).removeprefix("torch.")
+            assert c.describe(t)[1] == name
+            assert c.codes(name, "cpu") == (c.view(t)[3], c.view(t)[4])
+        assert c.codes("no_such_dtype", "no_such_device") == (-1, -1)
+    finally:
+        c._resolve()
+
+
+@needs_route
+@pytest.mark.parametrize("route", ROUTES)
+def test_the_current_stream_is_cuda_only(built, route):
+    """A CPU tensor has no CUDA stream: refused with a message, no pointer made up."""
+    c = load_extension("borrow_consumer_c", built)
+    force(c, route)
+    try:
+        with pytest.raises(BufferError, match="is not CUDA: no CUDA stream"):
+            c.stream(torch.zeros(2))
+        if torch.cuda.is_available():
+            t = torch.zeros(2, device="cuda")
+            s = torch.cuda.Stream()
+            with torch.cuda.stream(s):
+                assert c.stream(t) == s.cuda_stream
+            assert c.stream(t) == torch.cuda.current_stream().cuda_stream
+    finally:
+        c._resolve()
+
+
+@needs_route
+def test_vmap_refusal_names_vmap_on_every_route(built):
+    """Under torch.func.vmap the argument is a BatchedTensor: every route says so (not
+    "custom strides", which the C check's bits alone would say)."""
+    c = load_extension("borrow_consumer_c", built)
+    try:
+        for route in ROUTES:
+            force(c, route)
+            seen = []
+
+            def fn(x):
+                with pytest.raises(BufferError, match=r"vmap-batched tensor \(torch\.func\.vmap"):
+                    c.view(x)
+                seen.append(route)
+                return x.sum()
+
+            torch.func.vmap(fn)(torch.ones(2, 3))
+            assert seen == [route]
+    finally:
+        c._resolve()
+
+
+def test_route_info_says_which_why_and_what_it_checks(built):
+    c = load_extension("borrow_consumer_c", built)
+    try:
+        for route in ROUTES:
+            force(c, route)
+            name, why, checks, seconds = c.route_info()
+            assert name == (expected_route() if route == "auto" else route.split("-")[0])
+            assert why.startswith(name + ":")
+            python_check = route in ("owned-noshim", "dlpack")
+            assert ("torch._C._dispatch_keys" in checks) == python_check, checks
+            assert ("torch_is_conj" in checks) == (not python_check), checks
+            assert 0 < seconds < 5
+    finally:
+        c._resolve()
+
+
+def test_cython_cimports_the_pxd(tmp_path):
+    """shim_ext/examples/cython_consumer.pyx cimports torch_borrow/consumer.pxd from the
+    header folder, compiles, and reads as the C consumers do."""
+    try:
+        path = build.build_cython(tmp_path)
+    except subprocess.CalledProcessError as exc:
+        pytest.fail(f"{' '.join(exc.cmd)}\n{exc.stdout}{exc.stderr}")
+    cy = load_extension("cython_consumer", tmp_path)
+    assert path.exists()
+    assert (pathlib.Path(shim_ext.get_include()) / "torch_borrow" / "consumer.pxd").is_file()
+    t = torch.randn(5, 6)[1:, ::2]
+    if _unreadable() is None:
+        assert cy.view(t) == expected_tuple(t)
+        assert cy.route()[0] == expected_route()
+        cy.check(torch.randn(3, 4))
+        with pytest.raises(TypeError, match="expected float32, got float64"):
+            cy.check(torch.randn(3, dtype=torch.float64))
+        with pytest.raises(ValueError, match="contiguous"):
+            cy.check(t)
+    with pytest.raises(TypeError, match="expected a torch.Tensor, got int"):
+        cy.view(3)
+
+
+# --- the README's kernel launcher ----------------------------------------------------------
+LAUNCHER_CHILD = textwrap.dedent("""
+    import json, sys
+    if sys.argv[2] == "absent":
+        sys.modules["shim_ext"] = None
+    sys.path.insert(0, sys.argv[1])
+    import torch, launcher  # launcher imports torch itself; resolved at its import
+    a, b = torch.randn(4, 5), torch.randn(4, 5)
+    out = torch.empty(4, 5)
+    launcher.add(a, b, out)
+    res = {"equal": torch.equal(out, a + b)}
+    bad = {"transposed out": (a, b, torch.empty(5, 4).t()),
+           "float64 a": (a.double(), b, out), "negative view b": (a, torch._neg_view(b), out),
+           "conj": (a, b, torch.randn(4, 5, dtype=torch.complex64).conj()),
+           "fewer elements": (a, b[:3], out), "not a tensor": (a, 3, out)}
+    for name, args in bad.items():
+        before = out.clone()
+        try:
+            launcher.add(*args)
+            res[name] = "accepted"
+        except Exception as exc:
+            res[name] = [type(exc).__name__, str(exc), torch.equal(out, before)]
+    print(json.dumps(res))
+""")
+
+
+@pytest.mark.parametrize("state", ["present", "absent"])
+def test_readme_launcher_adds_and_refuses(built, state):
+    """The README's launcher, with and without shim_ext: out is a + b as torch computes
+    it; a transposed out, a float64 or negative-view input, a conj view, a size mismatch
+    and a non-tensor are refused before the kernel writes anything."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT / "tests"), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    proc = subprocess.run([sys.executable, "-P", "-c", LAUNCHER_CHILD, str(built), state],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    res = json.loads(proc.stdout.splitlines()[-1])
+    assert res.pop("equal") is True
+    want = {"transposed out": ("ValueError", "out: expected a contiguous float32"),
+            "float64 a": ("ValueError", "got float64"),
+            "negative view b": ("BufferError", "negative bit"),
+            "conj": ("BufferError", "conjugate bit"),
+            "fewer elements": ("ValueError", "of 20 elements, got float32, 15 elements"),
+            "not a tensor": ("TypeError", "expected a torch.Tensor, got int")}
+    for name, (kind, text) in want.items():
+        assert res[name] != "accepted", name
+        assert res[name][0] == kind and text in res[name][1], (name, res[name])
+        assert res[name][2] is True, f"{name}: out was written"
+
+
+def test_readme_shows_the_launcher_verbatim():
+    readme = (ROOT / "README.md").read_text()
+    source = (EXAMPLES / "launcher.c").read_text()
+    assert "```c\n" + source + "```" in readme
+
+
+def test_readme_cython_block_compiles_and_reads(tmp_path):
+    """The README's Cython example, as printed, cimports the installed .pxd and reads."""
+    import re as _re
+
+    block = _re.findall(r"^```cython\n(.*?)^```$", (ROOT / "README.md").read_text(),
+                        flags=_re.M | _re.S)
+    assert len(block) == 1
+    (tmp_path / "readme_cython.pyx").write_text("# cython: language_level=3\n" + block[0])
+    c_file, so = tmp_path / "readme_cython.c", tmp_path / (
+        "readme_cython" + sysconfig.get_config_var("EXT_SUFFIX"))
+    for cmd in ([sys.executable, "-m", "cython", "-3", "-I", shim_ext.get_include(),
+                 str(tmp_path / "readme_cython.pyx"), "-o", str(c_file)],
+                [os.environ.get("CC", "cc"), "-std=c11", "-O2", "-fPIC", "-shared",
+                 "-I" + sysconfig.get_paths()["include"], "-I" + shim_ext.get_include(),
+                 str(c_file), "-o", str(so), "-ldl"]):
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    mod = load_extension("readme_cython", tmp_path)
+    t = torch.randn(4, 6)[1:, ::2]
+    if _unreadable() is None:
+        assert mod.view(t) == (t.data_ptr(), tuple(t.shape))
+    with pytest.raises(TypeError, match="expected a torch.Tensor"):
+        mod.view("x")

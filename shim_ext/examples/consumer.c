@@ -2,8 +2,12 @@
  *   view(t)   -> (data_ptr, sizes, strides, dtype code, device type code, device index)
  *   read(t)   -> None: the metadata read and checked into a C struct, kept in C (what a
  *                kernel launcher does before it uses the fields)
- *   route()   -> "libtorch" | "prototype" | "owned" | None
- *   _resolve(route=None, flags=True) -> route(): for tests (torch_borrow_init_route)
+ *   route()   -> "libtorch" | "prototype" | "owned" | "dlpack" | None
+ *   route_info() -> (route, why, checks, seconds the resolution took)
+ *   describe(t) -> (is_contiguous, dtype name); codes(dtype, device) -> (codes)
+ *   stream(t) -> the current CUDA stream of t's device (CUDA tensors)
+ *   _resolve(route=None, flags=True, shim_ext=True) -> route(): for tests
+ *             (torch_borrow_init_route; shim_ext=False: as if it were absent)
  * and the C entry point borrow_consumer_c_read(obj, &meta) for a library's own C code.
  * Every check is the header's; refusals become the exception torch_borrow_raise picks.
  * Build: cc -std=c11 -O2 -shared -fPIC -I<Python include> -I<shim_ext.get_include()>
@@ -49,22 +53,70 @@ static PyObject* route(PyObject* self, PyObject* unused) {
 }
 
 static PyObject* resolve(PyObject* self, PyObject* args, PyObject* kwargs) {
-  static char* kw[] = {"route", "flags", NULL};
+  static char* kw[] = {"route", "flags", "shim_ext", NULL};
   const char* only = NULL;
-  int flags = 1;
+  int flags = 1, shim_ext = 1;
   torch_borrow_meta m;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|zp", kw, &only, &flags)) return NULL;
-  torch_borrow_init_route(only, flags, &m);
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|zpp", kw, &only, &flags, &shim_ext))
+    return NULL;
+  torch_borrow_init_route(only, (flags ? TORCH_BORROW_INIT_FLAG_GETTERS : 0) |
+                                    (shim_ext ? 0 : TORCH_BORROW_INIT_NO_SHIM_EXT), &m);
   return route(self, NULL);
+}
+
+/* route_info() -> (route or None, why, checks or None, seconds the resolution took) */
+static PyObject* route_info(PyObject* self, PyObject* unused) {
+  torch_borrow_meta m;
+  const char* checks;
+  (void)self, (void)unused;
+  if (torch_borrow_init(&m) == TORCH_BORROW_NO_TORCH) return torch_borrow_raise(&m);
+  checks = torch_borrow_route_checks();
+  return Py_BuildValue("(zszd)", torch_borrow_route(), torch_borrow_route_why(), checks,
+                       torch_borrow_init_seconds());
+}
+
+/* describe(t) -> (is_contiguous, dtype name): what a launcher checks and says */
+static PyObject* describe(PyObject* self, PyObject* obj) {
+  torch_borrow_meta m;
+  const char* name;
+  (void)self;
+  if (torch_borrow_read(obj, &m) != TORCH_BORROW_OK) return torch_borrow_raise(&m);
+  name = torch_borrow_dtype_name(m.dtype);
+  return Py_BuildValue("(Nz)", PyBool_FromLong(torch_borrow_is_contiguous(&m)), name);
+}
+
+/* codes(dtype name, device name) -> (dtype code, device type code); -1: unknown */
+static PyObject* codes(PyObject* self, PyObject* args) {
+  const char *dtype, *device;
+  torch_borrow_meta m;
+  (void)self;
+  if (!PyArg_ParseTuple(args, "ss", &dtype, &device)) return NULL;
+  if (torch_borrow_init(&m) == TORCH_BORROW_NO_TORCH) return torch_borrow_raise(&m);
+  return Py_BuildValue("(ii)", torch_borrow_dtype_code(dtype), torch_borrow_device_code(device));
+}
+
+/* stream(t) -> the current CUDA stream of t's device, as an int (0: the default stream) */
+static PyObject* stream(PyObject* self, PyObject* obj) {
+  torch_borrow_meta m;
+  void* s;
+  (void)self;
+  if (torch_borrow_read(obj, &m) != TORCH_BORROW_OK) return torch_borrow_raise(&m);
+  if (torch_borrow_current_stream(&m, &s) != TORCH_BORROW_OK) return torch_borrow_raise(&m);
+  return PyLong_FromVoidPtr(s);
 }
 
 static PyMethodDef methods[] = {
     {"view", view, METH_O,
      "view(tensor) -> (data_ptr, sizes, strides, dtype code, device type code, device index)"},
     {"read", read_meta, METH_O, "read(tensor) -> None: read and checked, the metadata kept in C"},
-    {"route", route, METH_NOARGS, "Where handles come from: 'libtorch', 'prototype', 'owned' or None."},
+    {"route", route, METH_NOARGS, "Where handles come from: 'libtorch', 'prototype', 'owned', 'dlpack' or None."},
+    {"route_info", route_info, METH_NOARGS,
+     "route_info() -> (route, why, checks, seconds the resolution took)"},
+    {"describe", describe, METH_O, "describe(tensor) -> (is_contiguous, dtype name)"},
+    {"codes", codes, METH_VARARGS, "codes(dtype name, device name) -> (dtype code, device code)"},
+    {"stream", stream, METH_O, "stream(tensor) -> the current CUDA stream of its device"},
     {"_resolve", (PyCFunction)(void (*)(void))resolve, METH_VARARGS | METH_KEYWORDS,
-     "_resolve(route=None, flags=True) -> route() (tests only)"},
+     "_resolve(route=None, flags=True, shim_ext=True) -> route() (tests only)"},
     {NULL, NULL, 0, NULL}};
 
 static PyModuleDef module = {PyModuleDef_HEAD_INIT, "borrow_consumer_c",

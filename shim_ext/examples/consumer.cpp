@@ -17,6 +17,29 @@ static_assert(std::is_same_v<decltype(&aoti_torch_get_dim), torch_borrow_get_i64
 static_assert(std::is_same_v<decltype(&aoti_torch_get_dtype), torch_borrow_get_i32_fn>);
 static_assert(std::is_same_v<decltype(&aoti_torch_delete_tensor_object), torch_borrow_delete_fn>);
 #endif
+#if __has_include(<ATen/dlpack.h>)
+// The header's DLPack 1.x declarations against torch's own (ATen/dlpack.h, torch 2.10+).
+#include <ATen/dlpack.h>
+#include <cstddef>
+static_assert(sizeof(torch_borrow__dltensor) == sizeof(DLTensor));
+static_assert(offsetof(torch_borrow__dltensor, data) == offsetof(DLTensor, data));
+static_assert(offsetof(torch_borrow__dltensor, device) == offsetof(DLTensor, device));
+static_assert(offsetof(torch_borrow__dltensor, ndim) == offsetof(DLTensor, ndim));
+static_assert(offsetof(torch_borrow__dltensor, dtype) == offsetof(DLTensor, dtype));
+static_assert(offsetof(torch_borrow__dltensor, shape) == offsetof(DLTensor, shape));
+static_assert(offsetof(torch_borrow__dltensor, strides) == offsetof(DLTensor, strides));
+static_assert(offsetof(torch_borrow__dltensor, byte_offset) == offsetof(DLTensor, byte_offset));
+static_assert(sizeof(torch_borrow__dlpack_api) == sizeof(DLPackExchangeAPI));
+static_assert(offsetof(torch_borrow__dlpack_api, dltensor_from_py_object_no_sync) ==
+              offsetof(DLPackExchangeAPI, dltensor_from_py_object_no_sync));
+static_assert(offsetof(torch_borrow__dlpack_api, current_work_stream) ==
+              offsetof(DLPackExchangeAPI, current_work_stream));
+static_assert(DLPACK_MAJOR_VERSION == 1);
+static_assert(kDLCPU == TORCH_BORROW__KDLCPU && kDLCUDA == TORCH_BORROW__KDLCUDA &&
+              kDLCUDAHost == TORCH_BORROW__KDLCUDAHOST && kDLROCM == TORCH_BORROW__KDLROCM &&
+              kDLOneAPI == TORCH_BORROW__KDLONEAPI && kDLMetal == TORCH_BORROW__KDLMETAL &&
+              kDLExtDev == TORCH_BORROW__KDLEXTDEV);
+#endif
 
 extern "C" __attribute__((visibility("default"))) int borrow_consumer_read(
     PyObject* obj, torch_borrow_meta* m) {
@@ -59,13 +82,15 @@ PyObject* route(PyObject*, PyObject*) {
 }
 
 PyObject* resolve(PyObject* self, PyObject* args, PyObject* kwargs) {
-  static const char* kw[] = {"route", "flags", nullptr};
+  static const char* kw[] = {"route", "flags", "shim_ext", nullptr};
   const char* only = nullptr;
-  int flags = 1;
+  int flags = 1, shim_ext = 1;
   torch_borrow_meta m;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|zp", const_cast<char**>(kw), &only, &flags))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|zpp", const_cast<char**>(kw), &only, &flags,
+                                   &shim_ext))
     return nullptr;
-  torch_borrow_init_route(only, flags, &m);
+  torch_borrow_init_route(only, (flags ? TORCH_BORROW_INIT_FLAG_GETTERS : 0) |
+                                    (shim_ext ? 0 : TORCH_BORROW_INIT_NO_SHIM_EXT), &m);
   return route(self, nullptr);
 }
 
@@ -73,9 +98,9 @@ PyMethodDef methods[] = {
     {"view", view, METH_O,
      "view(tensor) -> (data_ptr, sizes, strides, dtype code, device type code, device index)"},
     {"read", read_meta, METH_O, "read(tensor) -> None: read and checked, the metadata kept in C"},
-    {"route", route, METH_NOARGS, "Where handles come from: 'libtorch', 'prototype', 'owned' or None."},
+    {"route", route, METH_NOARGS, "Where handles come from: 'libtorch', 'prototype', 'owned', 'dlpack' or None."},
     {"_resolve", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(resolve)),
-     METH_VARARGS | METH_KEYWORDS, "_resolve(route=None, flags=True) -> route() (tests only)"},
+     METH_VARARGS | METH_KEYWORDS, "_resolve(route=None, flags=True, shim_ext=True) -> route() (tests only)"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "borrow_consumer",

@@ -10,30 +10,78 @@
  *
  * Header-only, C99 and C++ (GCC or Clang on a POSIX system: dlopen / dlsym, __atomic
  * builtins). Include <Python.h> first or let this header include it. Link nothing: the
- * functions are found at run time in what `import torch` loaded (libtorch_cpu.so) and,
- * until torch exports the borrow itself, in the prototype's two libraries (the
- * shim_ext package of torch-borrow-bridge).
+ * functions are found at run time in what `import torch` loaded (libtorch_cpu.so, and
+ * libtorch_cuda.so for the CUDA stream) and, where it is installed and built for the
+ * running torch, in the prototype's two libraries (the shim_ext package of
+ * torch-borrow-bridge). Without shim_ext it still reads, on every torch from 2.13 on
+ * (see "The routes").
  *
  * VERSION: TORCH_BORROW_CONSUMER_VERSION, major * 10000 + minor * 100 + patch. A
- * minor version adds fields at the end of torch_borrow_meta or new status codes; a
- * major one changes what exists.
+ * minor version adds fields at the end of torch_borrow_meta, calls or status codes; a
+ * major one changes what exists. 1.1.0 added the owned route without shim_ext, the
+ * dlpack route, and the calls after torch_borrow_route.
+ *
+ * --- The routes, and what each one checks -----------------------------------------
+ *
+ * Chosen once, by which symbols exist (never by version number), first found wins:
+ *   "libtorch"   torch's own torch_tensor_borrow_from_pyobject (no released torch yet):
+ *                a borrowed handle, torch's own refusal of custom metadata;
+ *   "prototype"  shim_ext built for the running torch: its borrow (a borrowed handle),
+ *                whose C check refuses a Python dispatch key and sizes, strides, device
+ *                or layout computed by a TensorImpl subclass or in Python, and its
+ *                torch_is_conj / torch_is_neg;
+ *   "owned"      torch's torch_tensor_from_pyobject (2.14+): a new reference per read,
+ *                deleted on every exit; the custom-metadata refusal is shim_ext's C check
+ *                where shim_ext loads, else the Python-level check below;
+ *   "dlpack"     torch's DLPack exchange API (the capsule
+ *                torch.Tensor.__dlpack_c_exchange_api__, "dlpack_exchange_api", DLPack
+ *                1.x, torch 2.10+): dltensor_from_py_object_no_sync fills a DLTensor (it
+ *                copies the at::Tensor inside: a refcount round trip); DLPack has no
+ *                storage offset or size and reports uint1..7 as uint8, so the storage
+ *                offset, the storage's bytes and the torch.dtype are read in Python,
+ *                through TensorBase's and StorageBase's own descriptors under
+ *                torch._C.DisableTorchFunction (no subclass or mode answers for them);
+ *                always with the Python-level check below. Torch's export accepts a
+ *                negative view as plain data and gives NULL data for a FakeTensor: the
+ *                check refuses both before the export is called. A dtype the stable
+ *                ABI names no code for (bcomplex32, bits16, ...) is refused here.
+ * The Python-level check (owned without shim_ext, dlpack; also a borrow without flag
+ * getters): no released torch (2.13 to 2.15) has a C function for the conjugate /
+ * negative bits or the custom metadata, so the reader asks torch's own C++ state
+ * through Python: the type's __torch_dispatch__, looked up in its MRO's dicts (no
+ * metaclass answers, no Python runs), must be torch's default; then
+ * torch._C._dispatch_keys(obj).raw_repr() (a pybind function: no __torch_function__)
+ * must hold none of the Python, PythonTLSSnapshot, FuncTorchBatched,
+ * BatchedNestedTensor, FuncTorchGradWrapper, Functionalize, Conjugate, Negative,
+ * Sparse, SparseCsr, NestedTensor, Quantized, ZeroTensor or Meta keys (their bits from
+ * torch._C.DispatchKeySet at init). Garbage collection is held off (PyGC_Disable) from
+ * the check to the last field read, so no __del__ runs in between. What it cannot see:
+ * sizes computed in Python without the Python key (_make_subclass(...,
+ * dispatch_sizes_strides_policy=...) of a class without __torch_dispatch__); torch's
+ * getters then raise (refused, torch's message) and the class cannot gain a
+ * __torch_dispatch__ unseen (checked on every read). Its cost is measured in
+ * bench/results/callgrind-consumer-*.md beside the C routes'.
+ * Every route then checks in C: the real type (torch.Tensor or a subclass; a lying
+ * __class__ does not count), strided layout, a whole-byte dtype, not meta, a device
+ * torch names, memory present for a tensor with elements, every element inside the
+ * storage's bytes, at most TORCH_BORROW_MAX_DIMS dims. torch_borrow_route_checks()
+ * says the same for the route taken.
  *
  * --- The calls -------------------------------------------------------------------
  *
  * int torch_borrow_init(torch_borrow_meta* m)
- *     Resolve the functions once (later calls return at once). The look-up order:
- *       1. libtorch's own torch_tensor_borrow_from_pyobject (a torch that has it);
- *       2. the prototype: shim_ext._entry's torch_tensor_borrow_from_pyobject, after
- *          registering shim_ext._borrow's implementation with it (what
- *          shim_ext.load() does: torch_borrow_set_impl(torch_borrow_impl())). Refused
- *          when shim_ext._borrow was built for another torch than the running one (it
- *          reads THPVariable with that torch's layout): the message gives the rebuild
- *          command;
- *       3. torch's owned torch_tensor_from_pyobject (torch 2.14+), a new reference
- *          deleted on every exit, with shim_ext's torch_borrow_custom_metadata making
- *          the borrow's refusal (without it this route is not taken).
- *     torch_is_conj / torch_is_neg: libtorch's, else the prototype's; without either
- *     every read is refused (a lazy conj / neg view would read as plain values).
+ *     Resolve the route once (later calls return at once): the look-up above. The
+ *     prototype's registration is what shim_ext.load() does
+ *     (torch_borrow_set_impl(torch_borrow_impl())); a shim_ext built for another torch
+ *     (it reads THPVariable with that torch's layout) is not used, and the reason
+ *     gives the rebuild command. The first call costs: importing shim_ext (where
+ *     present), dlsym of the getters and codes, and, on the borrow and owned routes,
+ *     one torch.empty(0, dtype=d) per torch dtype to learn the codes the stable ABI
+ *     does not name; on the key-set routes the DispatchKeySet bits; on dlpack the
+ *     capsule and a dict of dtypes. torch_borrow_init_seconds() says what it took;
+ *     bench/consumer_header.py --init measures it per route in fresh processes. Call
+ *     it at your module's import (after `import torch`) to keep it off the first
+ *     kernel launch; otherwise the first torch_borrow_read calls it.
  *     Needs the GIL (an attached thread state) and `import torch` done before. Returns
  *     TORCH_BORROW_OK; TORCH_BORROW_UNAVAILABLE (no route; kept for the process, see
  *     torch_borrow_init_route) or TORCH_BORROW_NO_TORCH (torch not imported yet;
@@ -63,7 +111,10 @@
  *                                 element past the storage's bytes (shrunk under a
  *                                 view), more than TORCH_BORROW_MAX_DIMS dimensions, or
  *                                 a getter that failed (its message).
- *     Runs no Python code on success, nor on a refusal after the type check.
+ *     On the prototype and libtorch routes it runs no Python code on success (a refusal
+ *     asks torch._C._dispatch_keys to name the reason); the owned route without
+ *     shim_ext and the dlpack route run the Python-level check (torch's own functions,
+ *     no user code) on every read.
  *
  * PyObject* torch_borrow_raise(const torch_borrow_meta* m)
  *     Set the Python exception m->status calls for (above) with m->message; returns
@@ -71,13 +122,45 @@
  *     TORCH_BORROW_NO_GIL (nothing Python may be touched then).
  *
  * const char* torch_borrow_route(void)
- *     "libtorch", "prototype", "owned", or NULL (none, or not resolved yet).
+ *     "libtorch", "prototype", "owned", "dlpack", or NULL (none, or not resolved yet).
+ * const char* torch_borrow_route_why(void)
+ *     "<route>: why" (each route before it and why it was not taken), or "no route:
+ *     ..." with every route's reason; NULL before the first resolution.
+ * const char* torch_borrow_route_checks(void)
+ *     What the route taken checks, in C and in Python; NULL without a route.
+ * double torch_borrow_init_seconds(void)
+ *     Wall-clock seconds the resolution took; -1 before it.
  *
  * int torch_borrow_init_route(const char* only, int flags, torch_borrow_meta* m)
  *     Resolve again, taking only the route named `only` ("libtorch", "prototype",
- *     "owned"; NULL: the first that exists) and, with flags == 0, no conj / neg
- *     getters (every read then refused): for tests. The previous resolution is leaked,
- *     never freed, so a read running in another thread keeps a valid one.
+ *     "owned", "dlpack"; NULL: the first that exists). flags:
+ *     TORCH_BORROW_INIT_FLAG_GETTERS (use torch_is_conj / torch_is_neg where they exist;
+ *     without it and without the key-set check every read is refused),
+ *     TORCH_BORROW_INIT_NO_SHIM_EXT (never import shim_ext: as on a machine without it).
+ *     For tests. The previous resolution is leaked, never freed, so a read running in
+ *     another thread keeps a valid one.
+ *
+ * --- Next to the read (after a resolution; GIL held) ------------------------------
+ *
+ * int32_t torch_borrow_dtype_code(const char* name)
+ *     The code a read reports for "float32" / "torch.float32" (the stable ABI's
+ *     aoti_torch_dtype_*, found at init: no dlsym of your own), -1 when unknown.
+ * const char* torch_borrow_dtype_name(int32_t code)
+ *     "float32" for messages, NULL when unknown (quantized and sub-byte have none).
+ * int32_t torch_borrow_device_code(const char* name)
+ *     aoti_torch_device_type_<name>() for "cpu", "cuda", "meta", "xpu", "mps",
+ *     "privateuse1", "hip", "mtia"; -1 when torch exports none.
+ * int torch_borrow_is_contiguous(const torch_borrow_meta* m)
+ *     torch's is_contiguous() rule on m's sizes and strides: 1 when the tensor has no
+ *     elements, or when every dimension of size other than 1 has the stride of the
+ *     dimensions after it packed (size-1 dimensions' strides are ignored); else 0.
+ * int torch_borrow_current_stream(torch_borrow_meta* m, void** stream)
+ *     The current CUDA stream (a cudaStream_t; NULL is the legacy default stream) of
+ *     the device m was read on: libtorch_cuda's aoti_torch_get_current_cuda_stream,
+ *     else the DLPack exchange API's current_work_stream (kDLCUDA). Returns
+ *     TORCH_BORROW_OK; TORCH_BORROW_REFUSED for a tensor not on CUDA (*stream NULL);
+ *     TORCH_BORROW_UNAVAILABLE when torch has neither function; status and message
+ *     in m, its other fields untouched.
  *
  * --- What a successful read gives, and for how long -----------------------------
  *
@@ -93,20 +176,30 @@
  * Threads: reads may run in any number of threads, each holding the GIL (or, on
  * free-threaded CPython, an attached thread state); the resolution is published once
  * with release / acquire atomics. The state is per translation unit (static): include
- * the header where the reads are, and each translation unit resolves once.
+ * the header where the reads are, and each translation unit resolves once. The
+ * Python-level check holds garbage collection off with PyGC_Disable, which is
+ * process-wide: on free-threaded CPython two threads reading at once may re-enable it
+ * under each other (a collection may then run during the other's check), so there the
+ * C routes (prototype, libtorch) are the ones to rely on.
  *
  * --- The torch symbols it relies on (dlsym in libtorch_cpu.so) -------------------
  *
  * aoti_torch_get_data_ptr, _get_storage_offset, _get_dim, _get_sizes, _get_strides,
  * _get_dtype, _get_device_type, _get_device_index, _get_layout, _get_storage_size,
- * aoti_torch_layout_strided, aoti_torch_device_type_meta, aoti_torch_dtype_* (the
- * table below: a code torch lacks is left out; at init, every other dtype torch can
- * allocate is added by the code an empty tensor of it reports, with torch.dtype.itemsize,
- * as the bridge builds its table), torch_exception_get_what_without_
+ * aoti_torch_layout_strided, aoti_torch_device_type_meta, aoti_torch_device_type_* (the
+ * names torch_borrow_device_code knows), aoti_torch_dtype_* (the table below: a code
+ * torch lacks is left out; at init, on the borrow and owned routes, every other dtype
+ * torch can allocate is added by the code an empty tensor of it reports, with
+ * torch.dtype.itemsize, as the bridge builds its table), torch_exception_get_what_without_
  * backtrace (2.13+, the failed getter's message), aoti_torch_delete_tensor_object and
  * torch_tensor_from_pyobject (2.14+, the owned route), torch_tensor_borrow_from_pyobject
- * and torch_is_conj / torch_is_neg (where torch has them); the device types torch names
- * (torch._C._autograd.DeviceType). From the prototype (shim_ext): _entry's
+ * and torch_is_conj / torch_is_neg (where torch has them); aoti_torch_get_current_cuda_
+ * stream (libtorch_cuda.so, CUDA builds); the device types torch names
+ * (torch._C._autograd.DeviceType). From Python: torch.Tensor.__dlpack_c_exchange_api__,
+ * torch._C._dispatch_keys, torch._C.DispatchKey / DispatchKeySet,
+ * torch._C._disabled_torch_dispatch_impl, torch._C.DisableTorchFunction,
+ * torch._C.TensorBase.storage_offset / untyped_storage / dtype,
+ * torch._C.StorageBase.nbytes. From the prototype (shim_ext): _entry's
  * torch_tensor_borrow_from_pyobject, torch_is_conj, torch_is_neg and
  * torch_borrow_set_impl, _borrow's torch_borrow_impl and torch_borrow_custom_metadata,
  * and shim_ext.built_for(_borrow) (the torch it was compiled against).
@@ -118,7 +211,7 @@
 #ifndef TORCH_BORROW_CONSUMER_H
 #define TORCH_BORROW_CONSUMER_H
 
-#define TORCH_BORROW_CONSUMER_VERSION 10000 /* 1.0.0 */
+#define TORCH_BORROW_CONSUMER_VERSION 10100 /* 1.1.0 */
 
 #ifndef PY_SSIZE_T_CLEAN
 #define PY_SSIZE_T_CLEAN
@@ -129,12 +222,17 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <torch_borrow/abi.h>
 #include <torch_borrow/thread_state.h>
 
 #define TORCH_BORROW_MAX_DIMS 64
 #define TORCH_BORROW_MESSAGE_SIZE 512
+
+/* torch_borrow_init_route's flags */
+#define TORCH_BORROW_INIT_FLAG_GETTERS 1 /* use torch_is_conj / torch_is_neg where they exist */
+#define TORCH_BORROW_INIT_NO_SHIM_EXT 2  /* never import shim_ext: as if it were absent */
 
 enum {
   TORCH_BORROW_OK = 0,
@@ -165,9 +263,39 @@ typedef struct torch_borrow_meta {
 #define TORCH_BORROW__NCODES 256
 #define TORCH_BORROW__NDEVICES 64
 
+/* The DLPack 1.x C exchange API (DLPack's dlpack.h, as torch's ATen/dlpack.h declares it
+   from torch 2.10 on): only what the reader calls, layout-checked against torch's header in
+   shim_ext/examples/consumer.cpp. A DLTensor's shape and strides point into the tensor. */
+typedef struct torch_borrow__dltensor {
+  void* data;
+  struct { int32_t device_type, device_id; } device; /* DLDeviceType, index */
+  int32_t ndim;
+  struct { uint8_t code, bits; uint16_t lanes; } dtype;
+  int64_t *shape, *strides; /* elements */
+  uint64_t byte_offset;
+} torch_borrow__dltensor;
+typedef struct torch_borrow__dlpack_api {
+  struct { uint32_t major, minor; } version; /* DLPackExchangeAPIHeader */
+  void* prev_api;
+  void *managed_tensor_allocator, *managed_tensor_from_py_object_no_sync,
+      *managed_tensor_to_py_object_no_sync;
+  int (*dltensor_from_py_object_no_sync)(void* py_object, torch_borrow__dltensor* out);
+  int (*current_work_stream)(int32_t device_type, int32_t device_id, void** out_stream);
+} torch_borrow__dlpack_api;
+#define TORCH_BORROW__KDLCPU 1
+#define TORCH_BORROW__KDLCUDA 2
+#define TORCH_BORROW__KDLCUDAHOST 3
+#define TORCH_BORROW__KDLROCM 10
+#define TORCH_BORROW__KDLONEAPI 14
+#define TORCH_BORROW__KDLMETAL 8
+#define TORCH_BORROW__KDLEXTDEV 12
+#define TORCH_BORROW__NKEYS 16
+
 typedef struct torch_borrow__api {
   const char* route; /* NULL: why says why */
-  char why[TORCH_BORROW_MESSAGE_SIZE], no_flags[TORCH_BORROW_MESSAGE_SIZE];
+  /* why: the route taken and why (or why none); checks: what it judges and how */
+  char why[TORCH_BORROW_MESSAGE_SIZE * 2], no_flags[TORCH_BORROW_MESSAGE_SIZE];
+  char checks[TORCH_BORROW_MESSAGE_SIZE * 2];
   torch_borrow_from_pyobject_fn borrow, owned; /* borrowed / new reference */
   torch_borrow_delete_fn del;
   torch_borrow_get_flag_fn is_conj, is_neg;
@@ -180,7 +308,28 @@ typedef struct torch_borrow__api {
   int32_t strided, meta;
   int8_t itemsize[TORCH_BORROW__NCODES];
   int8_t device_known[TORCH_BORROW__NDEVICES];
+  char dtype_name[TORCH_BORROW__NCODES][24]; /* "float32", ...: "" unknown */
   PyTypeObject* tensor_type; /* torch.Tensor, kept for good */
+  /* The Python-level key-set check (routes without a C check of the custom metadata or
+     of the conj / neg bits): torch._C._dispatch_keys(obj).raw_repr() against masks. */
+  int keys_check;                     /* 1: every read runs it before any handle */
+  PyObject *keys_fn, *raw_repr;       /* torch._C._dispatch_keys, "raw_repr": kept */
+  PyObject* dispatch_default;         /* torch._C._disabled_torch_dispatch_impl: kept */
+  PyObject* dispatch_name;            /* "__torch_dispatch__" */
+  int nkeys;
+  struct { uint64_t mask; const char* why; } keys[TORCH_BORROW__NKEYS];
+  uint64_t forbidden; /* the union of keys[].mask */
+  /* The DLPack route: torch's exchange API, and the Python-level storage reads it lacks
+     (under torch._C.DisableTorchFunction: no __torch_function__ answers for them). */
+  const torch_borrow__dlpack_api* dlpack;
+  PyObject *no_torch_function, *storage_offset_fn, *untyped_storage_fn, *nbytes_fn;
+  PyObject* dtype_attr; /* TensorBase's dtype getset descriptor */
+  PyObject* dtype_codes; /* {torch.dtype: aoti code}: kept */
+  int32_t dl_device[32]; /* DLDeviceType -> aoti device code, -1: none */
+  void* cuda_stream;     /* aoti_torch_get_current_cuda_stream (libtorch_cuda), or NULL */
+  int (*dl_stream)(int32_t, int32_t, void**); /* the exchange API's current_work_stream */
+  int32_t device_code[8]; /* torch_borrow__device_names' codes, -1: none */
+  double init_seconds;   /* what the resolution took (wall clock) */
 } torch_borrow__api;
 
 static const torch_borrow__api* torch_borrow__state; /* __atomic release / acquire */
@@ -289,6 +438,10 @@ static inline int torch_borrow__load_prototype(PyObject* torch, torch_borrow__ap
   return 0;
 }
 
+/* The device names torch_borrow_device_code knows (aoti_torch_device_type_<name>). */
+static const char* const torch_borrow__device_names[8] = {
+    "cpu", "cuda", "meta", "xpu", "mps", "privateuse1", "hip", "mtia"};
+
 /* The device type codes torch names (c10::DeviceType as torch._C._autograd.DeviceType
    binds it); without that enum, the ones the stable ABI names. */
 static inline void torch_borrow__devices(PyObject* torch, void* lib, torch_borrow__api* a) {
@@ -344,11 +497,13 @@ static inline void torch_borrow__probe_dtypes(PyObject* torch, torch_borrow__api
     while (PyDict_Next(vars, &pos, &key, &v)) {
       PyObject *s, *size, *kw, *t;
       const char* name;
+      char label[24] = "";
       long itemsize;
       int skip;
       if (!PyObject_TypeCheck(v, (PyTypeObject*)dtype_type)) continue;
       s = PyObject_Str(v);
       name = s ? PyUnicode_AsUTF8(s) : NULL;
+      if (name && strncmp(name, "torch.", 6) == 0) snprintf(label, sizeof label, "%s", name + 6);
       skip = !name || strncmp(name, "torch.qint", 10) == 0 ||
              strncmp(name, "torch.quint", 11) == 0 ||
              ((strncmp(name, "torch.int", 9) == 0 && name[9] >= '1' && name[9] <= '7' &&
@@ -367,8 +522,10 @@ static inline void torch_borrow__probe_dtypes(PyObject* torch, torch_borrow__api
         int32_t code = -1;
         if (a->borrow ? a->borrow(t, &h) == 0 : a->owned && a->owned(t, &h) == 0) {
           if (a->dtype(h, &code) == 0 && code >= 0 && code < TORCH_BORROW__NCODES &&
-              a->itemsize[code] == 0)
+              a->itemsize[code] == 0) {
             a->itemsize[code] = (int8_t)itemsize;
+            if (!a->dtype_name[code][0]) memcpy(a->dtype_name[code], label, sizeof label);
+          }
           if (!a->borrow) a->del(h);
         }
       }
@@ -395,7 +552,166 @@ static inline int torch_borrow__want(const char* only, const char* route) {
   return !only || strcmp(only, route) == 0;
 }
 
-/* A fresh resolution, or NULL (torch not imported: nothing kept, m says why). */
+/* The Python-level key-set check's masks: each DispatchKey that marks a tensor no pointer
+   + strides description fits, as torch._C.DispatchKeySet(key).raw_repr() gives its bit
+   (a backend key's Dense bit removed); a key this torch lacks is left out. 0: ready. */
+static inline int torch_borrow__keys_setup(PyObject* torch, torch_borrow__api* a) {
+  static const struct { const char* key; const char* why; } keys[] = {
+      {"Python", "torch's Python dispatch key (a __torch_dispatch__ subclass, FakeTensor, "
+                 "a jagged nested tensor): its metadata is computed in Python"},
+      {"PythonTLSSnapshot", "torch's Python dispatch key: its metadata is computed in Python"},
+      {"FuncTorchBatched", "a vmap-batched tensor (torch.func.vmap's BatchedTensor): its sizes "
+                           "are one example's and its memory is the whole batch; read the "
+                           "tensor outside vmap"},
+      {"BatchedNestedTensor", "a vmap-batched nested tensor (torch.func.vmap)"},
+      {"FuncTorchGradWrapper", "a functorch wrapper (torch.func.grad / jvp / vjp's "
+                               "TensorWrapper): it has no storage of its own; read the tensor "
+                               "outside the transform"},
+      {"Functionalize", "a functional tensor (torch.func.functionalize, torch.compile): its "
+                        "storage is a placeholder"},
+      {"Conjugate", "the conjugate bit is set: its memory holds the unconjugated values (call "
+                    ".resolve_conj() first)"},
+      {"Negative", "the negative bit is set: its memory holds the unnegated values (call "
+                   ".resolve_neg() first)"},
+      {"Sparse", "a sparse tensor (call .to_dense() first)"},
+      {"SparseCsr", "a sparse compressed tensor (call .to_dense() first)"},
+      {"NestedTensor", "a nested tensor (no single sizes / strides)"},
+      {"Quantized", "a quantized tensor (its elements need a scale and zero point)"},
+      {"ZeroTensor", "an efficient zero tensor (torch._efficientzerotensor: no memory)"},
+      {"Meta", "a meta tensor has no data; only tensors with storage can be read"},
+  };
+  PyObject* c = PyObject_GetAttrString(torch, "_C");
+  PyObject* dk = c ? PyObject_GetAttrString(c, "DispatchKey") : NULL;
+  PyObject* dks = c ? PyObject_GetAttrString(c, "DispatchKeySet") : NULL;
+  PyObject* dense_key = dk ? PyObject_GetAttrString(dk, "Dense") : NULL;
+  uint64_t dense = 0;
+  size_t i;
+  PyErr_Clear();
+  a->keys_fn = c ? PyObject_GetAttrString(c, "_dispatch_keys") : NULL;
+  a->dispatch_default = c ? PyObject_GetAttrString(c, "_disabled_torch_dispatch_impl") : NULL;
+  a->raw_repr = PyUnicode_InternFromString("raw_repr");
+  a->dispatch_name = PyUnicode_InternFromString("__torch_dispatch__");
+  PyErr_Clear();
+  if (dks && dense_key) {
+    PyObject* set = PyObject_CallOneArg(dks, dense_key);
+    PyObject* raw = set ? PyObject_CallMethodNoArgs(set, a->raw_repr) : NULL;
+    dense = raw ? (uint64_t)PyLong_AsUnsignedLongLong(raw) : 0;
+    Py_XDECREF(raw);
+    Py_XDECREF(set);
+    PyErr_Clear();
+  }
+  for (i = 0; dks && dk && i < sizeof keys / sizeof keys[0]; ++i) {
+    PyObject* key = PyObject_GetAttrString(dk, keys[i].key);
+    PyObject* set = key ? PyObject_CallOneArg(dks, key) : NULL;
+    PyObject* raw = set ? PyObject_CallMethodNoArgs(set, a->raw_repr) : NULL;
+    uint64_t bits = raw ? (uint64_t)PyLong_AsUnsignedLongLong(raw) & ~dense : 0;
+    Py_XDECREF(raw);
+    Py_XDECREF(set);
+    Py_XDECREF(key);
+    PyErr_Clear();
+    if (!bits || a->nkeys >= TORCH_BORROW__NKEYS) continue;
+    a->keys[a->nkeys].mask = bits, a->keys[a->nkeys].why = keys[i].why;
+    a->forbidden |= bits, a->nkeys++;
+  }
+  Py_XDECREF(dense_key);
+  Py_XDECREF(dks);
+  Py_XDECREF(dk);
+  Py_XDECREF(c);
+  /* Without the Python, vmap, conj and neg masks the check cannot judge: not ready. */
+  return a->keys_fn && a->raw_repr && a->dispatch_default && a->dispatch_name &&
+                 dense && a->nkeys >= 8 ? 0 : -1;
+}
+
+/* The DLPack route's set-up: torch's exchange API from the capsule
+   torch.Tensor.__dlpack_c_exchange_api__ (named "dlpack_exchange_api", DLPack major 1),
+   the Python-level reads it needs, the torch.dtype -> code map, the DLDevice map.
+   0: ready; else why says why. */
+static inline int torch_borrow__dlpack_setup(PyObject* torch, void* lib, torch_borrow__api* a,
+                                             char* why, size_t n) {
+  static const struct { int32_t dl; const char* fn; } devices[] = {
+      {TORCH_BORROW__KDLCPU, "aoti_torch_device_type_cpu"},
+      {TORCH_BORROW__KDLCUDAHOST, "aoti_torch_device_type_cpu"},
+      {TORCH_BORROW__KDLCUDA, "aoti_torch_device_type_cuda"},
+      {TORCH_BORROW__KDLROCM, "aoti_torch_device_type_cuda"},
+      {TORCH_BORROW__KDLONEAPI, "aoti_torch_device_type_xpu"},
+      {TORCH_BORROW__KDLMETAL, "aoti_torch_device_type_mps"},
+      {TORCH_BORROW__KDLEXTDEV, "aoti_torch_device_type_privateuse1"},
+  };
+  PyObject *cap, *c, *base, *storage;
+  const torch_borrow__dlpack_api* api;
+  size_t i;
+  int k;
+  for (i = 0; i < sizeof a->dl_device / sizeof a->dl_device[0]; ++i) a->dl_device[i] = -1;
+  for (i = 0; i < sizeof devices / sizeof devices[0]; ++i) {
+    torch_borrow_code_fn code = (torch_borrow_code_fn)torch_borrow__sym(lib, devices[i].fn);
+    if (code) a->dl_device[devices[i].dl] = code();
+  }
+  cap = PyObject_GetAttrString((PyObject*)a->tensor_type, "__dlpack_c_exchange_api__");
+  api = cap && PyCapsule_IsValid(cap, "dlpack_exchange_api")
+            ? (const torch_borrow__dlpack_api*)PyCapsule_GetPointer(cap, "dlpack_exchange_api")
+            : NULL;
+  Py_XDECREF(cap); /* torch.Tensor keeps it, and the API is static in libtorch_python */
+  PyErr_Clear();
+  if (!api) {
+    snprintf(why, n, "torch.Tensor has no __dlpack_c_exchange_api__ capsule (torch 2.10+)");
+    return -1;
+  }
+  if (api->version.major != 1 || !api->dltensor_from_py_object_no_sync) {
+    snprintf(why, n, "torch's DLPack exchange API is version %u.%u without "
+             "dltensor_from_py_object_no_sync; this header reads DLPack 1.x",
+             (unsigned)api->version.major, (unsigned)api->version.minor);
+    return -1;
+  }
+  c = PyObject_GetAttrString(torch, "_C");
+  base = c ? PyObject_GetAttrString(c, "TensorBase") : NULL;
+  a->no_torch_function = c ? PyObject_GetAttrString(c, "DisableTorchFunction") : NULL;
+  a->storage_offset_fn = base ? PyObject_GetAttrString(base, "storage_offset") : NULL;
+  a->untyped_storage_fn = base ? PyObject_GetAttrString(base, "untyped_storage") : NULL;
+  a->dtype_attr = base ? PyObject_GetAttrString(base, "dtype") : NULL;
+  storage = c ? PyObject_GetAttrString(c, "StorageBase") : NULL;
+  a->nbytes_fn = storage ? PyObject_GetAttrString(storage, "nbytes") : NULL;
+  a->dtype_codes = PyDict_New();
+  Py_XDECREF(storage);
+  Py_XDECREF(base);
+  Py_XDECREF(c);
+  PyErr_Clear();
+  for (k = 0; a->dtype_codes && k < TORCH_BORROW__NCODES; ++k) {
+    PyObject *dt, *code;
+    if (!a->dtype_name[k][0] || a->itemsize[k] <= 0) continue;
+    dt = PyObject_GetAttrString(torch, a->dtype_name[k]);
+    code = dt ? PyLong_FromLong(k) : NULL;
+    if (code) PyDict_SetItem(a->dtype_codes, dt, code);
+    Py_XDECREF(code);
+    Py_XDECREF(dt);
+    PyErr_Clear();
+  }
+  if (!a->no_torch_function || !a->storage_offset_fn || !a->untyped_storage_fn ||
+      !a->nbytes_fn || !a->dtype_attr || !Py_TYPE(a->dtype_attr)->tp_descr_get ||
+      !a->dtype_codes || PyDict_Size(a->dtype_codes) == 0) {
+    snprintf(why, n, "torch lacks torch._C.DisableTorchFunction, TensorBase's "
+             "storage_offset / untyped_storage / dtype or StorageBase.nbytes, which the "
+             "DLPack route reads");
+    return -1;
+  }
+  a->dlpack = api;
+  return 0;
+}
+
+#define TORCH_BORROW__CHECKS_C                                                          \
+  "C: the borrow refuses custom metadata (Python key, TensorImpl-subclass sizes, "      \
+  "strides, device or layout), torch_is_conj / torch_is_neg; "
+#define TORCH_BORROW__CHECKS_KEYS                                                       \
+  "Python: torch._C._dispatch_keys(obj) against the Python, vmap, functorch, "          \
+  "functionalize, conj, neg, sparse, nested, quantized, zero and meta keys, and the "   \
+  "type's __torch_dispatch__ must be torch's default; no C check of Python-computed "   \
+  "sizes without the key (torch's getters then raise: refused); "
+#define TORCH_BORROW__CHECKS_COMMON                                                     \
+  "C: real type, strided layout, dtype, device, memory present, every element inside "  \
+  "the storage, at most 64 dims"
+
+/* A fresh resolution, or NULL (torch not imported: nothing kept, m says why).
+   flags: TORCH_BORROW_INIT_FLAG_GETTERS (use torch_is_conj / torch_is_neg where they
+   exist), TORCH_BORROW_INIT_NO_SHIM_EXT (never import shim_ext: as if absent). */
 static inline torch_borrow__api* torch_borrow__resolve(const char* only, int flags,
                                                        torch_borrow_meta* m) {
   /* The dtypes a pointer + strides reader can describe: whole bytes per element. */
@@ -413,14 +729,17 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
       {"aoti_torch_dtype_float8_e8m0fnu", 1}, {"aoti_torch_dtype_float4_e2m1fn_x2", 1},
   };
   PyObject *name, *torch, *tensor;
-  void* lib;
+  void *lib, *cuda_lib;
   torch_borrow__api* a;
   torch_borrow_code_fn strided, meta;
   torch_borrow_from_pyobject_fn torch_borrow, owned, proto_borrow = NULL;
   torch_borrow_get_flag_fn conj, neg, proto_conj = NULL, proto_neg = NULL;
   char proto_why[TORCH_BORROW_MESSAGE_SIZE] = "loaded";
+  char dl_why[TORCH_BORROW_MESSAGE_SIZE] = "ready", owned_why[160] = "";
   size_t i;
-  int getters;
+  int getters, keys_ok;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   name = PyUnicode_FromString("torch");
   torch = name ? PyImport_GetModule(name) : NULL;
   Py_XDECREF(name);
@@ -450,17 +769,42 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
   TORCH_BORROW__GET(what, torch_borrow_what_fn, "torch_exception_get_what_without_backtrace");
   TORCH_BORROW__GET(del, torch_borrow_delete_fn, "aoti_torch_delete_tensor_object");
 #undef TORCH_BORROW__GET
+  /* The current CUDA stream: libtorch_cuda's, where torch was built with CUDA. */
+  cuda_lib = dlopen("libtorch_cuda.so", RTLD_NOLOAD | RTLD_LAZY);
+  a->cuda_stream = torch_borrow__sym(cuda_lib, "aoti_torch_get_current_cuda_stream");
   strided = (torch_borrow_code_fn)torch_borrow__sym(lib, "aoti_torch_layout_strided");
   meta = (torch_borrow_code_fn)torch_borrow__sym(lib, "aoti_torch_device_type_meta");
   a->strided = strided ? strided() : -1;
   a->meta = meta ? meta() : -1;
   for (i = 0; i < sizeof dtypes / sizeof dtypes[0]; ++i) {
     torch_borrow_code_fn code;
+    int32_t c;
     code = (torch_borrow_code_fn)torch_borrow__sym(lib, dtypes[i].fn);
-    if (code && code() >= 0 && code() < TORCH_BORROW__NCODES)
-      a->itemsize[code()] = dtypes[i].itemsize;
+    c = code ? code() : -1;
+    if (c < 0 || c >= TORCH_BORROW__NCODES) continue;
+    a->itemsize[c] = dtypes[i].itemsize;
+    snprintf(a->dtype_name[c], sizeof a->dtype_name[c], "%s",
+             dtypes[i].fn + sizeof "aoti_torch_dtype_" - 1);
   }
   torch_borrow__devices(torch, lib, a);
+  for (i = 0; i < 8; ++i) {
+    char fn[64];
+    torch_borrow_code_fn code;
+    snprintf(fn, sizeof fn, "aoti_torch_device_type_%s", torch_borrow__device_names[i]);
+    code = (torch_borrow_code_fn)torch_borrow__sym(lib, fn);
+    a->device_code[i] = code ? code() : -1;
+  }
+  {
+    /* The exchange API's current_work_stream, for torch_borrow_current_stream. */
+    PyObject* cap = PyObject_GetAttrString(tensor, "__dlpack_c_exchange_api__");
+    const torch_borrow__dlpack_api* api =
+        cap && PyCapsule_IsValid(cap, "dlpack_exchange_api")
+            ? (const torch_borrow__dlpack_api*)PyCapsule_GetPointer(cap, "dlpack_exchange_api")
+            : NULL;
+    if (api && api->version.major == 1) a->dl_stream = api->current_work_stream;
+    Py_XDECREF(cap);
+    PyErr_Clear();
+  }
   getters = a->layout && a->data_ptr && a->storage_offset && a->dim && a->sizes &&
             a->strides && a->dtype && a->device_type && a->device_index && strided &&
             meta && a->storage_size;
@@ -469,41 +813,79 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
   conj = (torch_borrow_get_flag_fn)torch_borrow__sym(lib, "torch_is_conj");
   neg = (torch_borrow_get_flag_fn)torch_borrow__sym(lib, "torch_is_neg");
   owned = (torch_borrow_from_pyobject_fn)torch_borrow__sym(lib, "torch_tensor_from_pyobject");
-  /* Always: the owned route needs the prototype's metadata check, and a refusal's
-     message names the policy through it. */
-  torch_borrow__load_prototype(torch, a, &proto_borrow, &proto_conj, &proto_neg, proto_why,
-                               sizeof proto_why);
+  keys_ok = torch_borrow__keys_setup(torch, a) == 0;
+  /* The prototype: its borrow, its flag getters, and its C metadata check (which the
+     owned route uses in place of the Python-level one where it loads). */
+  if (flags & TORCH_BORROW_INIT_NO_SHIM_EXT)
+    snprintf(proto_why, sizeof proto_why, "shim_ext left out (TORCH_BORROW_INIT_NO_SHIM_EXT)");
+  else
+    torch_borrow__load_prototype(torch, a, &proto_borrow, &proto_conj, &proto_neg, proto_why,
+                                 sizeof proto_why);
+  if (!owned)
+    snprintf(owned_why, sizeof owned_why,
+             "libtorch_cpu exports no torch_tensor_from_pyobject (torch 2.14+)");
+  else if (!a->custom && !keys_ok)
+    snprintf(owned_why, sizeof owned_why, "neither shim_ext's metadata check nor torch's "
+             "torch._C._dispatch_keys to refuse tensors whose getters run Python");
   if (!getters) {
     snprintf(a->why, sizeof a->why, "libtorch_cpu lacks an aoti_torch_get_* getter or code");
   } else if (torch_borrow__want(only, "libtorch") && torch_borrow) {
     a->route = "libtorch", a->borrow = torch_borrow;
+    snprintf(a->why, sizeof a->why, "libtorch: torch exports torch_tensor_borrow_from_pyobject");
   } else if (torch_borrow__want(only, "prototype") && proto_borrow) {
     a->route = "prototype", a->borrow = proto_borrow;
-  } else if (torch_borrow__want(only, "owned") && owned && a->del && a->custom) {
+    snprintf(a->why, sizeof a->why, "prototype: torch exports no torch_tensor_borrow_from_"
+             "pyobject; shim_ext, built for the running torch, has it");
+  } else if (torch_borrow__want(only, "owned") && owned && a->del && !owned_why[0]) {
     a->route = "owned", a->owned = owned;
+    snprintf(a->why, sizeof a->why, "owned: torch exports no borrow; prototype: %s; torch's "
+             "torch_tensor_from_pyobject (a new reference per read) with %s", proto_why,
+             a->custom ? "shim_ext's metadata check" : "the Python-level key-set check");
+  } else if (torch_borrow__want(only, "dlpack") && keys_ok &&
+             torch_borrow__dlpack_setup(torch, lib, a, dl_why, sizeof dl_why) == 0) {
+    a->route = "dlpack";
+    snprintf(a->why, sizeof a->why, "dlpack: torch exports no borrow; prototype: %s; owned: "
+             "%s; torch's DLPack exchange API (dltensor_from_py_object_no_sync) with the "
+             "Python-level key-set and storage checks", proto_why,
+             owned_why[0] ? owned_why : "skipped");
   } else {
-    snprintf(a->why, sizeof a->why, "no route: libtorch: %s; prototype: %s; owned: %s",
+    snprintf(a->why, sizeof a->why,
+             "no route: libtorch: %s; prototype: %s; owned: %s; dlpack: %s",
              torch_borrow__want(only, "libtorch")
                  ? "libtorch_cpu exports no torch_tensor_borrow_from_pyobject" : "skipped",
              torch_borrow__want(only, "prototype") ? proto_why : "skipped",
              !torch_borrow__want(only, "owned") ? "skipped"
-             : !owned ? "libtorch_cpu exports no torch_tensor_from_pyobject (torch 2.14+)"
-                      : "no torch_borrow_custom_metadata (shim_ext) to refuse tensors "
-                        "whose getters run Python");
+                                                : owned_why[0] ? owned_why : "no deleter",
+             !torch_borrow__want(only, "dlpack") ? "skipped"
+             : !keys_ok ? "torch lacks torch._C._dispatch_keys / DispatchKeySet.raw_repr"
+                        : dl_why);
   }
-  if (a->route) torch_borrow__probe_dtypes(torch, a);
-  if (!flags) {
+  if (a->route && a->route[0] != 'd') torch_borrow__probe_dtypes(torch, a);
+  if (!(flags & TORCH_BORROW_INIT_FLAG_GETTERS)) {
     snprintf(a->no_flags, sizeof a->no_flags, "the flag getters were left out (flags == 0)");
   } else if (conj && neg) {
     a->is_conj = conj, a->is_neg = neg;
   } else if (proto_conj && proto_neg) {
     a->is_conj = proto_conj, a->is_neg = proto_neg;
+  } else if (keys_ok) {
+    /* No flag getters: the key set has the Conjugate and Negative keys; the Python-level
+       check runs on every read. */
   } else {
     snprintf(a->no_flags, sizeof a->no_flags,
              "libtorch_cpu exports no torch_is_conj / torch_is_neg, and the prototype: %s",
              proto_why);
   }
+  /* The Python-level check runs where no C check judges the metadata or the flags. */
+  a->keys_check = a->route && keys_ok &&
+                  (a->route[0] == 'd' || (!a->borrow && !a->custom) ||
+                   (!a->no_flags[0] && !a->is_conj));
+  if (a->route)
+    snprintf(a->checks, sizeof a->checks, "%s%s" TORCH_BORROW__CHECKS_COMMON,
+             a->borrow || a->custom ? TORCH_BORROW__CHECKS_C : "",
+             a->keys_check ? TORCH_BORROW__CHECKS_KEYS : "");
   Py_DECREF(torch);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  a->init_seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
   return a;
 }
 
@@ -537,6 +919,10 @@ static inline const char* torch_borrow_route(void) {
   return a ? a->route : NULL;
 }
 
+static inline const torch_borrow__api* torch_borrow__current(void) {
+  return __atomic_load_n(&torch_borrow__state, __ATOMIC_ACQUIRE);
+}
+
 static inline PyObject* torch_borrow_raise(const torch_borrow_meta* m) {
   PyObject* type = m->status == TORCH_BORROW_NOT_A_TENSOR ? PyExc_TypeError
                    : m->status == TORCH_BORROW_REFUSED    ? PyExc_BufferError
@@ -553,27 +939,96 @@ static inline int torch_borrow__call_failed(const torch_borrow__api* a, torch_bo
                             w ? w : "no message");
 }
 
-/* Why a tensor's metadata is not plain C++ state, from its TORCH_BORROW_CUSTOM_* bits. */
-static inline int torch_borrow__custom(torch_borrow_meta* m, PyObject* obj, int32_t bits) {
+/* The first reason in the key-set table that obj's dispatch keys meet, or NULL (none,
+   or the keys cannot be read; no error is left set). Runs torch._C._dispatch_keys, a
+   pybind function reading C++ state: no __torch_function__ and no user code runs. */
+static inline const char* torch_borrow__keys_reason(const torch_borrow__api* a, PyObject* obj) {
+  PyObject *ks, *raw;
+  uint64_t bits;
+  int i;
+  if (!a->keys_fn || !a->raw_repr) return NULL;
+  ks = PyObject_CallOneArg(a->keys_fn, obj);
+  raw = ks ? PyObject_CallMethodNoArgs(ks, a->raw_repr) : NULL;
+  bits = raw ? (uint64_t)PyLong_AsUnsignedLongLong(raw) : 0;
+  Py_XDECREF(raw);
+  Py_XDECREF(ks);
+  PyErr_Clear();
+  for (i = 0; i < a->nkeys; ++i)
+    if (bits & a->keys[i].mask) return a->keys[i].why;
+  return NULL;
+}
+
+/* Why a tensor's metadata is not plain C++ state, from its TORCH_BORROW_CUSTOM_* bits
+   (shim_ext's check), named more closely by its dispatch keys where they say (a
+   vmap-batched tensor has custom strides, as sparse ones have). Refusal path only. */
+static inline int torch_borrow__custom(const torch_borrow__api* a, torch_borrow_meta* m,
+                                       PyObject* obj, int32_t bits) {
   static const struct { int32_t bit; const char* why; } reasons[] = {
       {TORCH_BORROW_CUSTOM_PYTHON_KEY, "the Python dispatch key"},
-      {TORCH_BORROW_CUSTOM_STRIDES, "custom strides (sparse, mkldnn)"},
+      {TORCH_BORROW_CUSTOM_STRIDES, "strides computed by a TensorImpl subclass"},
       {TORCH_BORROW_CUSTOM_SIZES, "custom or symbolic sizes (nested, functional, "
-                                  "vmap-batched, sizes computed in Python)"},
+                                  "sizes computed in Python)"},
       {TORCH_BORROW_CUSTOM_DEVICE, "a custom device"},
       {TORCH_BORROW_CUSTOM_LAYOUT, "a custom layout"},
   };
   char why[TORCH_BORROW_MESSAGE_SIZE / 2] = "";
+  const char* keys = torch_borrow__keys_reason(a, obj);
   size_t i;
   for (i = 0; i < sizeof reasons / sizeof reasons[0]; ++i) {
     if (!(bits & reasons[i].bit)) continue;
     if (why[0]) strncat(why, "; ", sizeof why - strlen(why) - 1);
     strncat(why, reasons[i].why, sizeof why - strlen(why) - 1);
   }
+  if (keys)
+    return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
+                              "this %s is %s; its metadata is not plain C++ state (%s)",
+                              Py_TYPE(obj)->tp_name, keys, why);
   return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
                             "this %s's metadata is not plain C++ state (%s): its getters may "
                             "run Python, so no pointer + strides description is read",
                             Py_TYPE(obj)->tp_name, why);
+}
+
+/* The Python-level check, where no C check judges the metadata or the conj / neg bits:
+   the type's __torch_dispatch__, looked up in its MRO's dicts (_PyType_Lookup: no
+   metaclass answers, no Python runs), must be torch's default
+   (torch._C._disabled_torch_dispatch_impl); then no key of the table may be in
+   torch._C._dispatch_keys(obj).raw_repr(). The caller holds garbage collection off. */
+static inline int torch_borrow__keys_check(const torch_borrow__api* a, PyObject* obj,
+                                           torch_borrow_meta* m) {
+  PyObject *found, *ks, *raw;
+  uint64_t bits;
+  int i;
+  found = _PyType_Lookup(Py_TYPE(obj), a->dispatch_name); /* borrowed */
+  if (found != a->dispatch_default)
+    return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
+                              "this %s overrides __torch_dispatch__: its metadata may be "
+                              "computed in Python, so no pointer + strides description is "
+                              "read", Py_TYPE(obj)->tp_name);
+  ks = PyObject_CallOneArg(a->keys_fn, obj);
+  raw = ks ? PyObject_CallMethodNoArgs(ks, a->raw_repr) : NULL;
+  bits = raw ? (uint64_t)PyLong_AsUnsignedLongLong(raw) : 0;
+  Py_XDECREF(ks);
+  if (!raw || PyErr_Occurred()) {
+    Py_XDECREF(raw);
+    torch_borrow__take_error(m->message, sizeof m->message,
+                             "torch._C._dispatch_keys(obj).raw_repr() failed");
+    m->status = TORCH_BORROW_REFUSED;
+    return TORCH_BORROW_REFUSED;
+  }
+  Py_DECREF(raw);
+  if (!(bits & a->forbidden)) return TORCH_BORROW_OK;
+  for (i = 0; i < a->nkeys; ++i)
+    if (bits & a->keys[i].mask) break;
+  return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "this %s is refused: %s",
+                            Py_TYPE(obj)->tp_name, a->keys[i].why);
+}
+
+/* A Python call failed: its text after what, cleared; refused. */
+static inline int torch_borrow__py_failed(torch_borrow_meta* m, const char* what) {
+  torch_borrow__take_error(m->message, sizeof m->message, what);
+  m->status = TORCH_BORROW_REFUSED;
+  return TORCH_BORROW_REFUSED;
 }
 
 /* Whether an element lies outside [0, nbytes) of the storage: the storage offset plus,
@@ -622,7 +1077,8 @@ static inline int torch_borrow__fill(const torch_borrow__api* a, AtenTensorHandl
   if (a->dtype(h, &m->dtype) || a->device_type(h, &m->device_type) ||
       a->device_index(h, &m->device_index))
     return torch_borrow__call_failed(a, m, "aoti_torch_get_dtype / _device_type / _device_index");
-  if (a->is_conj(h, &conj) || a->is_neg(h, &neg))
+  /* Without flag getters the Python-level key-set check has judged them (is_conj NULL). */
+  if (a->is_conj && (a->is_conj(h, &conj) || a->is_neg(h, &neg)))
     return torch_borrow__call_failed(a, m, "torch_is_conj / torch_is_neg");
   if (conj || neg)
     return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
@@ -666,6 +1122,123 @@ static inline int torch_borrow__fill(const torch_borrow__api* a, AtenTensorHandl
   return TORCH_BORROW_OK;
 }
 
+/* The DLPack route's reads and checks. The Python-level reads DLPack lacks (storage
+   offset and bytes: a shrunk or freed storage; the torch.dtype: DLPack reports uint1..7
+   as uint8) go through TensorBase's and StorageBase's own descriptors, under
+   torch._C.DisableTorchFunction: neither a subclass nor a mode answers for them. Then
+   dltensor_from_py_object_no_sync fills a DLTensor (its shape and strides point into the
+   tensor: copied at once); no Python object is made after it. */
+static inline int torch_borrow__dlpack_fill(const torch_borrow__api* a, PyObject* obj,
+                                            torch_borrow_meta* m) {
+  PyObject *guard, *entered, *off = NULL, *st = NULL, *nb = NULL, *dt = NULL, *r;
+  PyObject* code;
+  torch_borrow__dltensor d;
+  char err[TORCH_BORROW_MESSAGE_SIZE] = "";
+  int64_t i;
+  int rc = TORCH_BORROW_OK;
+  guard = PyObject_CallNoArgs(a->no_torch_function);
+  entered = guard ? PyObject_CallMethod(guard, "__enter__", NULL) : NULL;
+  if (entered) {
+    off = PyObject_CallOneArg(a->storage_offset_fn, obj);
+    st = off ? PyObject_CallOneArg(a->untyped_storage_fn, obj) : NULL;
+    nb = st ? PyObject_CallOneArg(a->nbytes_fn, st) : NULL;
+    dt = nb ? Py_TYPE(a->dtype_attr)->tp_descr_get(a->dtype_attr, obj,
+                                                   (PyObject*)Py_TYPE(obj)) : NULL;
+  }
+  if (!dt) torch_borrow__take_error(err, sizeof err, "the storage / dtype read failed");
+  if (entered) {
+    r = PyObject_CallMethod(guard, "__exit__", "OOO", Py_None, Py_None, Py_None);
+    if (!r && !err[0]) torch_borrow__take_error(err, sizeof err, "DisableTorchFunction");
+    Py_XDECREF(r);
+  }
+  m->storage_offset = off ? PyLong_AsLongLong(off) : -1;
+  m->storage_nbytes = nb ? PyLong_AsLongLong(nb) : -1;
+  code = dt ? PyDict_GetItemWithError(a->dtype_codes, dt) : NULL; /* borrowed */
+  m->dtype = code ? (int32_t)PyLong_AsLong(code) : -1;
+  if (PyErr_Occurred() && !err[0]) torch_borrow__take_error(err, sizeof err, "reading failed");
+  Py_XDECREF(entered);
+  Py_XDECREF(guard);
+  Py_XDECREF(off);
+  Py_XDECREF(st);
+  Py_XDECREF(nb);
+  if (err[0]) {
+    Py_XDECREF(dt);
+    PyErr_Clear();
+    return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "%s", err);
+  }
+  if (m->dtype < 0 || m->dtype >= TORCH_BORROW__NCODES || a->itemsize[m->dtype] <= 0) {
+    PyObject* s = PyObject_Str(dt);
+    const char* name = s ? PyUnicode_AsUTF8(s) : NULL;
+    torch_borrow__fail(m, TORCH_BORROW_REFUSED,
+                       "%s has no whole-byte element the DLPack route can describe "
+                       "(quantized, sub-byte, or no aoti_torch_dtype_* code)",
+                       name ? name : "this dtype");
+    Py_XDECREF(s);
+    Py_DECREF(dt);
+    PyErr_Clear();
+    return TORCH_BORROW_REFUSED;
+  }
+  Py_DECREF(dt);
+  m->itemsize = a->itemsize[m->dtype];
+  memset(&d, 0, sizeof d);
+  if (a->dlpack->dltensor_from_py_object_no_sync(obj, &d) != 0)
+    return torch_borrow__py_failed(m, "torch's dltensor_from_py_object_no_sync refused it");
+  if (d.ndim < 0 || d.ndim > TORCH_BORROW_MAX_DIMS)
+    return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
+                              "%d dimensions: more dimensions than TORCH_BORROW_MAX_DIMS (%d)",
+                              (int)d.ndim, TORCH_BORROW_MAX_DIMS);
+  if (d.ndim > 0 && (!d.shape || !d.strides))
+    return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "DLPack gave no shape or strides");
+  m->dim = d.ndim;
+  for (i = 0; i < m->dim; ++i) m->sizes[i] = d.shape[i], m->strides[i] = d.strides[i];
+  if ((int)d.dtype.bits * (int)d.dtype.lanes != 8 * m->itemsize)
+    return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
+                              "DLPack reports %d x %d bits per element, the dtype %d bytes",
+                              (int)d.dtype.bits, (int)d.dtype.lanes, (int)m->itemsize);
+  m->data = d.byte_offset ? (void*)((char*)d.data + d.byte_offset) : d.data; /* torch: 0 */
+  if (d.device.device_type < 0 ||
+      d.device.device_type >= (int32_t)(sizeof a->dl_device / sizeof a->dl_device[0]) ||
+      a->dl_device[d.device.device_type] < 0)
+    return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
+                              "DLPack device type %d has no c10::DeviceType this header maps",
+                              (int)d.device.device_type);
+  m->device_type = a->dl_device[d.device.device_type];
+  m->device_index = m->device_type == a->dl_device[TORCH_BORROW__KDLCPU] ? -1
+                                                                         : d.device.device_id;
+  return rc;
+}
+
+/* The checks every route makes on the fields read: meta, a device torch names, memory
+   present for a tensor with elements, every element inside the storage. */
+static inline int torch_borrow__check_fields(const torch_borrow__api* a, torch_borrow_meta* m) {
+  uintptr_t ptr;
+  int64_t i;
+  if (m->device_type == a->meta)
+    return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
+                              "a meta tensor has no data; only tensors with storage can be read");
+  if (m->device_type < 0 || m->device_type >= TORCH_BORROW__NDEVICES ||
+      !a->device_known[m->device_type])
+    return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
+                              "device type code %d is unknown: torch names no such "
+                              "c10::DeviceType", (int)m->device_type);
+  ptr = (uintptr_t)m->data;
+  if (ptr == 0 || ptr - (uintptr_t)m->storage_offset * (uintptr_t)m->itemsize == 0) {
+    for (i = 0; i < m->dim; ++i)
+      if (m->sizes[i] == 0) break;
+    if (i == m->dim)
+      return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
+                                "the tensor has elements but its storage holds no memory "
+                                "(freed, resized to zero, or a placeholder)");
+  }
+  if (torch_borrow__outside(m))
+    return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
+                              "the tensor's elements reach outside its storage's %lld bytes "
+                              "(shrunk under it: untyped_storage().resize_())",
+                              (long long)m->storage_nbytes);
+  m->status = TORCH_BORROW_OK;
+  return TORCH_BORROW_OK;
+}
+
 static inline int torch_borrow_read(PyObject* obj, torch_borrow_meta* m) {
   const torch_borrow__api* a;
   AtenTensorHandle h = NULL;
@@ -682,15 +1255,37 @@ static inline int torch_borrow_read(PyObject* obj, torch_borrow_meta* m) {
   if (Py_TYPE(obj) != a->tensor_type && !PyType_IsSubtype(Py_TYPE(obj), a->tensor_type))
     return torch_borrow__fail(m, TORCH_BORROW_NOT_A_TENSOR, "expected a torch.Tensor, got %s",
                               Py_TYPE(obj)->tp_name);
-  if (!a->is_conj) /* refuse rather than guess the conj / neg bits */
+  if (!a->is_conj && !a->keys_check) /* refuse rather than guess the conj / neg bits */
     return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
                               "cannot read the conjugate / negative bits: %s", a->no_flags);
+  if (a->keys_check) {
+    /* No C check judges this tensor: the Python-level one does, with garbage collection
+       held off until the fields are read (no __del__ can change the tensor between). */
+    int gc = PyGC_Disable();
+    rc = torch_borrow__keys_check(a, obj, m);
+    if (rc == TORCH_BORROW_OK) {
+      if (a->dlpack) {
+        rc = torch_borrow__dlpack_fill(a, obj, m);
+        if (rc == TORCH_BORROW_OK) rc = torch_borrow__check_fields(a, m);
+      } else if (a->borrow) {
+        rc = a->borrow(obj, &h) ? torch_borrow__call_failed(a, m, "torch_tensor_borrow_from_pyobject")
+                                : torch_borrow__fill(a, h, m); /* BORROWED: never deleted */
+      } else if (a->owned(obj, &h)) {
+        rc = torch_borrow__call_failed(a, m, "torch_tensor_from_pyobject");
+      } else {
+        rc = torch_borrow__fill(a, h, m); /* OWNED: deleted on every exit */
+        a->del(h);
+      }
+    }
+    if (gc) PyGC_Enable();
+    return rc;
+  }
   if (a->borrow) {
     /* BORROWED: aliases the at::Tensor inside obj; never deleted. The borrow refuses a
        tensor whose metadata is not plain C++ state: the getters below run no Python. */
     if (a->borrow(obj, &h)) {
       int32_t layout, bits = a->custom ? a->custom(obj, &layout) : 0;
-      if (bits > 0) return torch_borrow__custom(m, obj, bits);
+      if (bits > 0) return torch_borrow__custom(a, m, obj, bits);
       return torch_borrow__call_failed(a, m, "torch_tensor_borrow_from_pyobject");
     }
     return torch_borrow__fill(a, h, m);
@@ -699,7 +1294,7 @@ static inline int torch_borrow_read(PyObject* obj, torch_borrow_meta* m) {
     /* The owned route: shim_ext's check makes the borrow's refusal first. */
     int32_t layout, bits = a->custom(obj, &layout);
     if (bits != 0)
-      return bits > 0 ? torch_borrow__custom(m, obj, bits)
+      return bits > 0 ? torch_borrow__custom(a, m, obj, bits)
                       : torch_borrow__fail(m, TORCH_BORROW_REFUSED,
                                            "this %s holds no defined tensor",
                                            Py_TYPE(obj)->tp_name);
@@ -708,6 +1303,91 @@ static inline int torch_borrow_read(PyObject* obj, torch_borrow_meta* m) {
   rc = torch_borrow__fill(a, h, m); /* OWNED: deleted on every exit */
   a->del(h);
   return rc;
+}
+
+/* --- next to the read: codes, names, contiguity, stream (documented at the top) --- */
+
+static inline const char* torch_borrow_route_why(void) {
+  const torch_borrow__api* a = torch_borrow__current();
+  return a ? a->why : NULL;
+}
+
+static inline const char* torch_borrow_route_checks(void) {
+  const torch_borrow__api* a = torch_borrow__current();
+  return a && a->route ? a->checks : NULL;
+}
+
+static inline double torch_borrow_init_seconds(void) {
+  const torch_borrow__api* a = torch_borrow__current();
+  return a ? a->init_seconds : -1.0;
+}
+
+static inline int32_t torch_borrow_dtype_code(const char* name) {
+  const torch_borrow__api* a = torch_borrow__current();
+  int32_t k;
+  if (!a || !name) return -1;
+  if (strncmp(name, "torch.", 6) == 0) name += 6;
+  for (k = 0; k < TORCH_BORROW__NCODES; ++k)
+    if (a->dtype_name[k][0] && strcmp(a->dtype_name[k], name) == 0) return k;
+  return -1;
+}
+
+static inline const char* torch_borrow_dtype_name(int32_t code) {
+  const torch_borrow__api* a = torch_borrow__current();
+  if (!a || code < 0 || code >= TORCH_BORROW__NCODES || !a->dtype_name[code][0]) return NULL;
+  return a->dtype_name[code];
+}
+
+static inline int32_t torch_borrow_device_code(const char* name) {
+  const torch_borrow__api* a = torch_borrow__current();
+  size_t i;
+  if (!a || !name) return -1;
+  for (i = 0; i < 8; ++i)
+    if (strcmp(torch_borrow__device_names[i], name) == 0) return a->device_code[i];
+  return -1;
+}
+
+static inline int torch_borrow_is_contiguous(const torch_borrow_meta* m) {
+  uint64_t expected = 1;
+  int64_t i;
+  for (i = 0; i < m->dim; ++i)
+    if (m->sizes[i] == 0) return 1; /* no elements: contiguous, as torch says */
+  for (i = m->dim - 1; i >= 0; --i) {
+    if (m->sizes[i] == 1) continue; /* a size-1 dim's stride is never looked at */
+    if ((uint64_t)m->strides[i] != expected) return 0;
+    expected *= (uint64_t)m->sizes[i]; /* wraps only past any real tensor's extent */
+  }
+  return 1;
+}
+
+static inline int torch_borrow_current_stream(torch_borrow_meta* m, void** stream) {
+  const torch_borrow__api* a = torch_borrow__current();
+  void* s = NULL;
+  *stream = NULL;
+  if (!a)
+    return torch_borrow__fail(m, TORCH_BORROW_UNAVAILABLE, "no read has resolved torch yet");
+  if (m->device_type != a->device_code[1] || a->device_code[1] < 0)
+    return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
+                              "device type code %d is not CUDA: no CUDA stream",
+                              (int)m->device_type);
+  if (a->cuda_stream) {
+    typedef AOTITorchError (*get_fn)(int32_t, void**);
+    if (((get_fn)a->cuda_stream)(m->device_index, &s) != 0)
+      return torch_borrow__call_failed(a, m, "aoti_torch_get_current_cuda_stream");
+  } else if (a->dl_stream) {
+    if (a->dl_stream(TORCH_BORROW__KDLCUDA, m->device_index, &s) != 0) {
+      PyErr_Clear(); /* the GIL is held (documented) */
+      return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
+                                "the DLPack exchange API's current_work_stream failed");
+    }
+  } else {
+    return torch_borrow__fail(m, TORCH_BORROW_UNAVAILABLE,
+                              "torch exports no aoti_torch_get_current_cuda_stream "
+                              "(libtorch_cuda) and has no DLPack exchange API");
+  }
+  *stream = s;
+  m->status = TORCH_BORROW_OK;
+  return TORCH_BORROW_OK;
 }
 
 #endif /* TORCH_BORROW_CONSUMER_H */
