@@ -26,22 +26,23 @@ prototype, consumer.h and the patches test a thread one way. The inserted lines 
 each method's ``Py_IsInitialized()`` check, and the header's include. The test
 cases are ``test/test_pyinterpreter_threads.py`` (a new file).
 
-0002 ``torch_is_conj`` / ``torch_is_neg``: the ``shim.h 0002`` and
-``shim_common.cpp 0002`` blocks of shim_ext (after ``torch_has_storage``), the
+0002 ``torch_is_conj`` / ``torch_is_neg``: the ``shim.h conj-neg`` and
+``shim_common.cpp conj-neg`` blocks of shim_ext (after ``torch_has_storage``), the
 ``torch::stable::Tensor::is_conj()/is_neg()`` methods (after ``has_storage()``,
 as that 2.14 getter came), an importable ``_interop`` module in
 ``libtorch_agn_2_16_extension`` whose ``is_conj`` / ``is_neg`` call those methods
 on the tensor ``tensor_from_pyobject`` returns (no dispatcher call, so no
 Conjugate / Negative fallback touches the tensor first), its test, and the docs.
 
-0003 ``torch_tensor_borrow_from_pyobject`` (shim_ext's markers keep the number
-0001 of the first cut):
-- ``torch/csrc/stable/c/shim.h``: the ``shim.h 0001`` block of
+0003 ``torch_tensor_borrow_from_pyobject`` (shim_ext's markers name each
+patch by what it adds, ``borrow`` and ``conj-neg``, not by number):
+- ``torch/csrc/stable/c/shim.h``: the ``shim.h borrow`` block of
   ``shim_ext/include/torch_borrow/shim.h``, byte for byte, at the end of main's
   2.16 block (after 0002's declarations);
-- ``torch/csrc/stable/pyobject.h``: the ``pyobject.h 0001`` block
-  (``tensor_borrow_from_pyobject``, returning the raw borrowed
-  ``AtenTensorHandle``: no new wrapper type);
+- ``torch/csrc/stable/pyobject.h``: the ``pyobject.h borrow`` block
+  (``torch::stable::BorrowedTensor``, a getters-only view with no destructor and
+  no conversion, which ``tensor_borrow_from_pyobject`` returns, so wrapping a
+  borrowed handle in a ``Tensor`` does not compile; ``to_owned()`` for a Tensor);
 - ``c10/core/TensorImpl.h``: ``TensorImpl::has_custom_metadata()``, the public
   accessor that shim_ext's ``torch_borrow/metadata_policy.h`` stands in for;
 - ``torch/csrc/PyObjectConversion{.h,.cpp}``: the vtable method, appended at the
@@ -111,9 +112,9 @@ GIT_ENV = {
 # registered interface; libtorch's reaches libtorch_python's through upstream's.
 PROTOTYPE_CALL = "torch_borrow::detail::getBorrowConversionImpl()"
 VTABLE_CALL = "torch::detail::getPyObjectConversionImpl()"
-# The shim_ext markers of each stable-ABI patch: the numbers of the first cut,
-# in which the borrow was 0001 and conj/neg 0002.
-BORROW_MARK, CONJ_NEG_MARK = "0001", "0002"
+# The shim_ext markers of each stable-ABI patch, by what it adds (numbers move
+# when the series is reordered).
+BORROW_MARK, CONJ_NEG_MARK = "borrow", "conj-neg"
 TENSOR_IMPL_H = "c10/core/TensorImpl.h"
 # Prototype spelling -> main's, in the PythonImpl body.
 PROTOTYPE_SPELLINGS = {
@@ -147,7 +148,7 @@ def header_block(patch: str) -> str:
 
 def pyobject_block() -> str:
     """The pyobject.h helper of patch 0001, as shim_ext defines it."""
-    return between(PYOBJECT_H.read_text(), "// BEGIN pyobject.h 0001", "// END pyobject.h 0001")
+    return between(PYOBJECT_H.read_text(), "// BEGIN pyobject.h borrow", "// END pyobject.h borrow")
 
 
 def prototype_impl_body() -> str:
@@ -374,6 +375,7 @@ def apply_borrow(tree: Tree) -> None:
               (SNIPPETS / "docs-section.md.txt").read_text(), before=True)
     tree.edit("test/cpp/shim/test_pyobject_conversion.cpp", "TEST(TorchPyObjectConversion, DtypeNoop",
               (SNIPPETS / "test_pyobject_conversion.cpp.txt").read_text(), before=True)
+    tree.edit(INTEROP, "#include <torch/csrc/stable/tensor.h>\n", "\n#include <vector>\n")
     tree.edit(INTEROP, "PyMethodDef methods[] = {\n",
               (SNIPPETS / "interop-borrow-functions.cpp.txt").read_text(), before=True)
     tree.edit(INTEROP, "    {nullptr, nullptr, 0, nullptr}};\n",

@@ -502,6 +502,44 @@ def compile_py_interpreter(tree: pathlib.Path, work: pathlib.Path, flags: list[s
     check_fast_path(obj)
 
 
+# 0003's C++ view type must make the misuse the borrow's contract forbids a compile
+# error: a borrowed handle wrapped in an owning torch::stable::Tensor (which would
+# delete a pointer into a Python object), or taken out as a raw handle.
+BORROW_MISUSE = {
+    "wrapped in torch::stable::Tensor":
+        "torch::stable::Tensor f(void* o) {\n"
+        "  return torch::stable::Tensor(torch::stable::tensor_borrow_from_pyobject(o));\n}\n",
+    "taken as a raw AtenTensorHandle":
+        "AtenTensorHandle f(void* o) {\n"
+        "  return torch::stable::tensor_borrow_from_pyobject(o);\n}\n",
+    "copied (to outlive its statement)":
+        "void f(void* o) {\n  const auto view = torch::stable::tensor_borrow_from_pyobject(o);\n"
+        "  auto copy = view;\n  (void)copy;\n}\n",
+}
+
+
+def check_borrow_misuse_does_not_compile(work: pathlib.Path, flags: list[str]) -> None:
+    """Each BORROW_MISUSE snippet fails to compile, with a type error; the same file
+    with a correct use compiles (so a missing header cannot pass for a refusal)."""
+    head = "".join(f"#include <{h}>\n" for h in STABLE_HEADERS)
+    ok = work / "borrow_use.cpp"
+    ok.write_text(head + "int64_t f(void* o) {\n"
+                  "  return torch::stable::tensor_borrow_from_pyobject(o).to_owned().dim();\n}\n")
+    done = run(["g++", *flags, "-fsyntax-only", str(ok)], check=False)
+    if done.returncode != 0:
+        raise CheckFailed(f"a correct use of BorrowedTensor does not compile:\n{done.stderr[-4000:]}")
+    for what, body in BORROW_MISUSE.items():
+        source = work / "borrow_misuse.cpp"
+        source.write_text(head + body)
+        done = run(["g++", *flags, "-fsyntax-only", str(source)], check=False)
+        errors = compile_errors(done.stderr)
+        if done.returncode == 0 or not errors or any(f != source.name for f, _, _ in errors):
+            raise CheckFailed(f"0003: a BorrowedTensor {what} compiles, or fails elsewhere:\n"
+                              f"{done.stderr[-4000:]}")
+        print(f"0003: a BorrowedTensor {what} does not compile, as required "
+              f"({errors[0][2][:100]})")
+
+
 def compile_libtorch(tree: pathlib.Path, work: pathlib.Path) -> list[pathlib.Path]:
     """Compile the touched libtorch sources and stable headers; return the objects."""
     overlay = work / "overlay"
@@ -517,8 +555,9 @@ def compile_libtorch(tree: pathlib.Path, work: pathlib.Path) -> list[pathlib.Pat
     headers_tu = work / "stable_headers.cpp"
     headers_tu.write_text("".join(f"#include <{h}>\n" for h in STABLE_HEADERS)
                           + "void use(torch::stable::Tensor t) { (void)t.is_conj(); (void)t.is_neg(); }\n"
-                          + "AtenTensorHandle borrow(void* o) { return torch::stable::tensor_borrow_from_pyobject(o); }\n")
+                          + "int64_t borrow(void* o) { return torch::stable::tensor_borrow_from_pyobject(o).dim(); }\n")
     compile_one(headers_tu, work / "stable_headers.o", flags + [f"-DTORCH_TARGET_VERSION={TARGET_2_16}"])
+    check_borrow_misuse_does_not_compile(work, flags + [f"-DTORCH_TARGET_VERSION={TARGET_2_16}"])
     # 0003's accessor, from the patched c10/core/TensorImpl.h (the tree comes first on
     # the include path, so every unit above was compiled against it too).
     impl_tu = work / "tensor_impl_accessor.cpp"

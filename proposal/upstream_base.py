@@ -7,7 +7,7 @@ the SHA-256 the manifest records, so two checkouts always assemble the same byte
 - ``vendored``: an unmodified copy under ``proposal/upstream/`` of the file at the
   commit the manifest names (PyTorch's BSD-3-Clause licence, ``upstream/LICENSE``),
   for files the torch wheel does not ship (``.cpp`` sources, docs, tests, linters;
-  ``torch/csrc/PyInterpreter.cpp``, which patch 0003 edits, is one);
+  ``torch/csrc/PyInterpreter.cpp``, which patch 0001 edits, is one);
 - ``wheel``: the header as the torch 2.15.0 wheel installs it (tag v2.15.0, the
   commit in ``wheel_commit``), for headers main has not changed since;
 - ``wheel-unguarded``: the same, without the ``#if !defined(TORCH_STABLE_ONLY) ...``

@@ -58,7 +58,7 @@ AOTI_TORCH_EXPORT void torch_borrow_set_impl(const void* impl) {
       std::memory_order_release);
 }
 
-// BEGIN shim_common.cpp 0001
+// BEGIN shim_common.cpp borrow
 AOTITorchError torch_tensor_borrow_from_pyobject(
     void* py_obj,
     AtenTensorHandle* ret) {
@@ -80,9 +80,9 @@ AOTITorchError torch_tensor_borrow_from_pyobject(
     *ret = torch::aot_inductor::tensor_pointer_to_tensor_handle(tensor_ptr);
   });
 }
-// END shim_common.cpp 0001
+// END shim_common.cpp borrow
 
-// BEGIN shim_common.cpp 0002
+// BEGIN shim_common.cpp conj-neg
 AOTITorchError torch_is_conj(AtenTensorHandle tensor, bool* ret_is_conj) {
   AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
     TORCH_CHECK(
@@ -100,6 +100,6 @@ AOTITorchError torch_is_neg(AtenTensorHandle tensor, bool* ret_is_neg) {
         torch::aot_inductor::tensor_handle_to_tensor_pointer(tensor)->is_neg();
   });
 }
-// END shim_common.cpp 0002
+// END shim_common.cpp conj-neg
 
 } // extern "C"

@@ -12,6 +12,7 @@ extension does; ``borrow_without_gil`` uses ``ctypes.CDLL``, which releases it.
 from __future__ import annotations
 
 import ctypes
+import gc
 import functools
 import pathlib
 
@@ -63,33 +64,67 @@ def borrow_without_gil(obj) -> int:
 
 def borrow_metadata(obj) -> tuple:
     """(data_ptr, sizes, strides, storage_offset, dtype, device_type,
-    device_index) read through the borrowed handle."""
+    device_index) read through the borrowed handle. Every ctypes read makes a Python
+    object, so garbage collection is held off until the last field is read: the C
+    module copies everything before it makes its first object, and this stand-in must
+    not let a collection (and a ``__del__`` that changes the tensor) run in between."""
     shim, _, cpu = _libs()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        handle = _HANDLE(_borrow(shim, obj))
+        data_ptr, dim = ctypes.c_void_p(), ctypes.c_int64()
+        sizes, strides = ctypes.POINTER(ctypes.c_int64)(), ctypes.POINTER(ctypes.c_int64)()
+        storage_offset = ctypes.c_int64()
+        dtype, device_type, device_index = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_int32()
+        calls = [
+            (cpu.aoti_torch_get_data_ptr, data_ptr),
+            (cpu.aoti_torch_get_dim, dim),
+            (cpu.aoti_torch_get_sizes, sizes),
+            (cpu.aoti_torch_get_strides, strides),
+            (cpu.aoti_torch_get_storage_offset, storage_offset),
+            (cpu.aoti_torch_get_dtype, dtype),
+            (cpu.aoti_torch_get_device_type, device_type),
+            (cpu.aoti_torch_get_device_index, device_index),
+        ]
+        for function, out in calls:
+            if function(handle, ctypes.byref(out)) != _SUCCESS:
+                _raise_shim_error()
+        n = dim.value
+        return (
+            data_ptr.value or 0,
+            tuple(sizes[i] for i in range(n)),
+            tuple(strides[i] for i in range(n)),
+            storage_offset.value,
+            dtype.value,
+            device_type.value,
+            device_index.value,
+        )
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def borrow_view(obj) -> tuple:
+    """(dim, sizes, strides, is_conj, is_neg, dim of to_owned()): what the patch's module
+    reads through torch::stable::BorrowedTensor, here through the same C functions
+    (the prototype's torch_is_conj / torch_is_neg; aoti_torch_new_tensor_handle, then
+    aoti_torch_delete_tensor_object for the owned copy)."""
+    shim, _, cpu = _libs()
+    _, sizes, strides, *_ = borrow_metadata(obj)
     handle = _HANDLE(_borrow(shim, obj))
-    data_ptr, dim = ctypes.c_void_p(), ctypes.c_int64()
-    sizes, strides = ctypes.POINTER(ctypes.c_int64)(), ctypes.POINTER(ctypes.c_int64)()
-    storage_offset = ctypes.c_int64()
-    dtype, device_type, device_index = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_int32()
-    calls = [
-        (cpu.aoti_torch_get_data_ptr, data_ptr),
-        (cpu.aoti_torch_get_dim, dim),
-        (cpu.aoti_torch_get_sizes, sizes),
-        (cpu.aoti_torch_get_strides, strides),
-        (cpu.aoti_torch_get_storage_offset, storage_offset),
-        (cpu.aoti_torch_get_dtype, dtype),
-        (cpu.aoti_torch_get_device_type, device_type),
-        (cpu.aoti_torch_get_device_index, device_index),
-    ]
-    for function, out in calls:
-        if function(handle, ctypes.byref(out)) != _SUCCESS:
+    flags = []
+    for name in ("torch_is_conj", "torch_is_neg"):
+        out = ctypes.c_bool()
+        if getattr(shim, name)(handle, ctypes.byref(out)) != _SUCCESS:
             _raise_shim_error()
-    n = dim.value
-    return (
-        data_ptr.value or 0,
-        tuple(sizes[i] for i in range(n)),
-        tuple(strides[i] for i in range(n)),
-        storage_offset.value,
-        dtype.value,
-        device_type.value,
-        device_index.value,
-    )
+        flags.append(out.value)
+    owned, dim = _HANDLE(), ctypes.c_int64()
+    if cpu.aoti_torch_new_tensor_handle(handle, ctypes.byref(owned)) != _SUCCESS:
+        _raise_shim_error()
+    try:
+        if cpu.aoti_torch_get_dim(owned, ctypes.byref(dim)) != _SUCCESS:
+            _raise_shim_error()
+    finally:
+        cpu.aoti_torch_delete_tensor_object(owned)
+    return (len(sizes), sizes, strides, *flags, dim.value)

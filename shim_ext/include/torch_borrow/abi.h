@@ -42,10 +42,13 @@ typedef const char* (*torch_borrow_what_fn)(void);
 /* aoti_torch_dtype_float32, aoti_torch_device_type_cpu, aoti_torch_layout_strided, ... */
 typedef int32_t (*torch_borrow_code_fn)(void);
 
-/* shim_ext's torch_borrow_custom_metadata (prototype-only, in no patch): why a
- * tensor must not be read through any handle, as bits; 0 when its metadata is
- * plain C++ state. torch_tensor_borrow_from_pyobject refuses exactly the
- * tensors with a bit set. */
+/* shim_ext's torch_borrow_custom_metadata (prototype-only, in no patch): why the
+ * borrow refuses a tensor, as bits; 0 when its metadata is plain C++ state.
+ * torch_tensor_borrow_from_pyobject refuses exactly the tensors with a bit set.
+ * torch's owned torch_tensor_from_pyobject accepts them (its copy keeps the
+ * TensorImpl alive while their getters run Python); the bridge and consumer.h
+ * refuse them on every route, since a pointer + strides description does not
+ * fit what such getters compute. */
 typedef int32_t (*torch_borrow_custom_metadata_fn)(void* py_obj, int32_t* layout);
 enum {
   /* TensorImpl::is_python_dispatch(): a __torch_dispatch__ subclass made it */

@@ -34,7 +34,7 @@ extern "C" {
 
 #if TORCH_FEATURE_VERSION >= TORCH_VERSION_2_16_0
 
-// BEGIN shim.h 0001
+// BEGIN shim.h borrow
 // Borrow the at::Tensor a Python torch.Tensor holds: no allocation, no
 // refcount change. The caller has an attached thread state and keeps py_obj
 // alive. Fails (AOTI_TORCH_FAILURE, *ret unchanged) for a non-tensor and for a
@@ -49,9 +49,9 @@ extern "C" {
 AOTI_TORCH_EXPORT AOTITorchError torch_tensor_borrow_from_pyobject(
     void* py_obj,
     AtenTensorHandle* ret); // returns borrowed reference
-// END shim.h 0001
+// END shim.h borrow
 
-// BEGIN shim.h 0002
+// BEGIN shim.h conj-neg
 // Returns whether the tensor's conjugate bit is set: a lazy conj() view, whose
 // memory holds the unconjugated values until resolve_conj().
 AOTI_TORCH_EXPORT AOTITorchError
@@ -62,7 +62,7 @@ torch_is_conj(AtenTensorHandle tensor, bool* ret_is_conj);
 // values until resolve_neg().
 AOTI_TORCH_EXPORT AOTITorchError
 torch_is_neg(AtenTensorHandle tensor, bool* ret_is_neg);
-// END shim.h 0002
+// END shim.h conj-neg
 
 #endif // TORCH_FEATURE_VERSION >= TORCH_VERSION_2_16_0
 

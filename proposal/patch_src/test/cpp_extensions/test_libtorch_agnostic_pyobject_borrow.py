@@ -1,5 +1,6 @@
 # Owner(s): ["module: cpp"]
 
+import gc
 import sys
 import weakref
 from pathlib import Path
@@ -119,6 +120,49 @@ if not IS_WINDOWS:
             other = torch.full((5,), 2.0)  # swap_tensors allows another dtype
             torch.utils.swap_tensors(t, other)
             self.assertEqual(self.interop.borrow_metadata(t), expected_metadata(t))
+
+        def test_metadata_is_copied_before_python_can_run(self):
+            # Making a Python object may run a garbage collection, and a
+            # __del__ there may resize the tensor: a reader that builds its
+            # sizes tuple while still reading the strides array would mix two
+            # states. Each collection below resizes t to the other shape and
+            # leaves a new cycle for the next one.
+            t = torch.empty(2, 3)
+            shapes = [(2, 3), (3, 1, 4)]
+
+            class Resize:
+                def __init__(self, flip):
+                    self.flip, self.cycle = flip, self
+
+                def __del__(self):
+                    t.resize_(shapes[self.flip])
+                    Resize(1 - self.flip)
+
+            thresholds = gc.get_threshold()
+            Resize(1)
+            gc.set_threshold(1, 1, 1)
+            try:
+                seen = [self.interop.borrow_metadata(t) for _ in range(200)]
+            finally:
+                gc.set_threshold(*thresholds)
+                gc.collect()
+            for _, sizes, strides, *_ in seen:
+                self.assertIn(sizes, shapes)
+                self.assertEqual(strides, torch.empty(sizes).stride())
+
+        def test_the_cpp_view_type_reads_the_same_tensor(self):
+            # torch::stable::BorrowedTensor: getters only (wrapping it in a
+            # Tensor does not compile); to_owned() gives an owning Tensor.
+            z = torch.randn(3, 4, dtype=torch.complex64)
+            for t in (z, z.t(), z.conj(), z.conj().imag):
+                self.assertEqual(
+                    self.interop.borrow_view(t),
+                    (t.dim(), tuple(t.shape), t.stride(), t.is_conj(), t.is_neg(),
+                     t.dim()),
+                )
+            refs = sys.getrefcount(z)
+            self.interop.borrow_view(z)
+            self.assertEqual(sys.getrefcount(z), refs)
 
         def test_subclasses_are_accepted(self):
             class MyTensor(torch.Tensor):
