@@ -424,16 +424,16 @@ def apply_dlpack_borrow(tree: Tree) -> None:
     path.write_text(text.replace(MANAGED_CAST, MANAGED_CHECKED))
     tree.edit(TEST_DLPACK, TEST_HELPERS_ANCHOR, "\n\n" + (DLPACK_SRC / "test-helpers.py.txt")
               .read_text().rstrip("\n"), before=True)
-    tree.edit(TEST_DLPACK, TEST_CASES_ANCHOR, (DLPACK_SRC / "test-borrow.py.txt").read_text()
-              .rstrip("\n"), before=True)
+    tree.edit(TEST_DLPACK, TEST_CASES_ANCHOR, "\n" + (DLPACK_SRC / "test-borrow.py.txt")
+              .read_text().rstrip("\n"), before=True)
 
 
 def apply_dlpack_conj_neg(tree: Tree) -> None:
     """DLPack 0002: refuse conjugate and negative views (BufferError), and the test."""
     tree.edit(MODULE_CPP, DLPACK_BORROWED, (DLPACK_SRC / "conj-neg.cpp.txt").read_text(),
               fmt=True)
-    tree.edit(TEST_DLPACK, TEST_CASES_ANCHOR, (DLPACK_SRC / "test-conj-neg.py.txt").read_text()
-              .rstrip("\n"), before=True)
+    tree.edit(TEST_DLPACK, TEST_CASES_ANCHOR, "\n" + (DLPACK_SRC / "test-conj-neg.py.txt")
+              .read_text().rstrip("\n"), before=True)
 
 
 def apply_dlpack_python_pin(tree: Tree) -> None:
@@ -441,7 +441,7 @@ def apply_dlpack_python_pin(tree: Tree) -> None:
     with the Python key), and the test."""
     tree.edit(MODULE_CPP, DLPACK_FILL, (DLPACK_SRC / "python-pin.cpp.txt").read_text(),
               before=True, fmt=True)
-    tree.edit(TEST_DLPACK, TEST_CASES_ANCHOR, (DLPACK_SRC / "test-python-pin.py.txt")
+    tree.edit(TEST_DLPACK, TEST_CASES_ANCHOR, "\n" + (DLPACK_SRC / "test-python-pin.py.txt")
               .read_text().rstrip("\n"), before=True)
 
 
