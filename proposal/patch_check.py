@@ -1029,6 +1029,35 @@ def lint_dlpack(tree: pathlib.Path, name: str, count: int) -> None:
         raise CheckFailed(f"{name}: {len(messages)} style-lint messages on the added lines")
 
 
+def tidy_dlpack(generated: pathlib.Path, tree: pathlib.Path) -> None:
+    """clang-tidy (pinned, PyTorch's .clang-tidy) on the cut-out translation unit: zero
+    diagnostics on the patched Module.cpp's lines (the #line directives name them)."""
+    import torch.utils.cpp_extension as cpp_extension
+
+    shutil.copyfile(tree / ".clang-tidy", generated / ".clang-tidy")
+    unit = generated / PATCHED_DLPACK_CPP.name
+    shutil.copyfile(PATCHED_DLPACK_CPP, unit)
+    done = run([find_clang_tidy(), "--header-filter=Module\\.cpp", "--extra-arg=-Wmissing-prototypes",
+                str(unit), "--", "-std=c++20",
+                f"-D_GLIBCXX_USE_CXX11_ABI={int(__import__('torch')._C._GLIBCXX_USE_CXX11_ABI)}",
+                f"-I{generated}", *[f"-I{p}" for p in cpp_extension.include_paths()],
+                f"-I{sysconfig.get_paths()['include']}"], cwd=generated, check=False)
+    found = re.findall(r"^(.*?):(\d+):\d+: (?:error|warning): (.*) \[([\w,.-]+)\]$",
+                       done.stdout, flags=re.M)
+    if not found and not re.search(r"warnings? generated|^$", done.stdout + done.stderr, flags=re.M):
+        raise CheckFailed(f"clang-tidy did not run on the cut-out DLPack unit:\n{done.stderr[-3000:]}")
+    ours = [f"{path}:{line}: {message} [{check}]" for path, line, message, check in found
+            if "Module.cpp" in path]
+    print(f"clang-tidy on the cut-out DLPack functions ({make_patch.MODULE_CPP}'s lines, "
+          f"PyTorch's .clang-tidy): {len(ours)} lint messages"
+          + (f" ({len(found) - len(ours)} on the harness's own lines, not the series')"
+             if len(found) > len(ours) else ""))
+    for message in ours:
+        print(f"  {message}")
+    if ours:
+        raise CheckFailed(f"clang-tidy: {len(ours)} diagnostics on the DLPack series' lines")
+
+
 def check_dlpack(base: pathlib.Path, work: pathlib.Path) -> None:
     """Step 8: each DLPack patch alone on its predecessors (applies, compiles, its tests
     pass, lint-clean), reproducible, and the whole proposal in its landing order."""
@@ -1048,6 +1077,7 @@ def check_dlpack(base: pathlib.Path, work: pathlib.Path) -> None:
         tests = [t for p in DLPACK_PATCHES[:i + 1] for t in make_patch.DLPACK_TESTS[p.name[:4]]]
         run_dlpack_tests(tree, lib, name, tests)
         lint_dlpack(tree, name, i + 1)
+    tidy_dlpack(lib.parent, tree)
     by_key = {("", p.name[:4]): p for p in PATCHES}
     by_key.update({("dlpack", p.name[:4]): p for p in DLPACK_PATCHES})
     order = [by_key[key] for key in make_patch.LANDING_ORDER]
