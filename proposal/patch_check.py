@@ -1030,28 +1030,37 @@ def lint_dlpack(tree: pathlib.Path, name: str, count: int) -> None:
 
 
 def tidy_dlpack(generated: pathlib.Path, tree: pathlib.Path) -> None:
-    """clang-tidy (pinned, PyTorch's .clang-tidy) on the cut-out translation unit: zero
-    diagnostics on the patched Module.cpp's lines (the #line directives name them)."""
+    """clang-tidy (pinned, PyTorch's .clang-tidy) on the cut-out DLPack functions: one
+    translation unit, the harness (``patched_dlpack.cpp``) with the cut-out pieces written
+    into it in place of its ``#include`` (clang-tidy filters out what an included file
+    holds); zero diagnostics on the pieces' lines."""
     import torch.utils.cpp_extension as cpp_extension
 
     shutil.copyfile(tree / ".clang-tidy", generated / ".clang-tidy")
-    unit = generated / PATCHED_DLPACK_CPP.name
-    shutil.copyfile(PATCHED_DLPACK_CPP, unit)
-    done = run([find_clang_tidy(), "--header-filter=Module\\.cpp", "--extra-arg=-Wmissing-prototypes",
-                str(unit), "--", "-std=c++20",
+    harness = PATCHED_DLPACK_CPP.read_text()
+    include = f'#include "{_load_patched_dlpack().INCLUDE_NAME}"\n'
+    if harness.count(include) != 1:
+        raise CheckFailed(f"{PATCHED_DLPACK_CPP.name} does not include the cut-out pieces once")
+    pieces = (generated / _load_patched_dlpack().INCLUDE_NAME).read_text()
+    first = harness[:harness.index(include)].count("\n") + 1
+    last = first + pieces.count("\n") - 1
+    unit = generated / "patched_dlpack_tidy.cpp"
+    unit.write_text(harness.replace(include, pieces))
+    done = run([find_clang_tidy(), "--extra-arg=-Wmissing-prototypes", str(unit), "--",
+                "-std=c++20",
                 f"-D_GLIBCXX_USE_CXX11_ABI={int(__import__('torch')._C._GLIBCXX_USE_CXX11_ABI)}",
-                f"-I{generated}", *[f"-I{p}" for p in cpp_extension.include_paths()],
+                *[f"-I{p}" for p in cpp_extension.include_paths()],
                 f"-I{sysconfig.get_paths()['include']}"], cwd=generated, check=False)
     found = re.findall(r"^(.*?):(\d+):\d+: (?:error|warning): (.*) \[([\w,.-]+)\]$",
                        done.stdout, flags=re.M)
-    if not found and not re.search(r"warnings? generated|^$", done.stdout + done.stderr, flags=re.M):
+    if not re.search(r"warnings? generated", done.stdout + done.stderr) and done.returncode != 0:
         raise CheckFailed(f"clang-tidy did not run on the cut-out DLPack unit:\n{done.stderr[-3000:]}")
-    ours = [f"{path}:{line}: {message} [{check}]" for path, line, message, check in found
-            if "Module.cpp" in path]
-    print(f"clang-tidy on the cut-out DLPack functions ({make_patch.MODULE_CPP}'s lines, "
-          f"PyTorch's .clang-tidy): {len(ours)} lint messages"
-          + (f" ({len(found) - len(ours)} on the harness's own lines, not the series')"
-             if len(found) > len(ours) else ""))
+    ours = [f"line {line} of the unit: {message} [{check}]" for path, line, message, check in found
+            if path.endswith(unit.name) and first <= int(line) <= last]
+    print(f"clang-tidy {CLANG_TIDY_VERSION} on the cut-out DLPack functions (PyTorch's "
+          f".clang-tidy): {len(ours)} lint messages on their lines"
+          + (f"; {len(found) - len(ours)} on the harness's or torch's headers' lines, not the "
+             "series'" if len(found) > len(ours) else ""))
     for message in ours:
         print(f"  {message}")
     if ours:
