@@ -66,8 +66,10 @@ Steps, each printed as it runs; the first failure ends the run with exit status 
    cut out of the patched file (``bench/native/patched_dlpack.py``) and compiled
    against the wheel's headers, that patch's ``test/test_dlpack.py`` cases and its
    predecessors' run against them (``dlpack_conftest.py`` puts them into copies of the
-   wheel's two exchange tables), clang-format / flake8 / ruff clean on its lines; then
-   every patch of both series in the landing order (``make_patch.LANDING_ORDER``).
+   wheel's two exchange tables), the next patch's cases failing against them (each case
+   tests its own patch), clang-format / flake8 / ruff clean on its lines; clang-tidy on
+   the cut-out functions; then every patch of both series in the landing order
+   (``make_patch.LANDING_ORDER``).
 
 Usage: ``python -P proposal/patch_check.py [--work DIR] [--keep]`` with the
 interpreter of the torch 2.15.0 environment (pyproject's ``patch`` extra
@@ -997,6 +999,31 @@ def run_dlpack_tests(tree: pathlib.Path, lib: pathlib.Path, name: str, tests: li
           "proposal/dlpack_conftest.py, supplied, in neither the patch nor the base)")
 
 
+def expect_dlpack_tests_fail(tree: pathlib.Path, lib: pathlib.Path, name: str,
+                             later: pathlib.Path, tests: list[str]) -> None:
+    """The next patch's cases, added to this tree's test file, must fail against this
+    stack's functions: each case tests what its own patch changes."""
+    test_file = tree / make_patch.TEST_DLPACK
+    original = test_file.read_text()
+    added = run(["git", "-C", str(tree), "apply", "--include=" + make_patch.TEST_DLPACK,
+                 str(later)], check=False)
+    if added.returncode != 0:
+        raise CheckFailed(f"{name}: {later.name}'s test cases do not apply here: {added.stderr}")
+    test_dir = test_file.parent
+    shutil.copyfile(HERE / "dlpack_conftest.py", test_dir / "conftest.py")
+    done = run([sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA",
+                test_file.name, "-k", " or ".join(tests)],
+               cwd=test_dir, env={**os.environ, "PATCHED_DLPACK_LIB": str(lib)}, check=False)
+    (test_dir / "conftest.py").unlink()
+    test_file.write_text(original)
+    failed = set(re.findall(r"^FAILED \S+::\w+::(\w+?)_(?:cpu|cuda)\b", done.stdout, flags=re.M))
+    if failed != set(tests):
+        raise CheckFailed(f"{name}: {later.name[:4]}'s cases {tests} do not all fail without it "
+                          f"(failed: {sorted(failed)}):\n{done.stdout[-3000:]}")
+    print(f"{name}: dlpack/{later.name[:4]}'s cases fail here, without it, as they must: "
+          + ", ".join(sorted(failed)))
+
+
 def lint_dlpack(tree: pathlib.Path, name: str, count: int) -> None:
     """clang-format on the Module.cpp lines, flake8 and ruff on the test_dlpack.py lines
     that the last ``count`` commits add: zero messages."""
@@ -1085,6 +1112,10 @@ def check_dlpack(base: pathlib.Path, work: pathlib.Path) -> None:
         lib = build_patched_dlpack(tree, work, name.replace(" ", "-").replace("+", "-"))
         tests = [t for p in DLPACK_PATCHES[:i + 1] for t in make_patch.DLPACK_TESTS[p.name[:4]]]
         run_dlpack_tests(tree, lib, name, tests)
+        if i + 1 < len(DLPACK_PATCHES):
+            later = DLPACK_PATCHES[i + 1]
+            expect_dlpack_tests_fail(tree, lib, name, later,
+                                     make_patch.DLPACK_TESTS[later.name[:4]])
         lint_dlpack(tree, name, i + 1)
     tidy_dlpack(lib.parent, tree)
     by_key = {("", p.name[:4]): p for p in PATCHES}
