@@ -8,7 +8,8 @@ elements, dtype, device type and index); a ``part`` is a piece of one (a handle 
 the getters alone). ``contenders(t, peers, fixes, paths)`` gives ``{name: run(n)}`` (ns
 per call) and ``{name: why not}``; a ``*_fixed`` route runs torch's own functions with
 the interpreter fix installed for its loop (``native/internal_fixes.py``; ``*_emulation``:
-the earlier hand-written fix), ``dlpack_borrowed*`` the DLPack prototype.
+the earlier hand-written fix), ``dlpack_patched`` the DLPack series' own function
+(fixed DLPack), ``dlpack_borrowed*`` the earlier hand-written DLPack prototype.
 """
 
 from __future__ import annotations
@@ -42,9 +43,15 @@ ROUTES = (
           "internal fix"),
     Route("dlpack_managed", "DLPack managed_tensor_from_py_object_no_sync + deleter", "today"),
     Route("dlpack_managed_fixed", "DLPack managed + deleter + interpreter fix", "internal fix"),
+    # Fixed DLPack: the DLPack series' own function (proposal/patches/dlpack/, cut out of
+    # the patched Module.cpp: bench/native/patched_dlpack.py). The two rows after it are
+    # the earlier hand-written prototype, kept as labelled rows.
+    Route("dlpack_patched", "fixed DLPack: the DLPack patches' dltensor_from_py_object_no_sync",
+          "internal fix"),
     Route("dlpack_borrowed_checked",
-          "DLPack no_sync, borrowed reference + attached-thread check", "internal fix"),
-    Route("dlpack_borrowed", "DLPack no_sync, borrowed reference, no thread check",
+          "DLPack prototype (hand-written, not the patch): borrowed + attached-thread check",
+          "internal fix"),
+    Route("dlpack_borrowed", "DLPack prototype (hand-written, not the patch): no thread check",
           "internal fix"),
     Route("borrow_getters", "borrow: torch_tensor_borrow_from_pyobject + 7 getters", "new ABI"),
     Route("borrow_batched", "borrow + torch_tensor_get_metadata (batched, bench/native/batched_read.h)",
@@ -104,11 +111,13 @@ def contenders(t, peers, fixes, paths: dict[str, bool],
     add("dlpack_managed", lambda n: peers.managed_loop(t, n), needs=dlpack)
     add("dlpack_managed_fixed", lambda n: peers.managed_loop(t, n), True, dlpack)
     if fixes is not None and dlpack is None:
+        patched = fixes.dlpack_api_patched()
         checked, unchecked = fixes.dlpack_api(True), fixes.dlpack_api(False)
+        add("dlpack_patched", lambda n: peers.dltensor_loop(t, n, api=patched))
         add("dlpack_borrowed_checked", lambda n: peers.dltensor_loop(t, n, api=checked))
         add("dlpack_borrowed", lambda n: peers.dltensor_loop(t, n, api=unchecked))
     else:
-        for name in ("dlpack_borrowed_checked", "dlpack_borrowed"):
+        for name in ("dlpack_patched", "dlpack_borrowed_checked", "dlpack_borrowed"):
             add(name, None, True, dlpack)
     add("borrow_getters", lambda n: peers.route_loop("borrow", t, n), needs=borrow)
     add("borrow_batched", lambda n: peers.metadata_loop("borrow", t, n), needs=meta)

@@ -10,8 +10,9 @@ series is in the order a maintainer can land it: the interpreter fix (no new
 ABI), conj/neg, then the borrow. The first two touch no common line and each
 applies alone on the base; the borrow's declarations and registry line follow
 conj/neg's (both join the end of main's 2.16 block), so it applies on top of
-conj/neg. The DLPack fix is not a patch: no stored upstream copy holds the body
-of ``dltensor_from_py_object_no_sync`` (``patch_src/sketches/dlpack-no-copy.md``).
+conj/neg. The DLPack fix is a series of its own, ``patches/dlpack/000{1,2,3}``, on
+``torch/csrc/Module.cpp`` (a fork's copy of main: ``upstream/BASE.toml``); it touches
+no file of the other series and lands after the interpreter fix (``LANDING_ORDER``).
 The code the patches add comes from the prototype, so the two cannot differ:
 
 0001, outside the stable ABI: ``torch/csrc/PyInterpreter.cpp``'s
@@ -385,6 +386,144 @@ def apply_borrow(tree: Tree) -> None:
     tree.regenerate_versions()
 
 
+# --- the DLPack series (patches/dlpack/): torch/csrc/Module.cpp's exchange API ----------------
+# Both structs' dltensor_from_py_object_no_sync (TorchDLPackExchangeAPI and the read-only
+# TorchConstDLPackExchangeAPI) call one helper, which 0001 adds with the real-type check
+# that the managed_tensor_from_py_object_no_sync functions use too; 0002 and 0003 change
+# only that helper, so every step covers both structs by construction.
+DLPACK_SRC = SRC / "dlpack"
+MODULE_CPP = "torch/csrc/Module.cpp"
+TEST_DLPACK = "test/test_dlpack.py"
+DLPACK_STRUCT = "struct TorchDLPackExchangeAPI : public DLPackExchangeAPI {\n"
+# Today's bodies (the base): the caster's owning copy, then the fill.
+DLPACK_BODY = """\
+    try {
+      // Use handle (non-owning) to avoid unnecessary refcount operations
+      py::handle handle(static_cast<PyObject*>(py_obj));
+      at::Tensor tensor = handle.cast<at::Tensor>();
+      at::toDLPackNonOwning(tensor, out);
+      return 0;
+    } catch (const std::exception& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+      return -1;
+    }
+"""
+CONST_DLPACK_BODY = """\
+    try {
+      py::handle handle(static_cast<PyObject*>(py_obj));
+      at::Tensor tensor = handle.cast<at::Tensor>();
+      at::toDLPackNonOwning(tensor, out, /*read_only=*/true);
+      return 0;
+    } catch (const std::exception& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+      return -1;
+    }
+"""
+DLPACK_CALL = """\
+    return DLTensorFromPyObjectNonOwning(
+        static_cast<PyObject*>(py_obj), out, /*read_only=*/{read_only});
+"""
+# managed_tensor_from_py_object_no_sync (both structs) keeps its owning copy (the
+# DLManagedTensorVersioned it returns owns one by design) and gets the real-type check.
+MANAGED_CAST = """\
+      py::handle handle(static_cast<PyObject*>(py_obj));
+      at::Tensor tensor = handle.cast<at::Tensor>();
+"""
+MANAGED_CHECKED = """\
+      PyObject* obj = static_cast<PyObject*>(py_obj);
+      if (!DLPackCheckTensor(obj)) {
+        return -1;
+      }
+      at::Tensor tensor = THPVariable_Unpack(obj); // owned: *out holds it
+"""
+DLPACK_BORROWED = "    const at::Tensor& tensor = THPVariable_Unpack(obj);\n"
+DLPACK_FILL = "    at::toDLPackNonOwning(tensor, out, read_only);\n    return 0;\n"
+TEST_HELPERS_ANCHOR = "\n\nclass TestTorchDlPack(TestCase):\n"
+TEST_CASES_ANCHOR = "\n\ninstantiate_device_type_tests(TestTorchDlPack, globals())\n"
+
+
+def apply_dlpack_borrow(tree: Tree) -> None:
+    """DLPack 0001: borrow instead of copy, the real-type check (both structs; the
+    managed functions keep their copy and get the check), and the tests."""
+    tree.edit(MODULE_CPP, DLPACK_STRUCT, (DLPACK_SRC / "module-helpers.cpp.txt").read_text(),
+              before=True, fmt=True)
+    tree.replace(MODULE_CPP, DLPACK_BODY, DLPACK_CALL.format(read_only="false"))
+    tree.replace(MODULE_CPP, CONST_DLPACK_BODY, DLPACK_CALL.format(read_only="true"))
+    path = tree.root / MODULE_CPP
+    text = path.read_text()
+    if text.count(MANAGED_CAST) != 2:
+        raise SystemExit(f"{MODULE_CPP}: expected the two managed functions' casts, found "
+                         f"{text.count(MANAGED_CAST)}")
+    path.write_text(text.replace(MANAGED_CAST, MANAGED_CHECKED))
+    tree.edit(TEST_DLPACK, TEST_HELPERS_ANCHOR, "\n\n" + (DLPACK_SRC / "test-helpers.py.txt")
+              .read_text().rstrip("\n"), before=True)
+    tree.edit(TEST_DLPACK, TEST_CASES_ANCHOR, "\n" + (DLPACK_SRC / "test-borrow.py.txt")
+              .read_text().rstrip("\n"), before=True)
+
+
+def apply_dlpack_conj_neg(tree: Tree) -> None:
+    """DLPack 0002: refuse conjugate and negative views (BufferError), and the test."""
+    tree.edit(MODULE_CPP, DLPACK_BORROWED, (DLPACK_SRC / "conj-neg.cpp.txt").read_text(),
+              fmt=True)
+    tree.edit(TEST_DLPACK, TEST_CASES_ANCHOR, "\n" + (DLPACK_SRC / "test-conj-neg.py.txt")
+              .read_text().rstrip("\n"), before=True)
+
+
+def apply_dlpack_python_pin(tree: Tree) -> None:
+    """DLPack 0003: keep an owning reference while the getters may run Python (a tensor
+    with the Python key), and the test."""
+    tree.edit(MODULE_CPP, DLPACK_FILL, (DLPACK_SRC / "python-pin.cpp.txt").read_text(),
+              before=True, fmt=True)
+    tree.edit(TEST_DLPACK, TEST_CASES_ANCHOR, "\n" + (DLPACK_SRC / "test-python-pin.py.txt")
+              .read_text().rstrip("\n"), before=True)
+
+
+# The DLPack series in its own order: the first alone on the base, each later one on the
+# ones before it. DLPACK_TESTS: the test/test_dlpack.py cases each patch adds.
+DLPACK_SERIES = (("0001", "DLPack borrow", apply_dlpack_borrow),
+                 ("0002", "DLPack conj/neg", apply_dlpack_conj_neg),
+                 ("0003", "DLPack Python-run getters", apply_dlpack_python_pin))
+DLPACK_TESTS = {"0001": ["test_dlpack_exchange_api_dltensor",
+                         "test_dlpack_exchange_api_refuses_what_is_not_a_tensor"],
+                "0002": ["test_dlpack_exchange_api_refuses_conj_and_neg_views"],
+                "0003": ["test_dlpack_exchange_api_holds_python_sizes_tensors"]}
+# Where the whole proposal lands (proposal/README.md and the RFC say the same): the
+# interpreter fix, the DLPack series, conj/neg; the borrow held. (series folder, number).
+LANDING_ORDER = (("", "0001"), ("dlpack", "0001"), ("dlpack", "0002"), ("dlpack", "0003"),
+                 ("", "0002"), ("", "0003"))
+
+
+def dlpack_commit_message(patch: str) -> str:
+    """The commit message of DLPack ``patch``: its text, then where Module.cpp comes from."""
+    with (HERE / "upstream" / "BASE.toml").open("rb") as f:
+        manifest = tomllib.load(f)
+    row = next(r for r in manifest["file"] if r["path"] == MODULE_CPP)
+    text = (DLPACK_SRC / f"{patch}-message.txt").read_text()
+    return text + (f"\nBase: {MODULE_CPP} as {row['repository']} {row['commit']} holds it "
+                   "(a fork's copy of main, see BASE.toml)\n")
+
+
+def write_dlpack_series(base: pathlib.Path, out: pathlib.Path, clang_format: str) -> str:
+    """Build the DLPack series on ``base`` into ``out`` (its 000*.patch replaced); returns
+    the paths written, one a line."""
+    with tempfile.TemporaryDirectory(prefix="torch-dlpack-patch-") as scratch:
+        root = pathlib.Path(scratch)
+        shutil.copytree(base, root, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".git"))
+        git(root, "init", "-q", "-b", "main")
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", "base: the PyTorch files the patches touch or need")
+        tree = Tree(root, clang_format)
+        for patch, _, apply in DLPACK_SERIES:
+            apply(tree)
+            git(root, "add", "-A")
+            git(root, "commit", "-q", "-F", "-", stdin=dlpack_commit_message(patch))
+        out.mkdir(parents=True, exist_ok=True)
+        for old in out.glob("000*.patch"):
+            old.unlink()
+        return git(root, "format-patch", f"-{len(DLPACK_SERIES)}", "--zero-commit",
+                   "--no-signature", "--full-index", "-o", str(out.resolve())).strip()
+
+
 # The series, in landing order: each patch's number, what it is, and the function
 # that writes it into the tree.
 SERIES = (("0001", "interpreter fix", apply_interpreter_fix),
@@ -458,6 +597,7 @@ def main(argv: list[str] | None = None) -> int:
         written = git(root, "format-patch", f"-{len(SERIES)}", "--zero-commit", "--no-signature",
                       "--full-index", "-o", str(args.out.resolve())).strip()
     print(written)
+    print(write_dlpack_series(args.base, args.out / "dlpack", clang_format))
     return 0
 
 

@@ -67,7 +67,17 @@ Steps, each printed as it runs; the first failure ends the run with exit status 
    ``.clang-tidy`` and ``torch/csrc/stable/.clang-tidy`` (part of the base) on
    the touched libtorch translation units and, through them, the touched
    headers: zero diagnostics on the lines the series adds; what it could not
-   check is printed.
+   check is printed;
+8. the DLPack series (``patches/dlpack/``, on ``torch/csrc/Module.cpp``): regenerated
+   byte for byte; each patch applied on the base plus the DLPack patches before it (the
+   first alone), both structs' ``DLTensorFromPyObjectNoSync`` and the helpers they call
+   cut out of the patched file (``bench/native/patched_dlpack.py``) and compiled
+   against the wheel's headers, that patch's ``test/test_dlpack.py`` cases and its
+   predecessors' run against them (``dlpack_conftest.py`` puts them into copies of the
+   wheel's two exchange tables), the next patch's cases failing against them (each case
+   tests its own patch), clang-format / flake8 / ruff clean on its lines; clang-tidy on
+   the cut-out functions; then every patch of both series in the landing order
+   (``make_patch.LANDING_ORDER``).
 
 Usage: ``python -P proposal/patch_check.py [--work DIR] [--keep]`` with the
 interpreter of the torch 2.15.0 environment (pyproject's ``patch`` extra
@@ -1068,6 +1078,223 @@ def describe_run() -> str:
             f"({platform.machine()}), {gxx[0] if gxx else 'g++ unknown'}; no PyTorch build")
 
 
+# --- 8. the DLPack series (patches/dlpack/) ---------------------------------------------------
+# The DLPack fix is a series of its own on torch/csrc/Module.cpp, which no file of the
+# stable-ABI series touches. Each of its patches must stand alone: applied on the base
+# plus the DLPack patches before it (the first alone on the base), its functions cut out
+# of the patched file and compiled against the torch 2.15.0 wheel's headers, its own
+# test/test_dlpack.py cases (and its predecessors') passing against that code, and no
+# style-lint message on its lines. Then the whole proposal in its landing order
+# (make_patch.LANDING_ORDER). Module.cpp is not compiled whole: it needs libtorch_python's
+# internal headers, and the fork's copy the base comes from has an unrelated defect
+# (BASE.toml); what is compiled and run is the functions the series changes.
+DLPACK_PATCHES = sorted((HERE / "patches" / "dlpack").glob("000*.patch"))
+PATCHED_DLPACK_CPP = ROOT / "bench" / "native" / "patched_dlpack.cpp"
+
+
+def _load_patched_dlpack():
+    """bench/native/patched_dlpack.py, loaded by path (the bench package is not imported)."""
+    spec = importlib.util.spec_from_file_location(
+        "patched_dlpack", ROOT / "bench" / "native" / "patched_dlpack.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def dlpack_stack(base: pathlib.Path, work: pathlib.Path, name: str,
+                 patches: list[pathlib.Path]) -> pathlib.Path:
+    """A clone of the base with ``patches`` applied by git am; raises CheckFailed if one
+    does not apply."""
+    tree = work / f"dlpack-{name}"
+    run(["git", "clone", "-q", str(base), str(tree)])
+    for patch in patches:
+        done = run(["git", "-C", str(tree), "am", "-q", "--keep-non-patch",
+                    "--whitespace=error-all", str(patch)],
+                   env={**os.environ, **make_patch.GIT_ENV}, check=False)
+        if done.returncode != 0:
+            raise CheckFailed(f"{name}: {patch.parent.name}/{patch.name} does not apply:\n"
+                              f"{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return tree
+
+
+def build_patched_dlpack(tree: pathlib.Path, work: pathlib.Path, name: str) -> pathlib.Path:
+    """The tree's patched DLPack functions, cut out and linked into a library; its path."""
+    import torch.utils.cpp_extension as cpp_extension
+
+    cutter = _load_patched_dlpack()
+    patched = (tree / make_patch.MODULE_CPP).read_text()
+    generated = work / f"dlpack-{name}-cut"
+    got = cutter.write_include(generated, patched, f"{make_patch.MODULE_CPP} ({name})")
+    lib = generated / "libpatched_dlpack.so"
+    paths = cpp_extension.library_paths()
+    flags = ["-std=c++20", "-fPIC", "-O1", "-Wall", "-Wno-unused-function",
+             f"-D_GLIBCXX_USE_CXX11_ABI={int(__import__('torch')._C._GLIBCXX_USE_CXX11_ABI)}",
+             f"-I{generated}", *[f"-I{p}" for p in cpp_extension.include_paths()],
+             f"-I{sysconfig.get_paths()['include']}"]
+    done = run(["g++", *flags, "-shared", str(PATCHED_DLPACK_CPP), *[f"-L{p}" for p in paths],
+                *[f"-Wl,-rpath,{p}" for p in paths], "-ltorch_python", "-ltorch_cpu", "-ltorch",
+                "-lc10", "-o", str(lib)], check=False)
+    if done.returncode != 0:
+        raise CheckFailed(f"{name}: the cut-out DLPack functions do not compile:\n"
+                          f"{done.stderr[-6000:]}")
+    pieces = ", ".join(f"{n} (line {line})" for n, line, _ in got["pieces"])
+    print(f"{name}: cut out of the patched {make_patch.MODULE_CPP} and compiled against the "
+          f"torch 2.15.0 wheel's headers: {pieces}")
+    return lib
+
+
+def run_dlpack_tests(tree: pathlib.Path, lib: pathlib.Path, name: str, tests: list[str]) -> None:
+    """The named test/test_dlpack.py cases against ``lib``'s functions (conftest supplied)."""
+    test_dir = tree / pathlib.Path(make_patch.TEST_DLPACK).parent
+    shutil.copyfile(HERE / "dlpack_conftest.py", test_dir / "conftest.py")
+    env = {**os.environ, "PATCHED_DLPACK_LIB": str(lib)}
+    done = run([sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA",
+                pathlib.Path(make_patch.TEST_DLPACK).name, "-k", " or ".join(tests)],
+               cwd=test_dir, env=env, check=False)
+    (test_dir / "conftest.py").unlink()
+    passed = re.findall(r"^PASSED \S+::\w+::(\w+?)_(?:cpu|cuda)\b", done.stdout, flags=re.M)
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-500:]
+    if done.returncode != 0 or sorted(set(passed)) != sorted(tests):
+        raise CheckFailed(f"{name}: test/test_dlpack.py's cases {tests} against the patched "
+                          f"functions: {summary}\n{done.stdout[-5000:]}{done.stderr[-2000:]}")
+    print(f"{name}: test/test_dlpack.py {', '.join(tests)}: {summary} (against the cut-out "
+          "functions, through copies of the wheel's two exchange tables: "
+          "proposal/dlpack_conftest.py, supplied, in neither the patch nor the base)")
+
+
+def expect_dlpack_tests_fail(tree: pathlib.Path, lib: pathlib.Path, name: str,
+                             later: pathlib.Path, tests: list[str]) -> None:
+    """The next patch's cases, added to this tree's test file, must fail against this
+    stack's functions: each case tests what its own patch changes."""
+    test_file = tree / make_patch.TEST_DLPACK
+    original = test_file.read_text()
+    added = run(["git", "-C", str(tree), "apply", "--include=" + make_patch.TEST_DLPACK,
+                 str(later)], check=False)
+    if added.returncode != 0:
+        raise CheckFailed(f"{name}: {later.name}'s test cases do not apply here: {added.stderr}")
+    test_dir = test_file.parent
+    shutil.copyfile(HERE / "dlpack_conftest.py", test_dir / "conftest.py")
+    done = run([sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA",
+                test_file.name, "-k", " or ".join(tests)],
+               cwd=test_dir, env={**os.environ, "PATCHED_DLPACK_LIB": str(lib)}, check=False)
+    (test_dir / "conftest.py").unlink()
+    test_file.write_text(original)
+    failed = set(re.findall(r"^FAILED \S+::\w+::(\w+?)_(?:cpu|cuda)\b", done.stdout, flags=re.M))
+    if failed != set(tests):
+        raise CheckFailed(f"{name}: {later.name[:4]}'s cases {tests} do not all fail without it "
+                          f"(failed: {sorted(failed)}):\n{done.stdout[-3000:]}")
+    print(f"{name}: dlpack/{later.name[:4]}'s cases fail here, without it, as they must: "
+          + ", ".join(sorted(failed)))
+
+
+def lint_dlpack(tree: pathlib.Path, name: str, count: int) -> None:
+    """clang-format on the Module.cpp lines, flake8 and ruff on the test_dlpack.py lines
+    that the last ``count`` commits add: zero messages."""
+    def ranges(rel):
+        diff = git(tree, "diff", "-U0", f"HEAD~{count}", "HEAD", "--", rel)
+        return [(int(a), int(a) + (1 if n == "" else int(n)) - 1) for a, n in
+                re.findall(r"^@@ -\S+ \+(\d+)(?:,(\d+))? @@", diff, flags=re.M) if n != "0"]
+
+    clang_format = make_patch.find_clang_format()
+    cpp = ranges(make_patch.MODULE_CPP)
+    done = run([clang_format, "--dry-run", "--style=file", *[f"--lines={a}:{b}" for a, b in cpp],
+                make_patch.MODULE_CPP], cwd=tree, check=False)
+    messages = re.findall(r"^\S+?:\d+:\d+: (?:warning|error): .*$", done.stderr, flags=re.M)
+    py = ranges(make_patch.TEST_DLPACK)
+    bindir = pathlib.Path(sys.executable).parent
+    for tool, cmd in (("flake8", [str(bindir / "flake8"), "--config=.flake8"]),
+                      ("ruff", [str(bindir / "ruff"), "check", "--config=pyproject.toml",
+                                "--no-cache", "--format=text"])):
+        out = run([*cmd, make_patch.TEST_DLPACK], cwd=tree, check=False).stdout
+        for line in out.splitlines():
+            found = re.match(r"^\S+?:(\d+):\d+: ", line)
+            if found and any(a <= int(found.group(1)) <= b for a, b in py):
+                messages.append(f"{tool}: {line}")
+    print(f"{name}: clang-format on {sum(b - a + 1 for a, b in cpp)} added lines of "
+          f"{make_patch.MODULE_CPP}, flake8 and ruff on {sum(b - a + 1 for a, b in py)} added "
+          f"lines of {make_patch.TEST_DLPACK}: {len(messages)} lint messages")
+    for message in messages:
+        print(f"  {message}")
+    if messages:
+        raise CheckFailed(f"{name}: {len(messages)} style-lint messages on the added lines")
+
+
+def tidy_dlpack(generated: pathlib.Path, tree: pathlib.Path) -> None:
+    """clang-tidy (pinned, PyTorch's .clang-tidy) on the cut-out DLPack functions: one
+    translation unit, the harness (``patched_dlpack.cpp``) with the cut-out pieces written
+    into it in place of its ``#include`` (clang-tidy filters out what an included file
+    holds); zero diagnostics on the pieces' lines."""
+    import torch.utils.cpp_extension as cpp_extension
+
+    shutil.copyfile(tree / ".clang-tidy", generated / ".clang-tidy")
+    harness = PATCHED_DLPACK_CPP.read_text()
+    include = f'#include "{_load_patched_dlpack().INCLUDE_NAME}"\n'
+    if harness.count(include) != 1:
+        raise CheckFailed(f"{PATCHED_DLPACK_CPP.name} does not include the cut-out pieces once")
+    pieces = (generated / _load_patched_dlpack().INCLUDE_NAME).read_text()
+    first = harness[:harness.index(include)].count("\n") + 1
+    last = first + pieces.count("\n") - 1
+    unit = generated / "patched_dlpack_tidy.cpp"
+    unit.write_text(harness.replace(include, pieces))
+    done = run([find_clang_tidy(), "--extra-arg=-Wmissing-prototypes", str(unit), "--",
+                "-std=c++20",
+                f"-D_GLIBCXX_USE_CXX11_ABI={int(__import__('torch')._C._GLIBCXX_USE_CXX11_ABI)}",
+                *[f"-I{p}" for p in cpp_extension.include_paths()],
+                f"-I{sysconfig.get_paths()['include']}"], cwd=generated, check=False)
+    found = re.findall(r"^(.*?):(\d+):\d+: (?:error|warning): (.*) \[([\w,.-]+)\]$",
+                       done.stdout, flags=re.M)
+    if not re.search(r"warnings? generated", done.stdout + done.stderr) and done.returncode != 0:
+        raise CheckFailed(f"clang-tidy did not run on the cut-out DLPack unit:\n{done.stderr[-3000:]}")
+    ours = [f"line {line} of the unit: {message} [{check}]" for path, line, message, check in found
+            if path.endswith(unit.name) and first <= int(line) <= last]
+    print(f"clang-tidy {CLANG_TIDY_VERSION} on the cut-out DLPack functions (PyTorch's "
+          f".clang-tidy): {len(ours)} lint messages on their lines"
+          + (f"; {len(found) - len(ours)} on the harness's or torch's headers' lines, not the "
+             "series'" if len(found) > len(ours) else ""))
+    for message in ours:
+        print(f"  {message}")
+    if ours:
+        raise CheckFailed(f"clang-tidy: {len(ours)} diagnostics on the DLPack series' lines")
+
+
+def check_dlpack(base: pathlib.Path, work: pathlib.Path) -> None:
+    """Step 8: each DLPack patch alone on its predecessors (applies, compiles, its tests
+    pass, lint-clean), reproducible, and the whole proposal in its landing order."""
+    if [p.name[:4] for p in DLPACK_PATCHES] != [n for n, _, _ in make_patch.DLPACK_SERIES]:
+        raise CheckFailed(f"proposal/patches/dlpack/ holds {[p.name for p in DLPACK_PATCHES]}")
+    regenerated = sorted((work / "regenerated" / "dlpack").glob("000*.patch"))
+    if [p.name for p in regenerated] != [p.name for p in DLPACK_PATCHES] or not all(
+            filecmp.cmp(a, b, shallow=False) for a, b in zip(regenerated, DLPACK_PATCHES)):
+        raise CheckFailed("make_patch.py does not reproduce proposal/patches/dlpack/ byte for byte")
+    print(f"dlpack/{', dlpack/'.join(p.name[:4] for p in DLPACK_PATCHES)}: regenerated byte for byte")
+    for i, patch in enumerate(DLPACK_PATCHES):
+        name = "dlpack " + "+".join(p.name[:4] for p in DLPACK_PATCHES[:i + 1])
+        tree = dlpack_stack(base, work, name.replace(" ", "-").replace("+", "-"),
+                            DLPACK_PATCHES[:i + 1])
+        print(f"{name}: git am applies on the base" + (" alone" if i == 0 else ""))
+        lib = build_patched_dlpack(tree, work, name.replace(" ", "-").replace("+", "-"))
+        tests = [t for p in DLPACK_PATCHES[:i + 1] for t in make_patch.DLPACK_TESTS[p.name[:4]]]
+        run_dlpack_tests(tree, lib, name, tests)
+        if i + 1 < len(DLPACK_PATCHES):
+            later = DLPACK_PATCHES[i + 1]
+            expect_dlpack_tests_fail(tree, lib, name, later,
+                                     make_patch.DLPACK_TESTS[later.name[:4]])
+        lint_dlpack(tree, name, i + 1)
+    tidy_dlpack(lib.parent, tree)
+    by_key = {("", p.name[:4]): p for p in PATCHES}
+    by_key.update({("dlpack", p.name[:4]): p for p in DLPACK_PATCHES})
+    order = [by_key[key] for key in make_patch.LANDING_ORDER]
+    tree = dlpack_stack(base, work, "landing-order", order)
+    messages, same = version_lint_counts(tree)
+    if messages or not same:
+        raise CheckFailed(f"landing order: the version linter reports {messages} messages; "
+                          f"registry as the usage linter writes it: {same}")
+    print("landing order " + ", ".join(f"{s + '/' if s else ''}{n}" for s, n in
+                                       make_patch.LANDING_ORDER)
+          + ": git am applies each on the ones before it; version linter 0 messages and the "
+          "registry as the usage linter writes it at the end")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=pathlib.Path, help="scratch directory (default: a temporary one)")
@@ -1105,6 +1332,9 @@ def main(argv: list[str] | None = None) -> int:
         run_linters(tree)
         step("7. style lint of what the series adds (clang-format, flake8, ruff, clang-tidy)")
         run_style_linters(tree, work)
+        step("8. the DLPack series (patches/dlpack/): each patch on its predecessors, its "
+             "functions cut out and run, its tests, lint; the landing order")
+        check_dlpack(base, work)
     except CheckFailed as failure:
         print(f"\npatch-check FAILED: {failure}", flush=True)
         return 1

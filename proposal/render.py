@@ -55,7 +55,7 @@ ROUTES = (
     ("owned", "owned: `torch_tensor_from_pyobject` + 7 getters + delete"),
     ("owned_fixed", "owned + interpreter fix (0001)"),
     ("dlpack_no_sync", "DLPack `dltensor_from_py_object_no_sync`, today"),
-    ("dlpack_borrowed_checked", "fixed DLPack: the same with a borrowed reference"),
+    ("dlpack_patched", "fixed DLPack: the DLPack series (borrowed, real type, conj/neg refused)"),
     ("borrow_getters", "borrow (0003) + 7 getters"),
     ("fallback_getters", "pointer trick + 7 getters (private layout)"),
     ("owned_handle_fixed", "the handle alone: owned + delete + interpreter fix"),
@@ -68,7 +68,8 @@ MORE_ROUTES = (
     ("dlpack_no_sync_fixed_emulation", "DLPack no_sync + interpreter fix, emulation"),
     ("dlpack_managed", "DLPack managed_tensor_from_py_object_no_sync + deleter"),
     ("dlpack_managed_fixed", "DLPack managed + deleter + interpreter fix"),
-    ("dlpack_borrowed", "fixed DLPack without the attached-thread check"),
+    ("dlpack_borrowed_checked", "DLPack prototype (hand-written, not the patch), thread check"),
+    ("dlpack_borrowed", "DLPack prototype (hand-written, not the patch), no thread check"),
     ("borrow_batched", "borrow + batched read (withdrawn)"),
     ("borrow_one_call", "one call from the PyObject (withdrawn)"),
     ("getters7", "the 7 getters alone"),
@@ -80,6 +81,14 @@ CONSUMER_ROUTES = (("owned", "owned"), ("owned_fixed", "owned + fix"),
                    ("dlpack_fixed", "fixed DLPack"), ("borrow", "borrow"),
                    ("borrow_fixed", "borrow + fix"), ("pointer", "pointer trick"))
 NO_NEW_ABI = ("owned", "owned_fixed", "dlpack_fixed")  # what torch can offer without 0003
+# Timed runs made before the DLPack series existed timed its hand-written prototype as
+# fixed DLPack (their JSON labels it so); such a cell is marked and this note added.
+PROTOTYPE_MARK = "\u2020"
+PROTOTYPE_LABEL = "borrowed reference + attached-thread check"
+PROTOTYPE_NOTE = (f"{PROTOTYPE_MARK}: timed before the DLPack series existed, with its "
+                  "hand-written prototype (no conj/neg refusal, an attached-thread check of "
+                  "its own); the instruction counts are the series' code; `make "
+                  "bench-evidence` and the GPU script re-time it")
 OPS = ("add", "amax", "median", "mm_out", "addmm_out")  # bench/native/fallback_ops.py's order
 LEAD_OP = "addmm_out"  # the fallback-shim row's op: the most tensor arguments (4)
 BOOTSTRAP = 2000
@@ -93,6 +102,7 @@ class Render:
         self.free_threaded = free_threaded
         self.warnings: list[str] = []
         self._cache: dict[pathlib.Path, dict] = {}
+        self.prototype_marked = False  # a cell carries PROTOTYPE_MARK
 
     # --- files ------------------------------------------------------------------------
     def find(self, pattern: str, exclude: str | None = None) -> pathlib.Path | None:
@@ -108,6 +118,12 @@ class Render:
             self._cache[path] = json.loads(path.read_text())
             self._cache[path]["_file"] = path.name  # which host: the GPU script names it
         return self._cache[path]
+
+    def prototype_timed(self, name: str) -> bool:
+        """Whether the timed file ``name`` (in ``results``) timed the DLPack prototype as
+        fixed DLPack (its labels say so), not the DLPack series' code."""
+        path = self.results / name.split(" ")[0]
+        return path.is_file() and PROTOTYPE_LABEL in path.read_text()
 
     def missing(self, what: str) -> str:
         """Record a warning; the placeholder text that stands in the cell or block."""
@@ -280,6 +296,10 @@ def route_cell(r: Render, unit: str, path, data, key: str,
             return r.missing(f"`{path.name}` has no `route:{key}`"), None
         return fmt(value), value
     info = benchmarks(data, "2c").get(f"route_{key}")
+    old = benchmarks(data, "2c").get("route_dlpack_borrowed_checked")
+    if key == "dlpack_patched" and info is None and old is not None and samples(old):
+        r.prototype_marked = True
+        return fmt(median(samples(old)), 1) + PROTOTYPE_MARK, None
     if info is None or samples(info) is None:
         reason = unavailable(data, f"route_{key}")
         if reason or optional:
@@ -308,7 +328,8 @@ def render_routes(r: Render, rows=ROUTES) -> str:
             f"(interleaved rounds); 32x32 float32 CPU tensor, torch "
             f"{', '.join(sorted({torch_of(d) for _, _, _, d in cols if d}))}. Files: {sources}."
             + (f" {DASH}: " + "; ".join(sorted(dashes)) + "." if dashes else "")
-            + "_")
+            + (f" {PROTOTYPE_NOTE}." if r.prototype_marked else "") + "_")
+    r.prototype_marked = False
     return "\n".join(out + ["", note]) + "\n"
 
 
@@ -386,7 +407,11 @@ def consumer_row(r: Render, name: str, setup: str, unit: str, values: dict[str, 
     cells = []
     for route, _ in CONSUMER_ROUTES:
         if route in values:
-            cells.append(fmt(values[route], 0 if unit == "instr" else (2 if unit == "us" else 1)))
+            cell = fmt(values[route], 0 if unit == "instr" else (2 if unit == "us" else 1))
+            if route == "dlpack_fixed" and unit != "instr" and r.prototype_timed(where):
+                cell += PROTOTYPE_MARK
+                r.prototype_marked = True
+            cells.append(cell)
         else:
             cells.append(f"{DASH} ({reasons[route]})" if route in reasons else DASH)
     return (f"| {name} | {setup} | {unit} | " + " | ".join(cells) + " | "
@@ -482,7 +507,8 @@ def render_consumers(r: Render) -> str:
     note = ("_Per call (the launch step: per launch); instructions by callgrind, ns / us the "
             "median of interleaved rounds. Files: " + ", ".join(link(p) for p in sources)
             + (". " + "; ".join(notes)[:1].upper() + "; ".join(notes)[1:] if notes else "")
-            + "._")
+            + (f". {PROTOTYPE_NOTE}" if r.prototype_marked else "") + "._")
+    r.prototype_marked = False
     return "\n".join(out + ["", note]) + "\n"
 
 
@@ -646,14 +672,15 @@ def render_ask(r: Render) -> str:
         "- **The interpreter fix (0001)** takes the owned route from "
         + each("owned", "owned_fixed") + " (instructions per call), and DLPack's `no_sync` from "
         + each("dlpack_no_sync", "dlpack_no_sync_fixed") + ", with no new ABI.",
-        "- **The DLPack fix** (a borrowed reference instead of the copy) takes `no_sync` from "
-        + each("dlpack_no_sync", "dlpack_borrowed_checked") + "; borrow + 7 getters costs "
+        "- **The DLPack series** (`dlpack/0001`-`0003`, its own code: borrowed, real type, "
+        "conj/neg refused) takes `no_sync` from "
+        + each("dlpack_no_sync", "dlpack_patched") + "; borrow + 7 getters costs "
         + each("borrow_getters", form=lambda a, b: fmt(a)) + ".",
     ]
-    below = [d for d in have.values() if route(d, "dlpack_borrowed_checked") is not None
+    below = [d for d in have.values() if route(d, "dlpack_patched") is not None
              and route(d, "borrow_getters") is not None]
     if below:
-        cheaper = all(route(d, "dlpack_borrowed_checked") < route(d, "borrow_getters")
+        cheaper = all(route(d, "dlpack_patched") < route(d, "borrow_getters")
                       for d in below)
         lines.append("  Fixed DLPack is " + ("below" if cheaper else "not below")
                      + " borrow + getters on every CPython counted.")
@@ -698,9 +725,12 @@ def render_ask(r: Render) -> str:
             lo, hi = s.get("ratio_ci") or s.get("ratio_range") or (float("nan"),) * 2
             return f"{s['ratio_median']:.3f}x [{lo:.3f}, {hi:.3f}]"
 
+        proto = r.prototype_timed(numba["_file"])
+        mark = {"fixed DLPack": PROTOTYPE_MARK if proto else ""}
         lines.append("  In numba-cuda's launch path (" + NUMBA_CASES[0].replace("/", " torch "
                      "arguments, ") + f", {numba_where(numba)}): " + "; ".join(
-                         f"{w} / borrow {ratio(s)} per launch" for w, s in pairs) + ".")
+                         f"{w}{mark.get(w, '')} / borrow {ratio(s)} per launch" for w, s in pairs)
+                     + "." + (f" {PROTOTYPE_NOTE}." if proto and "dlpack_fixed" in ab else ""))
     return "\n".join(lines) + "\n"
 
 

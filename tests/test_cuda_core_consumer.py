@@ -244,12 +244,15 @@ def test_the_fix_is_installed_only_around_the_timed_loop(consumer):
 @pytest.mark.parametrize("route", DLPACK)
 def test_dlpack_routes_refuse_non_tensors(consumer, route):
     """torch's own slot refuses through pybind11's caster (a RuntimeError); the fixed one
-    by its real-type check, with the message torch's exchange functions use."""
+    (the DLPack patches' own function) by its real-type check, a RuntimeError naming the
+    type, and it refuses a conjugate view (BufferError) that torch's exports as plain data."""
     if not consumer.available[route]:
         pytest.skip(consumer.reasons[route])
     if route == "dlpack_fixed":
-        with pytest.raises(TypeError, match="expected torch.Tensor, got object"):
+        with pytest.raises(RuntimeError, match="expected a torch.Tensor, got object"):
             consumer.viewer(route)(object())
+        with pytest.raises(BufferError, match="conjugate bit"):
+            consumer.viewer(route)(torch.randn(3, dtype=torch.complex64).conj())
     else:
         with pytest.raises((TypeError, RuntimeError)):
             consumer.viewer(route)(object())

@@ -498,3 +498,121 @@ def test_borrowed_dltensor_refuses_what_is_not_a_tensor(fixes, obj, check):
     assert kind == "refused"
     assert message.startswith("TypeError: dltensor_from_py_object_no_sync: expected "
                               "torch.Tensor, got ")
+
+
+# --- fixed DLPack: the DLPack patches' own function, cut out of the patched file ------------
+from bench.native import patched_dlpack  # noqa: E402
+
+DLPACK_PIECES = ["DLPackCheckTensor", "DLTensorFromPyObjectNonOwning",
+                 "TorchDLPackExchangeAPI::DLTensorFromPyObjectNoSync",
+                 "TorchConstDLPackExchangeAPI::DLTensorFromPyObjectNoSync"]
+SLOT_OFFSET = 40  # dltensor_from_py_object_no_sync in ATen/dlpack.h's DLPackExchangeAPI
+
+
+def slot_of(api: int) -> int:
+    """The ``dltensor_from_py_object_no_sync`` pointer of the table at ``api``."""
+    import ctypes
+
+    return ctypes.c_void_p.from_address(api + SLOT_OFFSET).value or 0
+
+
+def test_the_fixed_dlpack_code_is_the_patched_file(fixes, tmp_path):
+    """The module was built from the DLPack series applied to the base Module.cpp: the
+    generated file holds, line for line, both structs' DLTensorFromPyObjectNoSync and the
+    helpers they call, as the patched file has them and the base does not."""
+    got = patched_dlpack.extract()
+    assert got["patches"] == [p.name for p in patched_dlpack.series()]
+    assert [name for name, _, _ in got["pieces"]] == DLPACK_PIECES
+    patched = patched_dlpack.patched_text(patched_dlpack.series()).splitlines()
+    base = patched_dlpack.BASE.read_text()
+    for name, line, body in got["pieces"]:
+        lines = body.splitlines()
+        assert patched[line - 1:line - 1 + len(lines)] == lines, name
+        assert body not in base, f"{name} is the base's, not the patch's"
+    helper = got["pieces"][1][2]
+    for token in ("THPVariable_Unpack(obj)", "is_conj()", "is_neg()", "is_python_dispatch()"):
+        assert token in helper, token
+    built = peers_native.build_dir(torch.__version__.split("+")[0]) / "patched"
+    patched_dlpack.write_include(tmp_path)
+    name = patched_dlpack.INCLUDE_NAME
+    assert (built / name).read_text() == (tmp_path / name).read_text()
+
+
+def test_the_fixed_dlpack_route_calls_the_cut_out_function(fixes, monkeypatch):
+    """Every fixed-DLPack route gets the table whose slot is the cut-out function: the
+    routes' ``dlpack_patched`` row and the seed consumer's ``dlpack_fixed``."""
+    from bench import routes
+
+    api = fixes.dlpack_api_patched()
+    assert slot_of(api) == int(fixes._ffi.cast("uintptr_t", fixes._lib.patched_dlpack_slot(0)))
+    assert slot_of(api) != slot_of(fixes.torch_api)
+    assert slot_of(api) != slot_of(fixes.dlpack_api(True))  # not the prototype
+    read_only = fixes.dlpack_api_patched(read_only=True)
+    assert slot_of(read_only) == int(fixes._ffi.cast("uintptr_t",
+                                                     fixes._lib.patched_dlpack_slot(1)))
+
+    seen = []
+
+    class Peers:
+        dlpack_reason = metadata_reason = None
+
+        def dltensor_loop(self, t, n, api=None):
+            seen.append(api)
+            return 0.0
+
+        def __getattr__(self, name):
+            return lambda *a, **k: 0.0
+
+    runs, _ = routes.contenders(torch.ones(2), Peers(), fixes, {})
+    runs["dlpack_patched"](1)
+    assert seen == [api]
+    assert "fixed DLPack" in routes.BY_NAME["dlpack_patched"].label
+    for name in ("dlpack_borrowed_checked", "dlpack_borrowed"):
+        assert "prototype" in routes.BY_NAME[name].label
+
+
+@pytest.mark.parametrize("read_only", [False, True], ids=["writable", "read-only"])
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda layout: layout.name)
+@pytest.mark.parametrize("dtype", VIEWABLE + REFUSED, ids=dtype_name)
+def test_patched_dltensor_equals_torchs(fixes, dtype, layout, read_only):
+    """The patch's function fills what torch 2.15's fills, refuses what it refuses."""
+    if cpu_allocation_error(dtype) is not None:
+        pytest.skip(f"torch cannot allocate {dtype} on the CPU")
+    try:
+        t = layout.build(dtype)
+    except (RuntimeError, TypeError) as exc:
+        pytest.skip(f"{layout.name} of {dtype}: {exc}")
+    theirs = outcome(fixes, fixes.torch_api, t)
+    ours = outcome(fixes, fixes.dlpack_api_patched(read_only), t)
+    assert ours[0] == theirs[0], (ours, theirs)
+    if theirs[0] == "ok":
+        assert ours == theirs
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_patched_dltensor_on_other_kinds(fixes, kind):
+    """As torch's on every other kind, except the conjugate and negative views, which
+    the patch refuses (BufferError) where torch exports them as plain data."""
+    t = KINDS[kind]()
+    theirs = outcome(fixes, fixes.torch_api, t)
+    ours = outcome(fixes, fixes.dlpack_api_patched(), t)
+    if kind in ("conj_view", "neg_view"):
+        bit = "conjugate" if kind == "conj_view" else "negative"
+        assert theirs[0] == "ok"
+        assert ours == ("refused", f"BufferError: Can't export tensors with the {bit} bit set")
+        return
+    assert ours[0] == theirs[0], (ours, theirs)
+    if theirs[0] == "ok":
+        assert ours == theirs
+    else:
+        assert ours[1].splitlines()[0] == theirs[1].splitlines()[0]
+
+
+@pytest.mark.parametrize("obj", [_Liar(), unittest.mock.Mock(spec=torch.Tensor), object(), None],
+                         ids=["lying-class", "mock-spec", "object", "None"])
+def test_patched_dltensor_refuses_what_is_not_a_tensor(fixes, obj):
+    """The real-type check: a RuntimeError naming the type, where torch's own crashes
+    on the first two (``proposal/reports/dlpack-exchange-lying-class.md``)."""
+    kind, message = outcome(fixes, fixes.dlpack_api_patched(), obj)
+    assert kind == "refused"
+    assert message.startswith("RuntimeError: DLPack exchange API: expected a torch.Tensor, got ")

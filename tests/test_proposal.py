@@ -389,25 +389,67 @@ def test_interpreter_fix_message_has_a_test_plan_and_no_figures(patches):
     assert not re.search(r"\d\s*(?:instructions|ns|%)|\d\.\d+x\b", message)
 
 
-def test_dlpack_sketch_is_short_borrows_and_refuses_conj_and_neg_views():
-    """No stored PyTorch file on main holds DLTensorFromPyObjectNoSync: a sketch, not a patch."""
-    text = (PROPOSAL / "patch_src" / "sketches" / "dlpack-no-copy.md").read_text()
-    code = re.search(r"```cpp\n(.*?)```", text, flags=re.S).group(1)
-    assert code.count("\n") < 30
-    for token in ("DLTensorFromPyObjectNoSync",
-                  "PyObject_TypeCheck(obj, (PyTypeObject*)THPVariableClass)",
-                  "const at::Tensor& t = THPVariable_Unpack(obj);",
-                  "at::toDLPackNonOwning(t, out);", "PyExc_RuntimeError",
-                  "if (t.is_conj() || t.is_neg()) {", "PyExc_BufferError"):
-        assert token in code, token
-    assert "handle.cast" not in code
-    # The bits are refused before the export, and conj as t.__dlpack__() refuses it.
-    assert code.index("t.is_conj() || t.is_neg()") < code.index("at::toDLPackNonOwning")
+# --- the DLPack series (patches/dlpack/, on torch/csrc/Module.cpp) ---------------------------
+DLPACK = sorted((PROPOSAL / "patches" / "dlpack").glob("000*.patch"))
+MODULE_CPP = "torch/csrc/Module.cpp"
+
+
+def test_dlpack_series_is_three_patches_on_module_cpp_and_its_tests():
+    """A series of its own: three commits, each touching Module.cpp and PyTorch's
+    test_dlpack.py only; none of the stable-ABI series' files."""
+    assert [p.name[:4] for p in DLPACK] == ["0001", "0002", "0003"]
+    subjects = ["Borrow the tensor in dltensor_from_py_object_no_sync, check its real",
+                "Refuse conjugate and negative views in", "Hold a reference while the export"]
+    for i, (patch, subject) in enumerate(zip(DLPACK, subjects), 1):
+        text = patch.read_text()
+        assert f"Subject: [PATCH {i}/3] [DLPack] {subject}" in text.replace("\n ", " "), patch.name
+        files = re.findall(r"^diff --git a/(\S+) ", text, flags=re.M)
+        assert sorted(files) == ["test/test_dlpack.py", MODULE_CPP], (patch.name, files)
+        assert "\nTest Plan:\n" in text
+        assert not re.search(r"\d\s*(?:instructions|ns\b|%)|\d\.\d+x\b", text.split("---\n")[0])
+
+
+def test_dlpack_series_changes_both_structs_through_one_helper():
+    """0001 routes both structs' DLTensorFromPyObjectNoSync through one borrowing helper
+    with the real-type check (and the managed functions through the check); 0002 refuses
+    conj / neg before the fill; 0003 copies only for a Python-dispatch tensor."""
+    first, second, third = (added_lines(p.read_text(), MODULE_CPP) for p in DLPACK)
+    assert first.count("return DLTensorFromPyObjectNonOwning(") == 2
+    assert "/*read_only=*/false);" in first and "/*read_only=*/true);" in first
+    assert "const at::Tensor& tensor = THPVariable_Unpack(obj);" in first
+    assert "PyObject_TypeCheck(" in first and first.count("if (!DLPackCheckTensor(obj)) {") == 3
+    assert "handle.cast<at::Tensor>()" not in first
+    removed = removed_lines(DLPACK[0].read_text(), MODULE_CPP)
+    assert sum("handle.cast<at::Tensor>()" in line for line in removed) == 4
+    assert "PyExc_BufferError" in second and "is_conj()" in second and "is_neg()" in second
+    assert "is_python_dispatch()" in third and "const at::Tensor owned = tensor;" in third
+    # the bits are refused before the export, with __dlpack__'s own words for conj
     message = "Can't export tensors with the conjugate bit set"
-    assert message in code.replace('"\n          "', "")
+    assert message in second
     with pytest.raises(BufferError, match=re.escape(message)):
         torch.randn(2, dtype=torch.complex64).conj().__dlpack__()
-    assert not any(p.name.startswith("0004") for p in PATCHES)
+
+
+def test_dlpack_tests_sit_beside_pytorchs_own():
+    """The cases go into PyTorch's test/test_dlpack.py, in its TestTorchDlPack class,
+    named as make_patch.DLPACK_TESTS lists them (what make patch-check runs per patch)."""
+    for patch in DLPACK:
+        added = added_lines(patch.read_text(), "test/test_dlpack.py")
+        for name in make_patch.DLPACK_TESTS[patch.name[:4]]:
+            assert f"    def {name}(self" in added, (patch.name, name)
+    section = file_section(DLPACK[0].read_text(), "test/test_dlpack.py")
+    assert " class TestTorchDlPack(TestCase):" in section
+
+
+def test_the_landing_order_is_stated_where_the_ask_is():
+    """Interpreter fix, the DLPack series, conj/neg; the borrow held: make_patch's order,
+    the README and the RFC say the same."""
+    assert make_patch.LANDING_ORDER == (("", "0001"), ("dlpack", "0001"), ("dlpack", "0002"),
+                                        ("dlpack", "0003"), ("", "0002"), ("", "0003"))
+    for doc in ("README.md", "RFC.md"):
+        text = (PROPOSAL / doc).read_text()
+        assert "patches/dlpack/" in text, doc
+        assert "sketch" not in text.lower(), doc
 
 
 def test_vendored_copies_match_the_manifest():
@@ -518,6 +560,8 @@ def test_the_patches_regenerate_identically(tmp_path):
                     "--out", str(tmp_path / "out")], check=True, capture_output=True)
     for patch in PATCHES:
         assert (tmp_path / "out" / patch.name).read_bytes() == patch.read_bytes()
+    for patch in DLPACK:
+        assert (tmp_path / "out" / "dlpack" / patch.name).read_bytes() == patch.read_bytes()
     # The landing order: the interpreter fix and conj/neg each apply alone on the base;
     # the borrow applies on top of conj/neg, not alone.
     alone = {patch.name[:4]: subprocess.run(

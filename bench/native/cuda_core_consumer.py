@@ -27,8 +27,9 @@ from bench.native import peers_native
 #: (``torch_tensor_borrow_from_pyobject``, libtorch's, else shim_ext's); ``pointer``
 #: (``(char*)obj + sizeof(PyObject)``, the offset the bridge proved); ``dlpack`` (torch's
 #: ``DLPackExchangeAPI.dltensor_from_py_object_no_sync``, 2.10+, the view filled from the
-#: ``DLTensor``); ``dlpack_fixed`` (the same with the borrowed prototype of
-#: ``internal_fixes``: real-type check, ``THPVariable_Unpack``, attached-thread check);
+#: ``DLTensor``); ``dlpack_fixed`` (the same slot with the DLPack patches' own function,
+#: ``internal_fixes.dlpack_api_patched``: real-type check, ``THPVariable_Unpack``, the
+#: conj/neg refusal, a copy only for a Python-dispatch tensor);
 #: ``cuda_core`` (cuda.core's own ``StridedMemoryView.from_dlpack(t, -1)``; the path it
 #: takes, AOTI bridge or DLPack, observed by ``cuda_core_peer``).
 ROUTES = ("owned", "owned_prototype", "owned_fixed", "borrow", "pointer", "dlpack",
@@ -205,7 +206,7 @@ class Consumer:
         fixed_api = 0
         dl_dtypes = {}
         if torch_api:
-            fixed_api = fixes.dlpack_api(True)
+            fixed_api = fixes.dlpack_api_patched()
             # Each AOTI dtype's DLPack dtype as torch itself reports it (one DLTensor of a
             # one-element tensor, through torch's own slot): the map is torch's, not typed.
             for name, aoti in codes.items():
@@ -224,8 +225,8 @@ class Consumer:
         self.mark("dlpack", dl_reason,
                   "DLPack dltensor_from_py_object_no_sync (torch's: a copy made and destroyed)")
         self.mark("dlpack_fixed", dl_reason,
-                  "fixed DLPack: dltensor_from_py_object_no_sync, borrowed reference "
-                  "+ attached-thread check")
+                  "fixed DLPack: the DLPack patches' dltensor_from_py_object_no_sync "
+                  "(cut out of the patched Module.cpp)")
 
     def _fixed_each_call(self, bare):
         fixes = self.fixes

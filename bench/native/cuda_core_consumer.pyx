@@ -38,8 +38,9 @@ AOTI routes and every field compares equal):
 - ``view_dlpack``: torch's own ``DLPackExchangeAPI.dltensor_from_py_object_no_sync``
   (torch 2.10+), which copies the ``at::Tensor`` and destroys the copy;
 - ``view_dlpack_fixed``: the same slot of the copy of torch's API that
-  ``bench/internal_fixes.cpp`` hands out, whose ``dltensor_from_py_object_no_sync`` takes
-  a borrowed reference (real-type check, ``THPVariable_Unpack``, attached-thread check).
+  ``bench/native/internal_fixes.cpp`` hands out, whose ``dltensor_from_py_object_no_sync``
+  is the DLPack patches' own function (``proposal/patches/dlpack/``, cut out of the
+  patched ``Module.cpp``: a borrowed reference, the real-type check, the conj/neg refusal).
 
 The interpreter fix needs no function of its own here: ``view_owned`` and
 ``view_owned_prototype`` are timed with it installed around the loop
@@ -280,8 +281,9 @@ cdef dltensor_fn _slot(uintptr_t api) except? NULL:
 
 def install_dlpack(uintptr_t torch_api, uintptr_t fixed_api, dict dl_dtypes):
     """Install the DLPack routes: ``torch_api`` (torch's ``DLPackExchangeAPI``, the capsule
-    ``torch.Tensor.__dlpack_c_exchange_api__``) and ``fixed_api`` (the borrowed prototype's
-    copy of it, ``internal_fixes.InternalFixes.dlpack_api``); 0: that route is unavailable.
+    ``torch.Tensor.__dlpack_c_exchange_api__``) and ``fixed_api`` (a copy of it with the
+    DLPack patches' own function in that slot, ``internal_fixes.InternalFixes.
+    dlpack_api_patched``); 0: that route is unavailable.
     ``dl_dtypes``: ``{code | bits << 8 | lanes << 16: (AOTI dtype code, itemsize)}``."""
     global _dltensor, _dltensor_fixed, _dl_dtype_map
     _dl_dtype_map = dict(dl_dtypes)

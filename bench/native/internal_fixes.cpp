@@ -50,6 +50,9 @@
 //    copy of torch's DLPackExchangeAPI whose dltensor_from_py_object_no_sync
 //    slot is the prototype, so a consumer's loop calls it exactly as it calls
 //    torch's.
+//    fixes_dlpack_api_patched() does the same with the DLPack series' own
+//    function (patched_dlpack.cpp: cut out of the patched Module.cpp), which
+//    the "fixed DLPack" routes run; the prototype stays as a labelled row.
 
 #include <atomic>
 #include <chrono>
@@ -80,6 +83,10 @@ void* patched_interpreter_incref_slot();
 void* patched_interpreter_decref_slot();
 const char* patched_interpreter_patch();
 extern "C" void fixes_guard_counts(std::uint64_t* out);
+// patched_dlpack.cpp: the DLPack series' own dltensor_from_py_object_no_sync
+// (TorchConstDLPackExchangeAPI's when read_only != 0), cut out of the patched
+// torch/csrc/Module.cpp at build time.
+extern "C" void* patched_dlpack_slot(int read_only);
 
 namespace {
 
@@ -251,6 +258,7 @@ int dltensor_borrowed(void* py_obj, DLTensor* out) {
 }
 
 DLPackExchangeAPI api_copies[2]; // [0]: with the attached check, [1]: without
+DLPackExchangeAPI patched_api_copies[2]; // the DLPack series' code: [read_only]
 
 } // namespace
 
@@ -645,6 +653,26 @@ std::uintptr_t fixes_dlpack_api(std::uintptr_t torch_api, int check_attached) {
   copy.header.prev_api = nullptr;
   copy.dltensor_from_py_object_no_sync =
       check_attached ? &dltensor_borrowed<true> : &dltensor_borrowed<false>;
+  return reinterpret_cast<std::uintptr_t>(&copy);
+}
+
+// A copy of one of torch's DLPackExchangeAPI tables (at `torch_api`: the
+// writable one, or with read_only != 0 the read-only one) whose
+// dltensor_from_py_object_no_sync is the DLPack series' own function
+// (patched_dlpack.cpp: TorchDLPackExchangeAPI's or TorchConstDLPackExchangeAPI's,
+// as the patches write them). Every other slot is torch's. The copy is static.
+std::uintptr_t fixes_dlpack_api_patched(std::uintptr_t torch_api, int read_only) {
+  const auto* api = reinterpret_cast<const DLPackExchangeAPI*>(torch_api);
+  if (api == nullptr) {
+    set_error("null DLPackExchangeAPI");
+    return 0;
+  }
+  DLPackExchangeAPI& copy = patched_api_copies[read_only ? 1 : 0];
+  copy = *api;
+  copy.header.prev_api = nullptr;
+  copy.dltensor_from_py_object_no_sync =
+      reinterpret_cast<DLPackDLTensorFromPyObjectNoSync>(
+          patched_dlpack_slot(read_only));
   return reinterpret_cast<std::uintptr_t>(&copy);
 }
 

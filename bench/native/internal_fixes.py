@@ -5,9 +5,12 @@ module builds it (``internal_fixes_build.py``, beside the peers' loops) and wrap
 ``InternalFixes``: ``interpreter_fix(code)``, for a ``with`` block, points the global
 ``c10::impl::PyInterpreter``'s ``vtable_`` at a copy of torch's whose ``incref`` / ``decref``
 skip the GIL acquisition on an attached thread (``c10/core/impl/PyInterpreter.h``,
-``PyInterpreterHooks.h``, ``torch/csrc/PyInterpreter.cpp``); ``dlpack_api(check_attached)``
-is a copy of torch's ``DLPackExchangeAPI`` whose ``dltensor_from_py_object_no_sync`` takes
-a borrowed reference instead of copying the tensor. The bridge uses neither.
+``PyInterpreterHooks.h``, ``torch/csrc/PyInterpreter.cpp``); ``dlpack_api_patched()`` is a
+copy of torch's ``DLPackExchangeAPI`` whose ``dltensor_from_py_object_no_sync`` is the
+DLPack series' own function (``proposal/patches/dlpack/``, cut out of the patched
+``Module.cpp``: a borrowed reference instead of the copy, the real-type check, the
+conj/neg refusal); ``dlpack_api(check_attached)`` the same with the earlier hand-written
+prototype instead (a labelled row). The bridge uses none of them.
 """
 
 from __future__ import annotations
@@ -263,10 +266,29 @@ class InternalFixes:
     def dlpack_api(self, check_attached: bool) -> int:
         """Address of a copy of torch's ``DLPackExchangeAPI`` whose
         ``dltensor_from_py_object_no_sync`` is the borrowed prototype, with or without
-        its attached-thread check. Raises ``FixError`` when torch has no exchange API."""
+        its attached-thread check: the hand-written prototype, not the patch's code
+        (``dlpack_api_patched``). Raises ``FixError`` when torch has no exchange API."""
         if not self.torch_api:
             raise FixError("this torch has no __dlpack_c_exchange_api__")
         return int(self._lib.fixes_dlpack_api(self.torch_api, int(bool(check_attached))))
+
+    def dlpack_api_patched(self, read_only: bool = False) -> int:
+        """Address of a copy of torch's ``DLPackExchangeAPI`` (the read-only one when
+        ``read_only``) whose ``dltensor_from_py_object_no_sync`` is the DLPack series' own
+        function: ``TorchDLPackExchangeAPI::DLTensorFromPyObjectNoSync`` (or the const
+        struct's) and its helpers, cut out of ``torch/csrc/Module.cpp`` as
+        ``proposal/patches/dlpack/`` patch it (``patched_dlpack.py``) and compiled here;
+        every other slot is torch's. What every "fixed DLPack" route runs. Raises
+        ``FixError`` when torch has no exchange API."""
+        if not self.torch_api:
+            raise FixError("this torch has no __dlpack_c_exchange_api__")
+        base = self.torch_api
+        if read_only:
+            import torch
+
+            base = _PyCapsule_GetPointer(torch._C._const_dlpack_exchange_api(),
+                                         b"dlpack_exchange_api") or 0
+        return int(self._lib.fixes_dlpack_api_patched(base, int(bool(read_only))))
 
     def dltensor(self, api: int, obj) -> DLTensorFields:
         """One ``dltensor_from_py_object_no_sync(obj, &out)`` through ``api`` (torch's

@@ -18,7 +18,7 @@ from __future__ import annotations
 import pathlib
 
 import cffi
-from bench.native import patched_interpreter
+from bench.native import patched_dlpack, patched_interpreter
 import torch
 import torch.utils.cpp_extension as cpp_extension
 from packaging.version import Version
@@ -32,7 +32,8 @@ SHIM_INCLUDE = HERE.parent.parent / "shim_ext" / "include"
 SOURCES = (HERE / "internal_fixes.cpp", HERE / "patched_interpreter.cpp",
            HERE / "safe_gil.h", EXCERPTS / "Exceptions.h.SafeGilScopedAcquire",
            SHIM_INCLUDE / "torch_borrow" / "thread_state.h", pathlib.Path(__file__).resolve(),
-           *patched_interpreter.sources())
+           HERE / "patched_dlpack.cpp", *patched_interpreter.sources(),
+           *patched_dlpack.sources())
 # torch 2.14+ headers use C++20 features; older ones build with C++17.
 _CXX_STD = "c++20" if Version(torch.__version__).release >= (2, 14) else "c++17"
 _TORCH_LIB = cpp_extension.library_paths()
@@ -47,6 +48,8 @@ _DECLS = """
     void fixes_interpreter_counts(uint64_t* out);
     int fixes_copy_on_foreign_thread(uintptr_t handle, int64_t n);
     uintptr_t fixes_dlpack_api(uintptr_t torch_api, int check_attached);
+    uintptr_t fixes_dlpack_api_patched(uintptr_t torch_api, int read_only);
+    void* patched_dlpack_slot(int read_only);
     int fixes_dltensor_once(uintptr_t api, uintptr_t obj, DLTensor* out);
     int fixes_thread_checks(int attach, int wait_us);
     int fixes_thread_checks_on_foreign_thread(void);
@@ -104,10 +107,12 @@ def build(tmpdir: pathlib.Path) -> pathlib.Path:
     tmpdir.mkdir(parents=True, exist_ok=True)
     generated = tmpdir / "patched"
     patched_interpreter.write_include(generated)
+    patched_dlpack.write_include(generated)
     # DLTensor from torch's own header; the functions from internal_fixes.cpp and
     # patched_interpreter.cpp (which includes the generated patched_interpreter.inc).
     options = torch_cpp_options(HERE / "internal_fixes.cpp", _DECLS, "<ATen/dlpack.h>")
     options["sources"].append(str(HERE / "patched_interpreter.cpp"))
+    options["sources"].append(str(HERE / "patched_dlpack.cpp"))
     options["include_dirs"].append(str(generated))
     ffibuilder.set_source(MODULE, **options)
     return pathlib.Path(ffibuilder.compile(tmpdir=str(tmpdir), verbose=False))

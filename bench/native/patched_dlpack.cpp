@@ -1,0 +1,57 @@
+// The DLPack fix's own code: both exchange structs' DLTensorFromPyObjectNoSync
+// and the helpers they call, as the DLPack series (proposal/patches/dlpack/)
+// writes them in torch/csrc/Module.cpp, compiled against the installed torch's
+// headers (benchmark-only; internal_fixes.cpp puts them into copies of torch's
+// exchange tables, and make patch-check runs test/test_dlpack.py's cases
+// against them).
+//
+// patched_dlpack.inc is generated at build time by bench/native/patched_dlpack.py:
+// the series applied to the base copy of Module.cpp, the definitions cut out of
+// the patched file, unedited, each under a #line directive into that file.
+// Around them, only what the rest of Module.cpp supplies: its includes (the
+// ones these functions use) and, for each method, a struct of its struct's name
+// (the real ones derive from DLPackExchangeAPI and declare the other slots;
+// DLTensorFromPyObjectNoSync is static and reads none of that).
+
+#include <cstddef>
+#include <exception>
+#include <type_traits>
+
+#include <ATen/DLConvertor.h>
+#include <ATen/dlpack.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/python_headers.h>
+
+namespace patched_dlpack {
+namespace {
+#include "patched_dlpack.inc"
+
+// A slot of DLPackExchangeAPI has this type; a struct whose method no longer
+// matches it must not give a silently mismatched slot.
+static_assert(std::is_same_v<
+              decltype(&TorchDLPackExchangeAPI::DLTensorFromPyObjectNoSync),
+              DLPackDLTensorFromPyObjectNoSync>);
+static_assert(std::is_same_v<
+              decltype(&TorchConstDLPackExchangeAPI::DLTensorFromPyObjectNoSync),
+              DLPackDLTensorFromPyObjectNoSync>);
+} // namespace
+} // namespace patched_dlpack
+
+extern "C" {
+
+// The patch's dltensor_from_py_object_no_sync: TorchConstDLPackExchangeAPI's
+// when read_only != 0, TorchDLPackExchangeAPI's otherwise.
+__attribute__((visibility("default"))) void* patched_dlpack_slot(int read_only) {
+  DLPackDLTensorFromPyObjectNoSync slot = read_only
+      ? &patched_dlpack::TorchConstDLPackExchangeAPI::DLTensorFromPyObjectNoSync
+      : &patched_dlpack::TorchDLPackExchangeAPI::DLTensorFromPyObjectNoSync;
+  return reinterpret_cast<void*>(slot);
+}
+
+// Where that slot sits in a DLPackExchangeAPI, and the table's size (bytes).
+__attribute__((visibility("default"))) void patched_dlpack_layout(std::size_t* out) {
+  out[0] = offsetof(DLPackExchangeAPI, dltensor_from_py_object_no_sync);
+  out[1] = sizeof(DLPackExchangeAPI);
+}
+
+} // extern "C"

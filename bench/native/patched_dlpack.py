@@ -1,0 +1,206 @@
+"""The DLPack fix's own code, cut out of the patched file at build time (benchmark-only).
+
+The DLPack series (``proposal/patches/dlpack/*.patch``, in order) is applied with
+``git apply`` to the base copy of ``torch/csrc/Module.cpp`` in ``proposal/upstream/``,
+in a temporary folder; out of the patched file, never retyped, come both structs'
+``DLTensorFromPyObjectNoSync`` (``TorchDLPackExchangeAPI``'s and the read-only
+``TorchConstDLPackExchangeAPI``'s) and every file-scope function they call, directly or
+through each other, that the series adds (``DLTensorFromPyObjectNonOwning``,
+``DLPackCheckTensor``). ``write_include`` writes them, each under a ``#line`` directive
+naming its line in the patched file, to ``patched_dlpack.inc``, which
+``patched_dlpack.cpp`` compiles against the installed torch's headers; each method sits
+in a struct of its own struct's name that declares nothing else.
+
+``cut(patched, base)`` does the cutting on any text (``make patch-check`` runs it on the
+file as ``git am`` patched it, patch by patch); ``extract()`` on the committed series.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pathlib
+import re
+import shutil
+import subprocess
+import tempfile
+
+REPO = pathlib.Path(__file__).resolve().parent.parent.parent
+PATCHES = REPO / "proposal" / "patches" / "dlpack"
+REL = "torch/csrc/Module.cpp"
+BASE = REPO / "proposal" / "upstream" / REL
+INCLUDE_NAME = "patched_dlpack.inc"
+#: The structs whose ``DLTensorFromPyObjectNoSync`` is cut, in the order written out.
+STRUCTS = ("TorchDLPackExchangeAPI", "TorchConstDLPackExchangeAPI")
+METHOD = "DLTensorFromPyObjectNoSync"
+
+
+class ExtractionError(RuntimeError):
+    """The series or the patched file is not what the extraction expects (says what)."""
+
+
+def series() -> list[pathlib.Path]:
+    """The DLPack patches in order; raises ``ExtractionError`` when there are none or one
+    of them does not change ``Module.cpp``."""
+    found = sorted(PATCHES.glob("000*.patch"))
+    if not found:
+        raise ExtractionError(f"no DLPack patches in {PATCHES}")
+    for patch in found:
+        if f"+++ b/{REL}\n" not in patch.read_text(errors="replace"):
+            raise ExtractionError(f"{patch.name} does not change {REL}")
+    return found
+
+
+def sources() -> list[pathlib.Path]:
+    """What the extracted code depends on, for a build's is-it-stale check (never raises)."""
+    return [*sorted(PATCHES.glob("000*.patch")), BASE, pathlib.Path(__file__).resolve()]
+
+
+def patched_text(patches: list[pathlib.Path]) -> str:
+    """The base ``Module.cpp`` with ``patches`` applied in order (``git apply``, that file)."""
+    with tempfile.TemporaryDirectory(prefix="patched-dlpack-") as tmp:
+        target = pathlib.Path(tmp) / REL
+        target.parent.mkdir(parents=True)
+        shutil.copyfile(BASE, target)
+        for patch in patches:
+            done = subprocess.run(["git", "apply", f"--include={REL}", str(patch)], cwd=tmp,
+                                  capture_output=True, text=True)
+            if done.returncode != 0:
+                raise ExtractionError(f"{patch.name} does not apply: {done.stderr.strip()}")
+        return target.read_text()
+
+
+def _skip_literal(text: str, i: int) -> int:
+    """Index after the comment or string/char literal starting at ``i`` (``i`` if none)."""
+    if text.startswith("//", i):
+        end = text.find("\n", i)
+        return len(text) if end < 0 else end
+    if text.startswith("/*", i):
+        end = text.find("*/", i + 2)
+        if end < 0:
+            raise ExtractionError("unterminated comment")
+        return end + 2
+    if text[i] in "\"'":
+        quote, j = text[i], i + 1
+        while j < len(text) and text[j] != quote:
+            j += 2 if text[j] == "\\" else 1
+        return j + 1
+    return i
+
+
+def _braced(text: str, start: int) -> int:
+    """Index just after the brace that closes the first ``{`` at or after ``start``."""
+    i, depth = text.index("{", start), 0
+    while i < len(text):
+        j = _skip_literal(text, i)
+        if j != i:
+            i = j
+            continue
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    raise ExtractionError("no closing brace")
+
+
+def method(text: str, struct: str) -> tuple[int, str]:
+    """``(line, text)`` of ``struct``'s one ``DLTensorFromPyObjectNoSync`` definition."""
+    head = re.search(rf"^struct {struct} : public \w+ {{\n", text, flags=re.M)
+    if head is None:
+        raise ExtractionError(f"no struct {struct}")
+    end = _braced(text, head.start())
+    found = [m for m in re.finditer(rf"^  static int {METHOD}\(void\* py_obj, DLTensor\* out\) \{{",
+                                    text, flags=re.M) if head.start() < m.start() < end]
+    if len(found) != 1:
+        raise ExtractionError(f"{struct}: expected one {METHOD}, found {len(found)}")
+    start = found[0].start()
+    return text.count("\n", 0, start) + 1, text[start:_braced(text, start)]
+
+
+def function(text: str, name: str) -> tuple[int, str] | None:
+    """``(line, text)`` of the file-scope function ``name`` (a line starting ``static``),
+    or None when the text defines none."""
+    found = list(re.finditer(rf"^static [\w:<>\*& ]+?\b{re.escape(name)}\(", text, flags=re.M))
+    if not found:
+        return None
+    if len(found) != 1:
+        raise ExtractionError(f"{name} is defined {len(found)} times")
+    start = found[0].start()
+    return text.count("\n", 0, start) + 1, text[start:_braced(text, start)]
+
+
+def cut(patched: str, base: str) -> list[tuple[str, int, str]]:
+    """The pieces to compile, helpers first (in the patched file's order), then the two
+    methods: ``[(name, first line in the patched file, text)]``. Raises
+    ``ExtractionError`` when a method is unchanged from the base (nothing of the patch
+    to build) or a struct or method is missing."""
+    methods = []
+    for struct in STRUCTS:
+        line, body = method(patched, struct)
+        if body == method(base, struct)[1]:
+            raise ExtractionError(f"the series leaves {struct}::{METHOD} unchanged")
+        methods.append((f"{struct}::{METHOD}", line, body))
+    helpers: dict[str, tuple[int, str]] = {}
+    todo = [body for _, _, body in methods]
+    while todo:
+        for name in sorted(set(re.findall(r"\b([A-Z][A-Za-z0-9]+)\(", todo.pop()))):
+            if name in helpers or name == METHOD or function(base, name) is not None:
+                continue
+            found = function(patched, name)
+            if found is not None:
+                helpers[name] = found
+                todo.append(found[1])
+    if not helpers:
+        raise ExtractionError(f"the patched {METHOD} call no function the series adds")
+    ordered = sorted(helpers.items(), key=lambda item: item[1][0])
+    return [(name, line, body) for name, (line, body) in ordered] + methods
+
+
+def extract(patches: list[pathlib.Path] | None = None) -> dict:
+    """The committed series' pieces: ``{"patches": [names], "patch_sha256": {name: ...},
+    "base_sha256": ..., "pieces": cut(...)}``."""
+    patches = series() if patches is None else patches
+    return {"patches": [p.name for p in patches],
+            "patch_sha256": {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in patches},
+            "base_sha256": hashlib.sha256(BASE.read_bytes()).hexdigest(),
+            "pieces": cut(patched_text(patches), BASE.read_text())}
+
+
+def include_text(pieces: list[tuple[str, int, str]], origin: str) -> str:
+    """``patched_dlpack.inc``: each piece under ``#line N "<origin>"``; a method inside a
+    struct of its struct's name (public, nothing else declared)."""
+    lines = [f"// Generated by bench/native/patched_dlpack.py from {origin}: these",
+             "// definitions cut out of the patched file, unedited. Do not edit; rebuild."]
+    for name, line, body in pieces:
+        lines.append(f"// {name}")
+        if "::" in name:
+            struct = name.split("::")[0]
+            lines += [f"struct {struct} {{", " public:", f'#line {line} "{origin}"', body, "};"]
+        else:
+            lines += [f'#line {line} "{origin}"', body]
+    return "\n".join(lines) + "\n"
+
+
+def write_include(folder: pathlib.Path, patched: str | None = None,
+                  origin: str | None = None) -> dict:
+    """Write ``folder/patched_dlpack.inc`` from the committed series (or from ``patched``,
+    a patched ``Module.cpp``'s text, named ``origin``); returns what was cut."""
+    if patched is None:
+        got = extract()
+        origin = f"{REL} (patched by DLPack {', '.join(n[:4] for n in got['patches'])})"
+    else:
+        got = {"patches": [], "pieces": cut(patched, BASE.read_text())}
+        origin = origin or REL
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / INCLUDE_NAME).write_text(include_text(got["pieces"], origin))
+    return got
+
+
+if __name__ == "__main__":
+    import sys
+
+    out = write_include(pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else pathlib.Path("."))
+    for name, line, _ in out["pieces"]:
+        print(f"{', '.join(out['patches'])}: {name} (patched file line {line})")
