@@ -21,6 +21,20 @@
 #include <ATen/dlpack.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/python_headers.h>
+#include <torch/version.h>
+
+#if TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 14
+// torch before 2.14 has toDLPackNonOwning(src, out) only, and no read-only
+// exchange table; the series calls it with read_only, which is false for
+// the table these versions have. Only benchmarks and tests on such a torch
+// (2.13 in the test suite, 2.11 on the GPU host) reach this.
+namespace at {
+inline void toDLPackNonOwning(const Tensor& src, DLTensor* out, bool read_only) {
+  TORCH_CHECK(!read_only, "torch before 2.14 has no read-only DLPack export");
+  toDLPackNonOwning(src, out);
+}
+} // namespace at
+#endif
 
 namespace patched_dlpack {
 namespace {
