@@ -15,8 +15,10 @@ a ``FakeTensorMode``, ``torch.func.functionalize``, ``torch.func.vmap`` or insid
   the context; a plain tensor viewed inside equals torch's own accessors. The transformed
   tensors themselves (functional, batched, fake) are refused, by design.
 
-Each case runs in its own child process (the first use is process-wide), compared with a
-reference child whose first use is outside any context.
+The samples are read inside the context too (every read's Python, on the consumer's
+routes without shim_ext, runs there). Each case runs in its own child process (the first
+use is process-wide), compared with a reference child whose first use is outside any
+context.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ class RecordingFakeTensorMode(FakeTensorMode):
         calls.append("FakeTensorMode " + str(func))
         return super().__torch_dispatch__(func, types, args, kwargs)
 
-if FIRST == "consumer":
+if FIRST.startswith("consumer"):
     from bench.native import load_extension
     import pathlib
     consumer = load_extension("borrow_consumer_c", pathlib.Path(BUILT))
@@ -81,16 +83,42 @@ else:
 plain = torch.arange(12.0).reshape(3, 4)[:, 1:]
 expected = answer(plain)
 inside = {{}}
+# One tensor of every dtype torch can allocate, and torch's answer, made before any context.
+samples = {{}}
+for d in sorted({{v for v in vars(torch).values() if isinstance(v, torch.dtype)}}, key=str):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t = torch.empty(2, 3, dtype=d)[:, 1:]
+    except Exception:
+        continue
+    samples[str(d)] = (t, answer(t))
+
+def outcomes():
+    got = {{}}
+    for name, (t, want) in samples.items():
+        try:
+            v = read(t)
+        except Exception as exc:
+            got[name] = type(exc).__name__ + ": " + str(exc)
+        else:
+            got[name] = "ok" if fields(v) == want else "WRONG " + repr(v)
+    return got
 
 def first_use(transformed=None):
     # The first use: a plain tensor from outside, then (in a transform) the transformed one.
     try:
         if FIRST == "available_paths":
             bridge.available_paths()
+        elif FIRST.startswith("consumer:"):  # a route forced: its own set-up, inside
+            route = FIRST.partition(":")[2]
+            name, _, noshim = route.partition("-")
+            inside["route"] = consumer._resolve(name, shim_ext=not noshim and name != "dlpack")
         inside["plain"] = fields(read(plain)) == expected
     except RuntimeError as exc:  # PathUnavailableError; the consumer's "no route"
         inside["plain"] = "unavailable: " + str(exc)
         return
+    inside["dtypes"] = outcomes()
     if transformed is not None:
         try:
             read(transformed)
@@ -124,9 +152,9 @@ elif CONTEXT == "compile":
 else:
     raise SystemExit("unknown context " + CONTEXT)
 
-# Outside: the state, and one tensor of every dtype torch can allocate.
+# Outside: the state, and every sample's answer again.
 out = {{"calls": calls, "inside": inside}}
-if FIRST == "consumer":
+if FIRST.startswith("consumer"):
     route, why, checks, seconds = consumer.route_info()
     out["state"] = {{"route": route, "why": why, "checks": checks}}
 else:
@@ -138,21 +166,7 @@ else:
     out["state"] = {{"info": json.loads(buf.getvalue()),
                     "paths": {{p: list(i) for p, i in bridge.available_paths().items()}},
                     "active": bridge.get_path()}}
-dtypes = {{}}
-for d in sorted({{v for v in vars(torch).values() if isinstance(v, torch.dtype)}}, key=str):
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            t = torch.empty(2, 3, dtype=d)[:, 1:]
-    except Exception:
-        continue
-    try:
-        v = read(t)
-    except Exception as exc:
-        dtypes[str(d)] = type(exc).__name__ + ": " + str(exc)
-    else:
-        dtypes[str(d)] = "ok" if fields(v) == answer(t) else "WRONG " + repr(v)
-out["dtypes"] = dtypes
+out["dtypes"] = outcomes()
 print("RESULT " + json.dumps(out, sort_keys=True, default=str))
 '''
 
@@ -193,6 +207,8 @@ def _assert_like_outside(got, ref, context):
             "VIEWED" if context == "compile" else "refused"), got["inside"]
     assert got["state"] == ref["state"]
     assert got["dtypes"] == ref["dtypes"]
+    # Read inside the context, each sample gets the answer it gets outside too.
+    assert got["inside"]["dtypes"] == ref["dtypes"]
     assert "ok" in got["dtypes"].values() and not any(
         v.startswith("WRONG") for v in got["dtypes"].values()), got["dtypes"]
 
@@ -213,6 +229,22 @@ def test_consumer_first_read_in_context_is_as_outside(built, context):
     ref = _reference_for("consumer", built)
     assert ref["state"]["route"] == expected_route()
     _assert_like_outside(_run(context, "consumer", built), ref, context)
+
+
+@pytest.mark.parametrize("route", ["owned-noshim", "dlpack"])
+@pytest.mark.parametrize("context", CONTEXTS[1:])
+def test_consumer_routes_without_shim_ext_set_up_as_outside(built, context, route):
+    """The routes that read through Python (the key-set check, DLPack's storage reads),
+    resolved inside the context (``torch_borrow_init_route``, as on a machine without
+    shim_ext), then read inside and outside it."""
+    if route == "owned-noshim" and not expected_paths()["owned"]:
+        pytest.skip("torch's owned shim ships in 2.14+ (asserted in test_availability)")
+    first = "consumer:" + route
+    ref = _reference_for(first, built)
+    assert ref["inside"]["route"] == route.partition("-")[0]
+    got = _run(context, first, built)
+    assert got["inside"].get("route") == ref["inside"]["route"], got["inside"]
+    _assert_like_outside(got, ref, context)
 
 
 @pytest.mark.parametrize("first", ["view", "available_paths", "consumer"])
