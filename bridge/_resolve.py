@@ -113,22 +113,57 @@ class Resolution:
                 and self.shim_ext_built_for != self.torch_version)
 
 
+#: Dispatch keys no probe may carry: each marks a tensor whose metadata a mode or a
+#: functional transform answers (``torch._C.DispatchKey`` names; one this torch lacks is
+#: left out). A probe with one means the set-up met a state it could not turn off.
+TRANSFORM_KEYS = ("Python", "PythonTLSSnapshot", "Functionalize", "FuncTorchBatched",
+                  "BatchedNestedTensor", "FuncTorchGradWrapper")
+
+
+class UnsettledProbe(RuntimeError):
+    """A probe tensor came back wrapped by a mode or a transform the set-up could not turn
+    off: nothing learnt from it may be kept for the process."""
+
+
 @contextlib.contextmanager
 def plain_torch(torch):
-    """Make probe tensors with no Python in the way: no __torch_function__ (subclasses or
-    modes) and no __torch_dispatch__ mode may change what ``torch.empty`` returns while the
-    bridge learns dtype codes or proves an offset from it."""
+    """Run the set-up as torch's C++ code alone would: no ``__torch_function__`` (modes,
+    subclasses: ``torch._C.DisableTorchFunction``), no ``__torch_dispatch__`` (modes,
+    ``FakeTensorMode``, subclasses: ``torch._C._DisableTorchDispatch``), no functorch
+    transform (``vmap``, ``grad``, ``torch.func.functionalize``:
+    ``torch._C._DisableFuncTorch``) and no functionalization (``torch.compile``'s
+    AOT tracing: ``torch._C._ExcludeDispatchKeyGuard`` of ``Functionalize``).
+
+    A first use may happen inside any of them; what the set-up learns there (which
+    handle function accepts a plain tensor, its dtype codes, the fallback's offset) is
+    kept for the process, so none of them may answer for a probe or run user code.
+    Every guard is a C++ thread-local switch, restored on exit; a guard this torch lacks
+    is skipped (``_plain_tensor`` still refuses a probe it would have caught)."""
+    c = torch._C
     with contextlib.ExitStack() as stack:
-        stack.enter_context(torch._C.DisableTorchFunction())
-        no_dispatch = getattr(torch._C, "_DisableTorchDispatch", None)
-        if no_dispatch is not None:
-            stack.enter_context(no_dispatch())
+        stack.enter_context(c.DisableTorchFunction())
+        for name in ("_DisableTorchDispatch", "_DisableFuncTorch"):
+            guard = getattr(c, name, None)
+            if guard is not None:
+                stack.enter_context(guard())
+        exclude = getattr(c, "_ExcludeDispatchKeyGuard", None)
+        functionalize = getattr(getattr(c, "DispatchKey", None), "Functionalize", None)
+        if exclude is not None and functionalize is not None:
+            stack.enter_context(exclude(c.DispatchKeySet(functionalize)))
         yield
 
 
 def _plain_tensor(torch, t):
+    """``t`` if it is a plain ``torch.Tensor`` with none of ``TRANSFORM_KEYS``; raises
+    ``UnsettledProbe`` otherwise (``torch._C._dispatch_keys``: C++ state, no Python)."""
     if type(t) is not torch.Tensor:
-        raise RuntimeError(f"a probe came back as {type(t).__qualname__}, not torch.Tensor")
+        raise UnsettledProbe(f"a probe came back as {type(t).__qualname__}, not torch.Tensor")
+    c = torch._C
+    keys = c._dispatch_keys(t)
+    for name in TRANSFORM_KEYS:
+        key = getattr(c.DispatchKey, name, None)
+        if key is not None and keys.has(key):
+            raise UnsettledProbe(f"a probe came back with torch's {name} dispatch key")
     return t
 
 
@@ -396,6 +431,8 @@ def code_tables(torch, res, dtype_code_of, hide=frozenset()) -> Tables:
             with warnings.catch_warnings(), plain_torch(torch):
                 warnings.simplefilter("ignore")  # "experimental dtype" / "deprecated" notices
                 probe = _plain_tensor(torch, torch.empty(0, dtype=dtype))
+        except UnsettledProbe:
+            raise
         except Exception:  # a dtype torch itself cannot allocate has no tensors to view
             continue
         if probe.dtype is not dtype:

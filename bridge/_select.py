@@ -53,10 +53,27 @@ def _resolve_and_install():
     with _lock:
         if _resolution is not None and _resolution.final:
             return _resolution
-        res = _resolve.resolve(_bridge.PYOBJECT_SIZE, _hide)
-        _install(res)
+        torch = _resolve.torch_module(_hide)
+        try:
+            # Every mode and functional transform off: a first use inside one sets up as
+            # one outside would, and runs none of the user's mode code.
+            with (contextlib.nullcontext() if torch is None else _resolve.plain_torch(torch)):
+                res = _resolve.resolve(_bridge.PYOBJECT_SIZE, _hide)
+                _install(res)
+        except _resolve.UnsettledProbe as exc:
+            res = _unsettled(torch, exc)
         _resolution = res
         return res
+
+
+def _unsettled(torch, exc) -> _resolve.Resolution:
+    """A resolution that is not final: the set-up met a mode or transform it could not
+    turn off, so nothing it learnt is kept and the next use sets up again."""
+    _bridge._install_symbols({}, None, False)
+    reason = (f"the bridge's set-up met a mode or functional transform it could not turn "
+              f"off ({exc}); nothing was kept: use the bridge once outside it")
+    return _resolve.Resolution(torch.__version__, final=False,
+                               paths={p: PathInfo(False, None, reason) for p in PATHS})
 
 
 def _install(res):
@@ -98,7 +115,7 @@ def _choose(name):
         raise ValueError(f"unknown path {name!r}; choose one of {', '.join(CHOICES)}")
     res = resolution()
     paths = res.paths
-    if res.torch_version is None:  # one reason for all three paths: say it once
+    if not res.final:  # torch not imported, or an unsettled set-up: one reason, said once
         raise PathUnavailableError(paths[AUTO_ORDER[0]].reason)
     if name == "auto":
         for p in AUTO_ORDER:

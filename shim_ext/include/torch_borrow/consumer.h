@@ -19,7 +19,8 @@
  * VERSION: TORCH_BORROW_CONSUMER_VERSION, major * 10000 + minor * 100 + patch. A
  * minor version adds fields at the end of torch_borrow_meta, calls or status codes; a
  * major one changes what exists. 1.1.0 added the owned route without shim_ext, the
- * dlpack route, and the calls after torch_borrow_route.
+ * dlpack route, and the calls after torch_borrow_route; 1.1.1 resolves with every mode
+ * and functional transform turned off (see torch_borrow_init).
  *
  * --- The routes, and what each one checks -----------------------------------------
  *
@@ -82,11 +83,19 @@
  *     bench/consumer_header.py --init measures it per route in fresh processes. Call
  *     it at your module's import (after `import torch`) to keep it off the first
  *     kernel launch; otherwise the first torch_borrow_read calls it.
+ *     What it learns is kept for the process, so it may be called anywhere, a first
+ *     read inside a TorchFunctionMode, a TorchDispatchMode or FakeTensorMode,
+ *     torch.func.functionalize / vmap / grad or torch.compile included: it resolves
+ *     with all of them turned off (torch._C.DisableTorchFunction, _DisableTorchDispatch,
+ *     _DisableFuncTorch, _ExcludeDispatchKeyGuard of Functionalize: torch's C++
+ *     thread-local switches), so it runs no user mode code and takes the route, and
+ *     learns the dtypes, that a first call outside would.
  *     Needs the GIL (an attached thread state) and `import torch` done before. Returns
  *     TORCH_BORROW_OK; TORCH_BORROW_UNAVAILABLE (no route; kept for the process, see
- *     torch_borrow_init_route) or TORCH_BORROW_NO_TORCH (torch not imported yet;
- *     nothing kept, the next call tries again), both with m->message saying why (m
- *     may be NULL).
+ *     torch_borrow_init_route; or a probe tensor still came back wrapped by a mode or
+ *     transform those switches do not cover: nothing kept, the next call tries again) or
+ *     TORCH_BORROW_NO_TORCH (torch not imported yet; nothing kept, the next call tries
+ *     again), both with m->message saying why (m may be NULL).
  *
  * int torch_borrow_read(PyObject* obj, torch_borrow_meta* m)
  *     Fill *m from the tensor obj (borrowed: obj stays the caller's). Calls
@@ -211,7 +220,7 @@
 #ifndef TORCH_BORROW_CONSUMER_H
 #define TORCH_BORROW_CONSUMER_H
 
-#define TORCH_BORROW_CONSUMER_VERSION 10100 /* 1.1.0 */
+#define TORCH_BORROW_CONSUMER_VERSION 10101 /* 1.1.1 */
 
 #ifndef PY_SSIZE_T_CLEAN
 #define PY_SSIZE_T_CLEAN
@@ -475,13 +484,88 @@ static inline void torch_borrow__devices(PyObject* torch, void* lib, torch_borro
   }
 }
 
+/* The set-up's guards: the resolution learns from probe tensors what it keeps for the
+   process, and a first read may happen under a TorchFunctionMode, a TorchDispatchMode
+   (FakeTensorMode), a functorch transform (vmap, grad, torch.func.functionalize) or
+   torch.compile's functionalization. Entered for the whole resolution, each a C++
+   thread-local switch of torch's (the bridge's set-up enters the same ones,
+   bridge/_resolve.py's plain_torch): torch._C.DisableTorchFunction (modes and subclasses'
+   __torch_function__), torch._C._DisableTorchDispatch (modes and subclasses'
+   __torch_dispatch__), torch._C._DisableFuncTorch, and
+   torch._C._ExcludeDispatchKeyGuard(DispatchKeySet(DispatchKey.Functionalize)). No user
+   mode code runs, and the probes are plain tensors. A guard this torch lacks is skipped:
+   torch_borrow__probe_dtypes still refuses a probe it would have caught. */
+#define TORCH_BORROW__NGUARDS 4
+static inline void torch_borrow__guards_enter(PyObject* torch,
+                                              PyObject* guards[TORCH_BORROW__NGUARDS]) {
+  static const char* const names[TORCH_BORROW__NGUARDS] = {
+      "DisableTorchFunction", "_DisableTorchDispatch", "_DisableFuncTorch",
+      "_ExcludeDispatchKeyGuard"};
+  PyObject* c = PyObject_GetAttrString(torch, "_C");
+  int i;
+  PyErr_Clear();
+  for (i = 0; i < TORCH_BORROW__NGUARDS; ++i) {
+    PyObject *cls = c ? PyObject_GetAttrString(c, names[i]) : NULL, *g = NULL, *r;
+    if (cls && i == 3) {
+      PyObject* dk = PyObject_GetAttrString(c, "DispatchKey");
+      PyObject* dks = PyObject_GetAttrString(c, "DispatchKeySet");
+      PyObject* key = dk ? PyObject_GetAttrString(dk, "Functionalize") : NULL;
+      PyObject* set = key && dks ? PyObject_CallOneArg(dks, key) : NULL;
+      g = set ? PyObject_CallOneArg(cls, set) : NULL;
+      Py_XDECREF(set);
+      Py_XDECREF(key);
+      Py_XDECREF(dks);
+      Py_XDECREF(dk);
+    } else if (cls) {
+      g = PyObject_CallNoArgs(cls);
+    }
+    r = g ? PyObject_CallMethod(g, "__enter__", NULL) : NULL;
+    if (!r) Py_CLEAR(g);
+    Py_XDECREF(r);
+    Py_XDECREF(cls);
+    PyErr_Clear();
+    guards[i] = g; /* NULL: not entered */
+  }
+  Py_XDECREF(c);
+}
+
+static inline void torch_borrow__guards_exit(PyObject* guards[TORCH_BORROW__NGUARDS]) {
+  int i;
+  for (i = TORCH_BORROW__NGUARDS - 1; i >= 0; --i) { /* the reverse order of entry */
+    PyObject* r = guards[i] ? PyObject_CallMethod(guards[i], "__exit__", "OOO", Py_None,
+                                                  Py_None, Py_None)
+                            : NULL;
+    Py_XDECREF(r);
+    Py_CLEAR(guards[i]);
+  }
+  PyErr_Clear();
+}
+
+/* Whether a probe carries a key of the key-set table (torch._C._dispatch_keys: C++
+   state, no Python): under the guards a plain probe has none. */
+static inline int torch_borrow__probe_keys(const torch_borrow__api* a, PyObject* t) {
+  PyObject *ks, *raw;
+  uint64_t bits;
+  if (!a->keys_fn || !a->raw_repr) return 0;
+  ks = PyObject_CallOneArg(a->keys_fn, t);
+  raw = ks ? PyObject_CallMethodNoArgs(ks, a->raw_repr) : NULL;
+  bits = raw ? (uint64_t)PyLong_AsUnsignedLongLong(raw) : 0;
+  Py_XDECREF(raw);
+  Py_XDECREF(ks);
+  PyErr_Clear();
+  return (bits & a->forbidden) != 0;
+}
+
 /* The bridge's dtype table (bridge/_resolve.py, code_tables): every dtype torch exposes
    and can allocate, by the code a tensor of it reports through the route's handle, with
    torch.dtype.itemsize; quantized (qint*, quint*: a scale and zero point) and sub-byte
    (intN, uintN below 8 bits) dtypes left out. It adds to the aoti_torch_dtype_* table
-   the dtypes the stable ABI names no code for (bcomplex32, bits16, ...). A tensor torch
-   makes otherwise (under a mode: not a torch.Tensor) adds nothing. */
-static inline void torch_borrow__probe_dtypes(PyObject* torch, torch_borrow__api* a) {
+   the dtypes the stable ABI names no code for (bcomplex32, bits16, ...). Runs under
+   torch_borrow__guards_enter's guards; a probe that still comes back other than a plain
+   torch.Tensor (another type, or a key of the key-set table: a mode or transform the
+   guards did not turn off) makes it return -1 with why: nothing learnt may be kept. */
+static inline int torch_borrow__probe_dtypes(PyObject* torch, torch_borrow__api* a, char* why,
+                                             size_t n) {
   PyObject* vars = PyObject_GetAttrString(torch, "__dict__");
   PyObject* dtype_type = PyObject_GetAttrString(torch, "dtype");
   PyObject* empty = PyObject_GetAttrString(torch, "empty");
@@ -493,6 +577,7 @@ static inline void torch_borrow__probe_dtypes(PyObject* torch, torch_borrow__api
   PyObject* zero = Py_BuildValue("(i)", 0);
   PyObject *key, *v;
   Py_ssize_t pos = 0;
+  int rc = 0;
   if (ignored && zero && vars && PyDict_Check(vars) && PyType_Check(dtype_type) && empty) {
     while (PyDict_Next(vars, &pos, &key, &v)) {
       PyObject *s, *size, *kw, *t;
@@ -517,7 +602,15 @@ static inline void torch_borrow__probe_dtypes(PyObject* torch, torch_borrow__api
       kw = itemsize > 0 && itemsize < 128 ? Py_BuildValue("{sO}", "dtype", v) : NULL;
       t = kw ? PyObject_Call(empty, zero, kw) : NULL; /* torch.empty(0, dtype=v) */
       Py_XDECREF(kw);
-      if (t && Py_TYPE(t) == a->tensor_type) {
+      if (t && (Py_TYPE(t) != a->tensor_type || torch_borrow__probe_keys(a, t))) {
+        snprintf(why, n, "a probe torch.empty(0, dtype=%s) came back as a %s%s", label,
+                 Py_TYPE(t)->tp_name, Py_TYPE(t) == a->tensor_type
+                                          ? " wrapped by a mode or transform" : "");
+        rc = -1;
+        Py_DECREF(t);
+        break;
+      }
+      if (t) {
         AtenTensorHandle h = NULL;
         int32_t code = -1;
         if (a->borrow ? a->borrow(t, &h) == 0 : a->owned && a->owned(t, &h) == 0) {
@@ -546,6 +639,7 @@ static inline void torch_borrow__probe_dtypes(PyObject* torch, torch_borrow__api
   Py_XDECREF(dtype_type);
   Py_XDECREF(vars);
   PyErr_Clear();
+  return rc;
 }
 
 static inline int torch_borrow__want(const char* only, const char* route) {
@@ -709,7 +803,25 @@ static inline int torch_borrow__dlpack_setup(PyObject* torch, void* lib, torch_b
   "C: real type, strided layout, dtype, device, memory present, every element inside "  \
   "the storage, at most 64 dims"
 
-/* A fresh resolution, or NULL (torch not imported: nothing kept, m says why).
+/* Frees a resolution that was never published (no read can hold it): its references
+   and the block. */
+static inline void torch_borrow__free(torch_borrow__api* a) {
+  Py_XDECREF(a->tensor_type);
+  Py_XDECREF(a->keys_fn);
+  Py_XDECREF(a->raw_repr);
+  Py_XDECREF(a->dispatch_default);
+  Py_XDECREF(a->dispatch_name);
+  Py_XDECREF(a->no_torch_function);
+  Py_XDECREF(a->storage_offset_fn);
+  Py_XDECREF(a->untyped_storage_fn);
+  Py_XDECREF(a->nbytes_fn);
+  Py_XDECREF(a->dtype_attr);
+  Py_XDECREF(a->dtype_codes);
+  PyMem_RawFree(a);
+}
+
+/* A fresh resolution, or NULL (torch not imported, or a set-up bent by a mode or
+   transform the guards did not turn off: nothing kept, m says why).
    flags: TORCH_BORROW_INIT_FLAG_GETTERS (use torch_is_conj / torch_is_neg where they
    exist), TORCH_BORROW_INIT_NO_SHIM_EXT (never import shim_ext: as if absent). */
 static inline torch_borrow__api* torch_borrow__resolve(const char* only, int flags,
@@ -736,6 +848,8 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
   torch_borrow_get_flag_fn conj, neg, proto_conj = NULL, proto_neg = NULL;
   char proto_why[TORCH_BORROW_MESSAGE_SIZE] = "loaded";
   char dl_why[TORCH_BORROW_MESSAGE_SIZE] = "ready", owned_why[160] = "";
+  char unsettled[TORCH_BORROW_MESSAGE_SIZE] = "";
+  PyObject* guards[TORCH_BORROW__NGUARDS];
   size_t i;
   int getters, keys_ok;
   struct timespec t0, t1;
@@ -755,6 +869,7 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
     return NULL;
   }
   a->tensor_type = (PyTypeObject*)tensor;
+  torch_borrow__guards_enter(torch, guards); /* exited below, before any return */
 #define TORCH_BORROW__GET(field, type, symbol) a->field = (type)torch_borrow__sym(lib, symbol)
   TORCH_BORROW__GET(storage_size, torch_borrow_get_i64_fn, "aoti_torch_get_storage_size");
   TORCH_BORROW__GET(layout, torch_borrow_get_i32_fn, "aoti_torch_get_layout");
@@ -860,7 +975,18 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
              : !keys_ok ? "torch lacks torch._C._dispatch_keys / DispatchKeySet.raw_repr"
                         : dl_why);
   }
-  if (a->route && a->route[0] != 'd') torch_borrow__probe_dtypes(torch, a);
+  if (a->route && a->route[0] != 'd' &&
+      torch_borrow__probe_dtypes(torch, a, unsettled, sizeof unsettled) != 0) {
+    /* Learnt under a state the guards could not turn off: nothing is kept, and the next
+       call resolves again. */
+    torch_borrow__guards_exit(guards);
+    Py_DECREF(torch);
+    torch_borrow__fail(m, TORCH_BORROW_UNAVAILABLE, "the set-up met a mode or functional "
+                       "transform it could not turn off (%s); nothing was kept: read once "
+                       "outside it", unsettled);
+    torch_borrow__free(a);
+    return NULL;
+  }
   if (!(flags & TORCH_BORROW_INIT_FLAG_GETTERS)) {
     snprintf(a->no_flags, sizeof a->no_flags, "the flag getters were left out (flags == 0)");
   } else if (conj && neg) {
@@ -883,6 +1009,7 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
     snprintf(a->checks, sizeof a->checks, "%s%s" TORCH_BORROW__CHECKS_COMMON,
              a->borrow || a->custom ? TORCH_BORROW__CHECKS_C : "",
              a->keys_check ? TORCH_BORROW__CHECKS_KEYS : "");
+  torch_borrow__guards_exit(guards);
   Py_DECREF(torch);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   a->init_seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
@@ -895,8 +1022,9 @@ static inline int torch_borrow__status(const torch_borrow__api* a, torch_borrow_
 }
 
 static inline int torch_borrow_init_route(const char* only, int flags, torch_borrow_meta* m) {
-  torch_borrow__api* a = torch_borrow__resolve(only, flags, m);
-  if (!a) return TORCH_BORROW_NO_TORCH;
+  torch_borrow_meta local;
+  torch_borrow__api* a = torch_borrow__resolve(only, flags, m ? m : &local);
+  if (!a) return (m ? m : &local)->status; /* NO_TORCH or UNAVAILABLE: nothing kept */
   __atomic_store_n(&torch_borrow__state, a, __ATOMIC_RELEASE); /* the old one: leaked */
   return torch_borrow__status(a, m);
 }
@@ -904,9 +1032,10 @@ static inline int torch_borrow_init_route(const char* only, int flags, torch_bor
 static inline int torch_borrow_init(torch_borrow_meta* m) {
   const torch_borrow__api* a = __atomic_load_n(&torch_borrow__state, __ATOMIC_ACQUIRE);
   torch_borrow__api* mine;
+  torch_borrow_meta local;
   if (a) return torch_borrow__status(a, m);
-  mine = torch_borrow__resolve(NULL, 1, m);
-  if (!mine) return TORCH_BORROW_NO_TORCH;
+  mine = torch_borrow__resolve(NULL, 1, m ? m : &local);
+  if (!mine) return (m ? m : &local)->status; /* NO_TORCH or UNAVAILABLE: nothing kept */
   /* Imports may release the GIL: another thread may have published first. */
   if (!__atomic_compare_exchange_n(&torch_borrow__state, &a, mine, 0, __ATOMIC_ACQ_REL,
                                    __ATOMIC_ACQUIRE))
