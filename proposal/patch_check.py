@@ -1070,7 +1070,8 @@ def describe_run() -> str:
     commit = run(["git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"],
                  check=False).stdout.strip() or "unknown"
     dirty = run(["git", "-C", str(HERE.parent), "status", "--porcelain", "--", "proposal",
-                 "shim_ext", "bench/native"], check=False).stdout.strip()
+                 "shim_ext", "bench/native", ":!proposal/patch-check.log"],  # written by this run
+                check=False).stdout.strip()
     gxx = run(["g++", "--version"], check=False).stdout.splitlines()[:1]
     return (f"make patch-check at {commit}{' (with uncommitted changes)' if dirty else ''}, "
             f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC: torch "
