@@ -550,8 +550,10 @@ def check_borrow_misuse_does_not_compile(work: pathlib.Path, flags: list[str]) -
               f"({errors[0][2][:100]})")
 
 
-def compile_libtorch(tree: pathlib.Path, work: pathlib.Path) -> list[pathlib.Path]:
-    """Compile the touched libtorch sources and stable headers; return the objects."""
+def compile_libtorch_sources(tree: pathlib.Path,
+                             work: pathlib.Path) -> tuple[list[pathlib.Path], list[str]]:
+    """Compile LIBTORCH_SOURCES of ``tree`` into ``work`` at feature version 2.16 (the
+    base's PythonImpl gap supplied where it stops there); return the objects and flags."""
     overlay = work / "overlay"
     (overlay / "torch/headeronly").mkdir(parents=True)
     (overlay / "torch/headeronly/version.h").write_text(HEADERONLY_VERSION_2_16)
@@ -562,6 +564,12 @@ def compile_libtorch(tree: pathlib.Path, work: pathlib.Path) -> list[pathlib.Pat
         if compile_one(tree / rel, obj, flags):
             compile_python_impl_supplied(tree / rel, obj, flags)
         objects.append(obj)
+    return objects, flags
+
+
+def compile_libtorch(tree: pathlib.Path, work: pathlib.Path) -> list[pathlib.Path]:
+    """Compile the touched libtorch sources and stable headers; return the objects."""
+    objects, flags = compile_libtorch_sources(tree, work)
     headers_tu = work / "stable_headers.cpp"
     headers_tu.write_text("".join(f"#include <{h}>\n" for h in STABLE_HEADERS)
                           + "void use(torch::stable::Tensor t) { (void)t.is_conj(); (void)t.is_neg(); }\n"
@@ -779,16 +787,8 @@ CONJ_NEG_TEST = "test/cpp_extensions/test_libtorch_agnostic_conj_neg.py"
 def check_conj_neg_alone(work: pathlib.Path) -> None:
     """Compile, link and test 0002 applied alone on the base."""
     tree, alone = work / "order-0002-alone", work / "alone-0002"
-    overlay = alone / "overlay"
-    (overlay / "torch/headeronly").mkdir(parents=True)
-    (overlay / "torch/headeronly/version.h").write_text(HEADERONLY_VERSION_2_16)
-    flags = compile_flags(tree, overlay)
-    objects = []
-    for rel in LIBTORCH_SOURCES:
-        obj = alone / (pathlib.Path(rel).stem + ".o")
-        if compile_one(tree / rel, obj, flags):
-            compile_python_impl_supplied(tree / rel, obj, flags)
-        objects.append(obj)
+    alone.mkdir()
+    objects, _ = compile_libtorch_sources(tree, alone)
     libdir = alone / "lib"
     libdir.mkdir()
     link_library(objects, libdir / TEST_LIBRARY, ["torch_python", "torch", "torch_cpu", "c10"],
