@@ -538,6 +538,18 @@ def test_the_fixed_dlpack_code_is_the_patched_file(fixes, tmp_path):
     assert (built / name).read_text() == (tmp_path / name).read_text()
 
 
+def has_read_only_table() -> bool:
+    """Whether this torch has the read-only DLPack exchange table the series also patches."""
+    return hasattr(torch._C, "_const_dlpack_exchange_api")
+
+
+def test_the_read_only_table_exists_from_2_14():
+    """torch 2.14 added the read-only exchange table; the suite's 2.13 has none."""
+    from packaging.version import Version
+
+    assert has_read_only_table() == (Version(torch.__version__).release >= (2, 14))
+
+
 def test_the_fixed_dlpack_route_calls_the_cut_out_function(fixes, monkeypatch):
     """Every fixed-DLPack route gets the table whose slot is the cut-out function: the
     routes' ``dlpack_patched`` row and the seed consumer's ``dlpack_fixed``."""
@@ -547,9 +559,13 @@ def test_the_fixed_dlpack_route_calls_the_cut_out_function(fixes, monkeypatch):
     assert slot_of(api) == int(fixes._ffi.cast("uintptr_t", fixes._lib.patched_dlpack_slot(0)))
     assert slot_of(api) != slot_of(fixes.torch_api)
     assert slot_of(api) != slot_of(fixes.dlpack_api(True))  # not the prototype
-    read_only = fixes.dlpack_api_patched(read_only=True)
-    assert slot_of(read_only) == int(fixes._ffi.cast("uintptr_t",
-                                                     fixes._lib.patched_dlpack_slot(1)))
+    if has_read_only_table():
+        read_only = fixes.dlpack_api_patched(read_only=True)
+        assert slot_of(read_only) == int(fixes._ffi.cast("uintptr_t",
+                                                         fixes._lib.patched_dlpack_slot(1)))
+    else:
+        with pytest.raises(internal_fixes.FixError, match="no read-only DLPack exchange"):
+            fixes.dlpack_api_patched(read_only=True)
 
     seen = []
 
@@ -576,6 +592,9 @@ def test_the_fixed_dlpack_route_calls_the_cut_out_function(fixes, monkeypatch):
 @pytest.mark.parametrize("dtype", VIEWABLE + REFUSED, ids=dtype_name)
 def test_patched_dltensor_equals_torchs(fixes, dtype, layout, read_only):
     """The patch's function fills what torch 2.15's fills, refuses what it refuses."""
+    if read_only and not has_read_only_table():
+        pytest.skip("no read-only exchange table on this torch (2.14+; "
+                    "test_the_read_only_table_exists_from_2_14 asserts where it must be)")
     if cpu_allocation_error(dtype) is not None:
         pytest.skip(f"torch cannot allocate {dtype} on the CPU")
     try:

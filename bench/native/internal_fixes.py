@@ -279,15 +279,19 @@ class InternalFixes:
         struct's) and its helpers, cut out of ``torch/csrc/Module.cpp`` as
         ``proposal/patches/dlpack/`` patch it (``patched_dlpack.py``) and compiled here;
         every other slot is torch's. What every "fixed DLPack" route runs. Raises
-        ``FixError`` when torch has no exchange API."""
+        ``FixError`` when torch has no exchange API, or no read-only one (``read_only``:
+        ``torch._C._const_dlpack_exchange_api``, torch 2.14+)."""
         if not self.torch_api:
             raise FixError("this torch has no __dlpack_c_exchange_api__")
         base = self.torch_api
         if read_only:
             import torch
 
-            base = _PyCapsule_GetPointer(torch._C._const_dlpack_exchange_api(),
-                                         b"dlpack_exchange_api") or 0
+            const_api = getattr(torch._C, "_const_dlpack_exchange_api", None)
+            if const_api is None:
+                raise FixError("this torch has no read-only DLPack exchange table "
+                               "(torch._C._const_dlpack_exchange_api)")
+            base = _PyCapsule_GetPointer(const_api(), b"dlpack_exchange_api") or 0
         return int(self._lib.fixes_dlpack_api_patched(base, int(bool(read_only))))
 
     def dltensor(self, api: int, obj) -> DLTensorFields:
