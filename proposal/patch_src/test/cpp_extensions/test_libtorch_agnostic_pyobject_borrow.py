@@ -129,14 +129,16 @@ if not IS_WINDOWS:
             # leaves a new cycle for the next one.
             t = torch.empty(2, 3)
             shapes = [(2, 3), (3, 1, 4)]
+            running = [True]  # the last collection below ends the chain
 
             class Resize:
                 def __init__(self, flip):
                     self.flip, self.cycle = flip, self
 
                 def __del__(self):
-                    t.resize_(shapes[self.flip])
-                    Resize(1 - self.flip)
+                    if running[0]:
+                        t.resize_(shapes[self.flip])
+                        Resize(1 - self.flip)
 
             thresholds = gc.get_threshold()
             Resize(1)
@@ -144,6 +146,7 @@ if not IS_WINDOWS:
             try:
                 seen = [self.interop.borrow_metadata(t) for _ in range(200)]
             finally:
+                running[0] = False
                 gc.set_threshold(*thresholds)
                 gc.collect()
             for _, sizes, strides, *_ in seen:
