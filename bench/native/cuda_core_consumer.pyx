@@ -31,9 +31,10 @@ device_type, device_index):
 Routes through DLPack (no handle; the view filled from the ``DLTensor`` instead, as
 cuda.core's DLPack exchange path reads it: ``data + byte_offset``, shape, strides in
 elements (NULL: dense, as ``init_from_ptr`` takes it), the device from
-``DLDevice.device_type``, ``metadata`` the AOTI dtype code of the DLPack dtype (one dict
-look-up, as the AOTI routes' itemsize look-up), so ``dtype`` resolves exactly as on the
-AOTI routes and every field compares equal):
+``DLDevice.device_type``, ``metadata`` the AOTI dtype code of the DLPack dtype (an index
+into a C table), the itemsize from that code by the AOTI routes' own dict look-up, so the
+DLPack routes do the handle routes' work, ``dtype`` resolves exactly as on the AOTI routes
+and every field compares equal):
 
 - ``view_dlpack``: torch's own ``DLPackExchangeAPI.dltensor_from_py_object_no_sync``
   (torch 2.10+), which copies the ``at::Tensor`` and destroys the copy;
@@ -112,8 +113,14 @@ cdef extern from *:
         void* dltensor_from_py_object_no_sync
 cdef dltensor_fn _dltensor = NULL
 cdef dltensor_fn _dltensor_fixed = NULL
-#: (code | bits << 8 | lanes << 16) of a DLPack dtype -> (AOTI dtype code, itemsize)
-cdef dict _dl_dtype_map = None
+# A DLPack dtype (code, bits, lanes 1) -> its AOTI dtype code, -1 where none:
+# _dl_aoti[code][bits / 8]. A C table, not a dict keyed by the packed dtype: that key is
+# past CPython's cached small ints, so each look-up would allocate an int the handle
+# routes' look-up (a small AOTI code) does not, and time the table rather than the route.
+cdef enum:
+    _DL_CODES = 16
+    _DL_BYTES = 17  # bits 0, 8, ..., 128
+cdef int32_t _dl_aoti[_DL_CODES][_DL_BYTES]
 # DLPack's device types (dlpack.h's DLDeviceType, fixed by the DLPack standard)
 cdef int32_t _kDLCPU = 1
 cdef int32_t _kDLCUDA = 2
@@ -284,9 +291,18 @@ def install_dlpack(uintptr_t torch_api, uintptr_t fixed_api, dict dl_dtypes):
     ``torch.Tensor.__dlpack_c_exchange_api__``) and ``fixed_api`` (a copy of it with the
     DLPack patches' own function in that slot, ``internal_fixes.InternalFixes.
     dlpack_api_patched``); 0: that route is unavailable.
-    ``dl_dtypes``: ``{code | bits << 8 | lanes << 16: (AOTI dtype code, itemsize)}``."""
-    global _dltensor, _dltensor_fixed, _dl_dtype_map
-    _dl_dtype_map = dict(dl_dtypes)
+    ``dl_dtypes``: ``{code | bits << 8 | lanes << 16: (AOTI dtype code, itemsize)}``; a
+    dtype with lanes other than 1, a code past 15 or bits not a multiple of 8 up to 128 is
+    left out (unsupported, as a dtype missing from the map)."""
+    global _dltensor, _dltensor_fixed
+    cdef int code, nbytes
+    for code in range(_DL_CODES):
+        for nbytes in range(_DL_BYTES):
+            _dl_aoti[code][nbytes] = -1
+    for key, (aoti, _itemsize) in dl_dtypes.items():
+        code, bits, lanes = key & 0xFF, (key >> 8) & 0xFF, key >> 16
+        if lanes == 1 and code < _DL_CODES and bits % 8 == 0 and bits // 8 < _DL_BYTES:
+            _dl_aoti[code][bits // 8] = aoti
     _dltensor = _slot(torch_api)
     _dltensor_fixed = _slot(fixed_api)
 
@@ -298,6 +314,8 @@ cdef StridedMemoryView _fill_dlpack(object obj, dltensor_fn fn):
     cdef StridedMemoryView buf
     cdef _StridedLayout layout
     cdef int32_t device_type
+    cdef int32_t aoti
+    cdef int itemsize
     fn(<void*>obj, &dl)
 
     buf = StridedMemoryView.__new__(StridedMemoryView)
@@ -319,14 +337,17 @@ cdef StridedMemoryView _fill_dlpack(object obj, dltensor_fn fn):
         raise BufferError(f"Unsupported device type from torch tensor "
                           f"(DLPack device type: {device_type})")
 
-    entry = _dl_dtype_map.get(<int>dl.dtype.code | (<int>dl.dtype.bits << 8)
-                              | (<int>dl.dtype.lanes << 16))
-    if entry is None:
+    aoti = -1
+    if (dl.dtype.lanes == 1 and dl.dtype.code < _DL_CODES and dl.dtype.bits % 8 == 0
+            and dl.dtype.bits // 8 < _DL_BYTES):
+        aoti = _dl_aoti[dl.dtype.code][dl.dtype.bits // 8]
+    if aoti < 0:
         raise TypeError(f"Unsupported DLPack dtype (code {dl.dtype.code}, bits "
                         f"{dl.dtype.bits}, lanes {dl.dtype.lanes})")
-    buf.metadata = (<tuple>entry)[0]
+    buf.metadata = <int>aoti
+    itemsize = _get_itemsize(aoti)
     layout = _StridedLayout.__new__(_StridedLayout)
-    layout.init_from_ptr(<int>dl.ndim, dl.shape, dl.strides, <int>(<tuple>entry)[1])
+    layout.init_from_ptr(<int>dl.ndim, dl.shape, dl.strides, itemsize)
     buf._layout = layout
     return buf
 
