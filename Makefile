@@ -122,8 +122,7 @@ bench: $(VENVS)/torch-$(TORCH)/.bench  ## benchmarks on the default torch (TORCH
 
 # The evidence takes every table from EVIDENCE_PROCESSES fresh processes (the routes'
 # order shuffled per process, the spread between them reported), EVIDENCE_ROUNDS rounds
-# each (the protocol's 30: five processes take about 20 minutes on 2 cores; fewer
-# rounds fit a busier machine).
+# each (the protocol's 30; fewer rounds fit a busier machine).
 EVIDENCE_PROCESSES ?= 5
 EVIDENCE_ROUNDS ?= 30
 bench-evidence: $(VENVS)/torch-$(TORCH)/.bench  ## the same run from 5 fresh processes, refreshing the committed bench/results/ (quiet machine)
