@@ -455,7 +455,7 @@ def render_consumers(r: Render) -> str:
             f"{python_of(gpu)}, torch {torch_of(gpu)}", "ns", values, no_dlpack,
             files["gpu"].name, saving))
     # 2. The seed's StridedMemoryView consumer, and 3. its launch step.
-    for kind in ("here", "gpu-cuda"):
+    for kind in ("here", "here-cp313", "gpu-cuda"):
         path = r.timed(kind)
         data = r.json(path)
         if data is None:
@@ -638,6 +638,18 @@ def render_numba(r: Render) -> str:
             rng = (f" ({min(ratios):.2f}x .. {max(ratios):.2f}x)" if len(pairs) > 1 else "")
             out.append(f"| {route} | {t / 1e3:.1f} | {d / 1e3:.1f} | "
                        f"{statistics.median(ratios):.2f}x{rng} | {res.get('views', 0):,} |")
+        # The device-array control runs the same code on every route, so its spread over
+        # the processes is the file's own noise: a route's ratio moves by as much.
+        controls = [d for res in bench.values()
+                    for _, d in (res.get("pair_by_process") or [
+                        [None, res.get("results", {}).get(
+                            "test_many_args[signature-device_array]", {}).get("median_ns")]])
+                    if d]
+        if len(controls) > 1:
+            out += ["", f"The device-array control, the same code on every route, takes "
+                    f"{min(controls) / 1e3:.1f} to {max(controls) / 1e3:.1f} us across these "
+                    "processes: the file's own noise, so a difference between routes' ratios "
+                    "within that spread is not the route's."]
         files = data.get("numba", {}).get("test_files", [])
         out += ["", f"Every route passed the file's {next(iter(bench.values())).get('tests', '?')}"
                 f" tests; numba-cuda {v['numba-cuda']} ships "
@@ -696,17 +708,23 @@ def render_ask(r: Render) -> str:
             if fallback_exact(d, op) and {"owned_fixed", "borrow_fixed"} <= set(v):
                 per_arg.append((v["owned_fixed"] - v["borrow_fixed"]) / d["arity"][op])
                 shares.append((v["owned_fixed"] - v["borrow_fixed"]) / v["owned_fixed"])
+    # Every timed file, with how many ops' 95% intervals lie above zero: a range of medians
+    # alone would let one noisy op's median stand for the borrow's saving.
     timed = []
-    for key in ("gpu", "cpu"):
+    for key in ("gpu", "gpu-cpu", "cpu"):
         d = r.json(files[key])
         if not d:
             continue
         for size in (32, 1024):
-            got = [fallback_share(d, op, size, "owned_fixed", "borrow_fixed") for op in OPS]
-            got = [g[0] for g in got if g]
+            got = [g for g in (fallback_share(d, op, size, "owned_fixed", "borrow_fixed")
+                               for op in OPS) if g]
             if got:
-                where = f"CUDA tensors on the {host_of(d)}" if key == "gpu" else "CPU tensors here"
-                timed.append(f"{span(got, pct)} at {size}x{size} ({where})")
+                where = {"gpu": f"CUDA tensors on the {host_of(d)}",
+                         "gpu-cpu": f"CPU tensors on the {host_of(d)}",
+                         "cpu": "CPU tensors here"}[key]
+                above = sum(lo > 0 for _, lo, _ in got)
+                timed.append(f"{span([m for m, _, _ in got], pct)} at {size}x{size} ({where}; "
+                             f"{above} of {len(got)} ops' 95% intervals above 0)")
     if per_arg:
         lines.append(
             "- **The borrow (0003)**, against the owned handle with the fix, in the consumer "
