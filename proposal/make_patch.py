@@ -55,7 +55,7 @@ patch by what it adds, ``borrow`` and ``conj-neg``, not by number):
   class's ``is_tensor_pyobject``, whose ``PyGILState_Check()`` answers yes on every
   thread once a subinterpreter exists), its ``has_custom_metadata`` stand-in by the
   accessor above;
-- ``torch/csrc/shim_common.cpp``: the ``shim_common.cpp 0001`` block of
+- ``torch/csrc/shim_common.cpp``: the ``shim_common.cpp borrow`` block of
   ``shim_ext/entry.cpp``, calling through the vtable, at the end of the Python
   interop section;
 - the docs, the no-op gtest, and the borrow's functions in 0002's ``_interop``
@@ -142,13 +142,14 @@ def between(text: str, begin: str, end: str) -> str:
     return text[start:text.index(end, start)].rsplit("\n", 1)[0] + "\n"
 
 
-def header_block(patch: str) -> str:
-    """The shim.h declarations of patch ``patch`` ("0001", "0002"), as shim_ext declares them."""
-    return between(SHIM_H.read_text(), f"// BEGIN shim.h {patch}", f"// END shim.h {patch}")
+def header_block(mark: str) -> str:
+    """The shim.h declarations of the patch marked ``mark`` (``BORROW_MARK``,
+    ``CONJ_NEG_MARK``), as shim_ext declares them."""
+    return between(SHIM_H.read_text(), f"// BEGIN shim.h {mark}", f"// END shim.h {mark}")
 
 
 def pyobject_block() -> str:
-    """The pyobject.h helper of patch 0001, as shim_ext defines it."""
+    """The pyobject.h block of the borrow patch (``BorrowedTensor``), as shim_ext defines it."""
     return between(PYOBJECT_H.read_text(), "// BEGIN pyobject.h borrow", "// END pyobject.h borrow")
 
 

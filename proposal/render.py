@@ -56,7 +56,7 @@ ROUTES = (
     ("owned_fixed", "owned + interpreter fix (0001)"),
     ("dlpack_no_sync", "DLPack `dltensor_from_py_object_no_sync`, today"),
     ("dlpack_patched", "fixed DLPack: the DLPack series (borrowed, real type, conj/neg refused)"),
-    ("borrow_getters", "borrow (0003) + 7 getters"),
+    ("borrow_getters", "borrow (0003's code, out of tree) + 7 getters"),
     ("fallback_getters", "pointer trick + 7 getters (private layout)"),
     ("owned_handle_fixed", "the handle alone: owned + delete + interpreter fix"),
     ("borrow_handle", "the handle alone: borrow"),
