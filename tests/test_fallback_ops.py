@@ -18,6 +18,7 @@ import sys
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import bridge  # noqa: F401  (the borrow's symbols: shim_ext, loaded by the bridge)
 
@@ -114,6 +115,42 @@ def test_dispatch_mode_probe(consumer, device, op):
         assert seen == [], seen
     else:  # the kernel is called directly; at most the ops it calls in turn are seen
         assert OWN_OVERLOAD[op] not in seen, seen
+
+
+class _DuringAmax(TorchDispatchMode):
+    """Runs ``action`` once when ``aten.amax`` reaches the mode, recording what it raised."""
+
+    def __init__(self, action):
+        super().__init__()
+        self.action, self.raised = action, []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func is torch.ops.aten.amax.default:
+            try:
+                self.action()
+            except RuntimeError as exc:
+                self.raised.append(str(exc))
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_op_call_may_change_the_tensor_in_place_but_not_swap_it(consumer, route, device):
+    """What an operator call can do to a tensor whose handle it was given, through Python it
+    enters (``aoti_torch_aten_amax`` reaches a ``TorchDispatchMode``): change it in place, on
+    every route alike (an owned handle shares the TensorImpl), so what was read before the
+    call is stale after it; ``torch.utils.swap_tensors``, the one change that would move a
+    borrowed handle and not an owning one, is refused on every route while the op runs (the
+    dispatcher's copies of the argument raise its use count)."""
+    a, b = torch.ones(4, 4, device=device), torch.zeros(2, 3, device=device)
+    swap = _DuringAmax(lambda: torch.utils.swap_tensors(a, b))
+    with swap:
+        consumer.call("amax", route, a)
+    assert len(swap.raised) == 1 and "use_count" in swap.raised[0], swap.raised
+    assert a.shape == (4, 4) and b.shape == (2, 3) and torch.equal(a, torch.ones_like(a))
+    resize = _DuringAmax(lambda: a.resize_(2, 3))
+    with resize:
+        consumer.call("amax", route, a)
+    assert resize.raised == [] and a.shape == (2, 3) and a.stride() == (3, 1)
 
 
 #: the grad_fn each op would get through the dispatcher
