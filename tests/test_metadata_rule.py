@@ -272,3 +272,122 @@ def test_without_shim_ext_the_pointer_trick_is_not_offered():
     finally:
         _select._resolve_again()
     assert paths_here()  # restored
+
+
+# --- why every policy bit is refused, not only the Python ones --------------------------------
+# The borrow refuses C++ policies too (TensorImpl subclasses' custom sizes / strides), though
+# only Python can free what a borrowed handle points at. Each case shows what the refused
+# bit does through torch's *owned* handle, which accepts them all: Python run by a C++
+# policy, or getters that answer values describing no memory.
+
+def _owned_getters():
+    """``(owned, delete, get)`` through the bridge's resolution, the GIL held across each
+    call (``PYFUNCTYPE``); ``get(name, handle)`` returns the getter's value or ``None`` when
+    it fails. Only on a torch that exports ``torch_tensor_from_pyobject`` (2.14+)."""
+    res = _resolve.resolve(_bridge.PYOBJECT_SIZE)
+    if _resolve.OWNED not in res.symbols:
+        assert TORCH < (2, 14), f"torch {torch.__version__} must export {_resolve.OWNED}"
+        pytest.skip(f"torch {torch.__version__} has no {_resolve.OWNED} (2.14+)")
+    handle_out = ctypes.POINTER(ctypes.c_void_p)
+    owned = ctypes.PYFUNCTYPE(ctypes.c_int32, ctypes.py_object, handle_out)(
+        res.symbols[_resolve.OWNED].address)
+    delete = ctypes.PYFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(
+        res.symbols[_resolve.DELETE].address)
+    types = {"aoti_torch_get_dim": ctypes.c_int64, "aoti_torch_get_data_ptr": ctypes.c_void_p,
+             "aoti_torch_get_sizes": ctypes.POINTER(ctypes.c_int64),
+             "aoti_torch_get_strides": ctypes.POINTER(ctypes.c_int64)}
+    fns = {name: ctypes.PYFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(kind))(
+        res.symbols[name].address) for name, kind in types.items()}
+
+    def get(name, handle):
+        value = types[name]()
+        if fns[name](handle, ctypes.byref(value)) != 0:
+            return None
+        if name in ("aoti_torch_get_sizes", "aoti_torch_get_strides"):
+            return tuple(value[i] for i in range(get("aoti_torch_get_dim", handle)))
+        return value.value or 0 if name == "aoti_torch_get_data_ptr" else value.value
+
+    return owned, delete, get
+
+
+TORCH = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
+
+
+def _through_owned_handle(t) -> dict:
+    """What the owned handle's getters answer for ``t`` (``None``: the getter failed), and
+    the borrow's answer for the same object (1: refused)."""
+    owned, delete, get = _owned_getters()
+    borrow, _ = _borrow_fn()
+    handle = ctypes.c_void_p()
+    assert owned(t, ctypes.byref(handle)) == 0, "torch's owned shim accepts every tensor"
+    try:
+        got = {k: get(f"aoti_torch_get_{k}", handle) for k in ("data_ptr", "sizes", "strides")}
+    finally:
+        delete(handle)
+    got["borrow"] = borrow(t, ctypes.byref(ctypes.c_void_p()))
+    return got
+
+
+def _custom_bits(t) -> int:
+    res = _resolve.resolve(_bridge.PYOBJECT_SIZE)
+    fn = ctypes.PYFUNCTYPE(ctypes.c_int32, ctypes.py_object, ctypes.POINTER(ctypes.c_int32))(
+        res.symbols[_resolve.CUSTOM_METADATA].address)
+    return fn(t, ctypes.byref(ctypes.c_int32()))
+
+
+PYTHON_KEY, CUSTOM_STRIDES, CUSTOM_SIZES = 1, 2, 4  # torch_borrow/abi.h's TORCH_BORROW_CUSTOM_*
+
+
+def test_a_cpp_sizes_policy_runs_python_through_an_owned_handle():
+    """A FunctionalTensorWrapper (a C++ custom-sizes policy, no Python key) around a
+    Python-sizes wrapper: torch's owned handle's ``aoti_torch_get_sizes`` runs the inner
+    ``__torch_dispatch__``. So a rule of Python bits alone would lend it; the borrow's
+    rule refuses the C++ bit."""
+    t = _functional_around_wrapper("cpu")
+    assert _custom_bits(t) & (PYTHON_KEY | CUSTOM_SIZES) == CUSTOM_SIZES
+    owned, delete, get = _owned_getters()
+    handle = ctypes.c_void_p()
+    assert owned(t, ctypes.byref(handle)) == 0
+    try:
+        CALLS.clear()
+        try:
+            get("aoti_torch_get_sizes", handle)
+        except TypeError:  # the wrapper answers only the queries it knows
+            pass
+        assert CALLS, "Python ran through the C++ policy"
+    finally:
+        delete(handle)
+    borrow, _ = _borrow_fn()
+    CALLS.clear()
+    assert borrow(t, ctypes.byref(ctypes.c_void_p())) == 1 and CALLS == []
+
+
+def test_cpp_policies_describe_no_memory_through_an_owned_handle():
+    """C++ policies without Python: the owned handle's getters describe memory that is
+    not there, where torch's own accessors refuse or differ; the borrow refuses each.
+    mkldnn (custom strides): a data pointer and strides for an opaque blocked buffer whose
+    ``data_ptr()`` torch refuses; inside ``functionalize`` (custom sizes): sizes with a
+    null data pointer; inside ``vmap`` (custom strides): the per-example shape of a batch."""
+    seen = {}
+    if torch.backends.mkldnn.is_available():
+        t = torch.ones(2, 2).to_mkldnn()
+        with pytest.raises(RuntimeError, match="doesn't have storage"):
+            t.data_ptr()
+        seen["mkldnn"] = (_custom_bits(t), CUSTOM_STRIDES, _through_owned_handle(t))
+        assert seen["mkldnn"][2]["data_ptr"], "the owned handle answers a data pointer"
+
+    def functional(x):
+        seen["functional"] = (_custom_bits(x), CUSTOM_SIZES, _through_owned_handle(x))
+        return x + 1
+
+    def batched(x):
+        seen["vmap"] = (_custom_bits(x), CUSTOM_STRIDES, _through_owned_handle(x))
+        return x
+
+    torch.func.functionalize(functional)(torch.ones(3, 4))
+    torch.vmap(batched)(torch.arange(12.0).reshape(3, 4))
+    assert seen["functional"][2]["sizes"] == (3, 4) and seen["functional"][2]["data_ptr"] == 0
+    assert seen["vmap"][2]["sizes"] == (4,)  # the memory is 3 x 4
+    for name, (bits, bit, got) in seen.items():
+        assert bits & (PYTHON_KEY | bit) == bit, (name, bits)
+        assert got["borrow"] == 1, name

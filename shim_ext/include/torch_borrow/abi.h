@@ -53,10 +53,10 @@ typedef int32_t (*torch_borrow_custom_metadata_fn)(void* py_obj, int32_t* layout
 enum {
   /* TensorImpl::is_python_dispatch(): a __torch_dispatch__ subclass made it */
   TORCH_BORROW_CUSTOM_PYTHON_KEY = 1,
-  /* strides by a TensorImpl subclass (sparse, mkldnn, ...) */
+  /* strides by a TensorImpl subclass (sparse, mkldnn, vmap-batched, ...) */
   TORCH_BORROW_CUSTOM_STRIDES = 2,
   /* sizes and strides by a subclass or in Python, or symbolic (nested,
-   * functional, vmap-batched, dispatch_sizes_strides_policy=) */
+   * functional, dispatch_sizes_strides_policy=) */
   TORCH_BORROW_CUSTOM_SIZES = 4,
   /* device() by a subclass or in Python (dispatch_device=True) */
   TORCH_BORROW_CUSTOM_DEVICE = 8,
