@@ -294,6 +294,7 @@ def _owned_getters():
     delete = ctypes.PYFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(
         res.symbols[_resolve.DELETE].address)
     types = {"aoti_torch_get_dim": ctypes.c_int64, "aoti_torch_get_data_ptr": ctypes.c_void_p,
+             "aoti_torch_get_device_type": ctypes.c_int32, "aoti_torch_get_layout": ctypes.c_int32,
              "aoti_torch_get_sizes": ctypes.POINTER(ctypes.c_int64),
              "aoti_torch_get_strides": ctypes.POINTER(ctypes.c_int64)}
     fns = {name: ctypes.PYFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(kind))(
@@ -338,23 +339,36 @@ def _custom_bits(t) -> int:
 PYTHON_KEY, CUSTOM_STRIDES, CUSTOM_SIZES = 1, 2, 4  # torch_borrow/abi.h's TORCH_BORROW_CUSTOM_*
 
 
-def test_a_cpp_sizes_policy_runs_python_through_an_owned_handle():
-    """A FunctionalTensorWrapper (a C++ custom-sizes policy, no Python key) around a
-    Python-sizes wrapper: torch's owned handle's ``aoti_torch_get_sizes`` runs the inner
-    ``__torch_dispatch__``. So a rule of Python bits alone would lend it; the borrow's
-    rule refuses the C++ bit."""
-    t = _functional_around_wrapper("cpu")
-    assert _custom_bits(t) & (PYTHON_KEY | CUSTOM_SIZES) == CUSTOM_SIZES
+#: A refused tensor per policy bit whose getter runs Python through an owned handle: the
+#: bit, and the getter that runs it. The C++ bit is the one a rule of Python bits would miss.
+RUNS_PYTHON = {
+    "functional-around-wrapper": (CUSTOM_SIZES, "aoti_torch_get_sizes"),
+    "wrapper-sizes-policy": (PYTHON_KEY, "aoti_torch_get_sizes"),
+    "dispatch-device-after": (8, "aoti_torch_get_device_type"),  # TORCH_BORROW_CUSTOM_DEVICE
+    "dispatch-layout-after": (16, "aoti_torch_get_layout"),  # TORCH_BORROW_CUSTOM_LAYOUT
+}
+
+
+@pytest.mark.parametrize("name", RUNS_PYTHON)
+def test_each_refused_bit_runs_python_through_an_owned_handle(name):
+    """torch's owned handle accepts these; one getter on it runs the tensor's Python
+    (``__torch_dispatch__``). A FunctionalTensorWrapper (a C++ custom-sizes policy, no
+    Python key) around a Python-sizes wrapper runs the inner one, so a rule of Python
+    bits alone would lend it. The borrow refuses each without running Python."""
+    bit, getter = RUNS_PYTHON[name]
+    t = REFUSED[name][0]("cpu")
+    bits = _custom_bits(t)
+    assert bits & bit and (bit == PYTHON_KEY or not bits & PYTHON_KEY), (name, bits)
     owned, delete, get = _owned_getters()
     handle = ctypes.c_void_p()
     assert owned(t, ctypes.byref(handle)) == 0
     try:
         CALLS.clear()
         try:
-            get("aoti_torch_get_sizes", handle)
+            get(getter, handle)
         except TypeError:  # the wrapper answers only the queries it knows
             pass
-        assert CALLS, "Python ran through the C++ policy"
+        assert CALLS, f"{name}: {getter} ran no Python"
     finally:
         delete(handle)
     borrow, _ = _borrow_fn()
