@@ -141,6 +141,7 @@ def test_an_op_call_may_change_the_tensor_in_place_but_not_swap_it(consumer, rou
     call is stale after it; ``torch.utils.swap_tensors``, the one change that would move a
     borrowed handle and not an owning one, is refused on every route while the op runs (the
     dispatcher's copies of the argument raise its use count)."""
+    shim_or_fail(consumer, "amax", device)
     a, b = torch.ones(4, 4, device=device), torch.zeros(2, 3, device=device)
     swap = _DuringAmax(lambda: torch.utils.swap_tensors(a, b))
     with swap:
