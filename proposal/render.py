@@ -640,11 +640,11 @@ def render_numba(r: Render) -> str:
                        f"{statistics.median(ratios):.2f}x{rng} | {res.get('views', 0):,} |")
         # The device-array control runs the same code on every route, so its spread over
         # the processes is the file's own noise: a route's ratio moves by as much.
-        controls = [d for res in bench.values()
-                    for _, d in (res.get("pair_by_process") or [
-                        [None, res.get("results", {}).get(
-                            "test_many_args[signature-device_array]", {}).get("median_ns")]])
-                    if d]
+        controls = []
+        for res in bench.values():
+            one = res.get("results", {}).get("test_many_args[signature-device_array]", {})
+            pairs = res.get("pair_by_process") or [(None, one.get("median_ns"))]
+            controls += [d for _, d in pairs if d]
         if len(controls) > 1:
             out += ["", f"The device-array control, the same code on every route, takes "
                     f"{min(controls) / 1e3:.1f} to {max(controls) / 1e3:.1f} us across these "
