@@ -126,11 +126,15 @@ setup(
     # The bridge needs no torch header: the handle is an opaque pointer, so one
     # build serves every torch version.
     ext_modules=cythonize(
-        # torch_borrow/abi.h: the stable ABI's types, declared once (no torch header).
-        # bridge/_bridge_*.h: the view type and the reader, in C (the .pyx includes them).
+        # torch_borrow/abi.h: the stable ABI's types, declared once (no torch header);
+        # torch_borrow/reader.h: the one reader, which consumer.h shares.
+        # bridge/_bridge_*.h: the view type and the bridge's front end to the reader, in C
+        # (the .pyx includes them).
         [Extension("bridge._bridge", ["bridge/_bridge.pyx"],
                    include_dirs=[str(HERE / "shim_ext" / "include"), str(HERE / "bridge")],
                    depends=[str(p) for p in sorted((HERE / "bridge").glob("_bridge*.h"))]
+                   + [str(HERE / "shim_ext" / "include" / "torch_borrow" / h)
+                      for h in ("abi.h", "reader.h")]
                    + [str(p) for p in sorted((HERE / "bridge").glob("*.pxi"))])],
         build_dir=BUILD_BASE,
         compiler_directives={"language_level": "3"},

@@ -1,7 +1,8 @@
 # The stable C ABI's types and the prototype's refusal bits, as declared once in
-# shim_ext/include/torch_borrow/abi.h (no torch header needed); bridge/_bridge.pyx and
-# the benchmarks' Cython modules cimport them from here.
-from libc.stdint cimport int32_t, int64_t
+# shim_ext/include/torch_borrow/abi.h (no torch header needed), and the one reader that
+# the bridge and consumer.h share (torch_borrow/reader.h); bridge/_bridge.pyx and the
+# benchmarks' Cython modules cimport them from here.
+from libc.stdint cimport int8_t, int32_t, int64_t, uintptr_t
 
 
 cdef extern from "torch_borrow/abi.h":
@@ -28,3 +29,53 @@ cdef extern from "torch_borrow/abi.h":
         TORCH_BORROW_CUSTOM_SIZES
         TORCH_BORROW_CUSTOM_DEVICE
         TORCH_BORROW_CUSTOM_LAYOUT
+
+
+cdef extern from "torch_borrow/reader.h":
+    enum:
+        TORCH_BORROW_NCODES
+        TORCH_BORROW_NDEVICES
+
+    ctypedef struct torch_borrow_getters:
+        torch_borrow_get_i32_fn layout
+        torch_borrow_get_ptr_fn data_ptr
+        torch_borrow_get_i64_fn storage_offset
+        torch_borrow_get_i64_fn storage_size
+        torch_borrow_get_i64_fn dim
+        torch_borrow_get_i64p_fn sizes
+        torch_borrow_get_i64p_fn strides
+        torch_borrow_get_i32_fn dtype
+        torch_borrow_get_i32_fn device_type
+        torch_borrow_get_i32_fn device_index
+        torch_borrow_get_flag_fn is_conj
+        torch_borrow_get_flag_fn is_neg
+
+    # Array sizes: TORCH_BORROW_NCODES, TORCH_BORROW_NDEVICES (Cython needs literals).
+    ctypedef struct torch_borrow_tables:
+        int32_t strided
+        int32_t meta
+        int8_t itemsize[256]
+        int8_t device_known[64]
+
+    ctypedef struct torch_borrow_fields:
+        uintptr_t ptr
+        int64_t ndim
+        int64_t* sizes
+        int64_t* strides
+        int64_t offset
+        int64_t nbytes
+        int64_t last
+        int32_t dtype
+        int32_t device_type
+        int32_t device_index
+        int32_t layout
+        int8_t itemsize
+
+    enum:
+        TORCH_BORROW_READ_LAYOUT
+        TORCH_BORROW_READ_CONJ
+        TORCH_BORROW_READ_NEG
+
+    const char* torch_borrow_read_words(int stage, const torch_borrow_fields* x,
+                                        const char* layout_name, const char* verb,
+                                        char* buf, size_t n) noexcept nogil

@@ -7,8 +7,8 @@ symbols (``bridge._resolve``), installs their addresses with ``_install_symbols`
 ``_install_tables`` and hands this module its cold-path callables
 (``_install_callables``), so nothing here imports ``_select`` back. A view is C from
 the Python call to the filled object (``_bridge_view.h``: a METH_O builtin, a C view
-type; ``_bridge_read.h``: the one reader); Cython keeps the cold paths and the API,
-one concern a file:
+type; ``_bridge_read.h``: its front end to the one reader, ``torch_borrow/reader.h``);
+Cython keeps the cold paths and the API, one concern a file:
 
 - ``_bridge_c.pxi``: the C side, declared once;
 - ``_install.pxi``: what ``_select`` installs, the chosen path;
@@ -69,7 +69,9 @@ from bridge._abi cimport (
     torch_borrow_from_pyobject_fn, torch_borrow_get_flag_fn, torch_borrow_get_i32_fn,
     torch_borrow_get_i64_fn, torch_borrow_get_i64p_fn, torch_borrow_get_ptr_fn,
     torch_borrow_what_fn, TORCH_BORROW_CUSTOM_PYTHON_KEY, TORCH_BORROW_CUSTOM_SIZES,
-    TORCH_BORROW_CUSTOM_STRIDES,
+    TORCH_BORROW_CUSTOM_STRIDES, torch_borrow_fields, torch_borrow_getters,
+    torch_borrow_read_words, torch_borrow_tables, TORCH_BORROW_READ_CONJ,
+    TORCH_BORROW_READ_LAYOUT, TORCH_BORROW_READ_NEG,
 )
 
 

@@ -1,5 +1,6 @@
 # The C side of bridge._bridge, declared for Cython once: the snapshot and counters
-# (_bridge_state.h), the one reader (_bridge_read.h) and the view type (_bridge_view.h).
+# (_bridge_state.h), the front end to the one reader (_bridge_read.h; the reader itself,
+# torch_borrow/reader.h, is declared in bridge/_abi.pxd) and the view type (_bridge_view.h).
 # Array sizes are the headers' BRIDGE_NCODES / BRIDGE_NDEVICES (Cython needs literals).
 
 cdef extern from "_bridge_view.h":
@@ -14,22 +15,8 @@ cdef extern from "_bridge_view.h":
         BRIDGE_FREE_THREADED
         BRIDGE_NGETSET
 
-    ctypedef struct Getters "bridge_getters":
-        torch_borrow_get_i32_fn layout
-        torch_borrow_get_ptr_fn data_ptr
-        torch_borrow_get_i64_fn storage_offset
-        torch_borrow_get_i64_fn storage_size
-        torch_borrow_get_i64_fn dim
-        torch_borrow_get_i64p_fn sizes
-        torch_borrow_get_i64p_fn strides
-        torch_borrow_get_i32_fn dtype
-        torch_borrow_get_i32_fn device_type
-        torch_borrow_get_i32_fn device_index
-        torch_borrow_get_flag_fn is_conj
-        torch_borrow_get_flag_fn is_neg
-
     ctypedef struct Installed "bridge_installed":
-        Getters g
+        torch_borrow_getters g
         bint getters_present
         bint getters_ok
         torch_borrow_from_pyobject_fn owned_fn
@@ -46,11 +33,8 @@ cdef extern from "_bridge_view.h":
         PyObject* is_conj
         PyObject* is_neg
         PyObject* no_torch_function
-        int32_t layout_strided
-        int32_t device_meta
+        torch_borrow_tables t
         int32_t device_privateuse1
-        int8_t itemsize[256]
-        bint device_known[64]
         PyObject* dtype_objs[256]
         PyObject* device_names[64]
         PyObject* refused_dtypes
@@ -69,13 +53,7 @@ cdef extern from "_bridge_view.h":
     uintptr_t bridge_counts_address() noexcept nogil
 
     ctypedef struct bridge_view:
-        uintptr_t ptr
-        int64_t ndim
-        int64_t* sizes
-        int64_t* strides
-        int32_t dtype
-        int32_t device_type
-        int32_t device_index
+        torch_borrow_fields m
 
     enum:
         BRIDGE_E_RAISED
@@ -98,9 +76,6 @@ cdef extern from "_bridge_view.h":
     ctypedef struct bridge_failure:
         int32_t reasons
         int32_t layout
-        int64_t offset
-        int64_t nbytes
-        int64_t last
         int path
 
     ctypedef struct bridge_cold_fns:

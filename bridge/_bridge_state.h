@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <torch_borrow/abi.h>
+#include <torch_borrow/reader.h>
 
 #ifdef Py_GIL_DISABLED
 #define BRIDGE_FREE_THREADED 1
@@ -36,32 +36,15 @@ enum {
   BRIDGE_NPATHS = 3,
   /* Dimensions stored inline in a view; more go to a bytes object it owns. */
   BRIDGE_INLINE_DIMS = 8,
-  /* Dtype codes the table covers (c10::ScalarType has fewer than 64 today). */
-  BRIDGE_NCODES = 256,
-  /* Device type codes the table covers (c10::DeviceType has fewer than 32 today). */
-  BRIDGE_NDEVICES = 64
+  /* The reader's tables' sizes (torch_borrow/reader.h) */
+  BRIDGE_NCODES = TORCH_BORROW_NCODES,
+  BRIDGE_NDEVICES = TORCH_BORROW_NDEVICES
 };
-
-/* The getters every path reads a handle with (torch/csrc/inductor/aoti_torch/c/shim.h). */
-typedef struct {
-  torch_borrow_get_i32_fn layout;
-  torch_borrow_get_ptr_fn data_ptr;
-  torch_borrow_get_i64_fn storage_offset; /* with data_ptr: proof the storage holds memory */
-  torch_borrow_get_i64_fn storage_size;   /* nbytes: the elements must lie inside it */
-  torch_borrow_get_i64_fn dim;
-  torch_borrow_get_i64p_fn sizes;
-  torch_borrow_get_i64p_fn strides;
-  torch_borrow_get_i32_fn dtype;
-  torch_borrow_get_i32_fn device_type;
-  torch_borrow_get_i32_fn device_index;
-  torch_borrow_get_flag_fn is_conj; /* NULL: torch.Tensor.is_conj() at Python level instead */
-  torch_borrow_get_flag_fn is_neg;
-} bridge_getters;
 
 /* One installation: filled by _install_symbols / _install_tables (bridge/_install.pxi),
  * never changed once published, never freed (a view may still read an old one). */
 typedef struct {
-  bridge_getters g;
+  torch_borrow_getters g; /* what every path reads a handle with (torch_borrow/reader.h) */
   int getters_present; /* every getter resolved */
   int getters_ok;      /* ... and the tables installed: views may run */
   torch_borrow_from_pyobject_fn owned_fn;
@@ -82,11 +65,8 @@ typedef struct {
   PyObject* is_neg;
   PyObject* no_torch_function; /* torch._C.DisableTorchFunction */
   /* The tables (_install_tables). */
-  int32_t layout_strided;
-  int32_t device_meta;
+  torch_borrow_tables t;      /* what the reader's checks compare against */
   int32_t device_privateuse1; /* its name is torch's current one, read when asked */
-  int8_t itemsize[BRIDGE_NCODES];      /* per dtype code: bytes, 0 unknown, -1 refused */
-  int device_known[BRIDGE_NDEVICES];   /* per device type code: the bridge knows its name */
   PyObject* dtype_objs[BRIDGE_NCODES]; /* per dtype code: torch.dtype or NULL */
   PyObject* device_names[BRIDGE_NDEVICES]; /* "cpu", "cuda", ... or NULL */
   PyObject* refused_dtypes; /* dict: code -> reason */
@@ -96,8 +76,7 @@ typedef struct {
 /* Before the first installation: no path runs. */
 static bridge_installed bridge_nothing = {
     .fallback_offset = sizeof(PyObject),
-    .layout_strided = -1,
-    .device_meta = -1,
+    .t = {.strided = -1, .meta = -1},
     .device_privateuse1 = -1,
 };
 static bridge_installed* bridge_state = &bridge_nothing;

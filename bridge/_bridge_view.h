@@ -114,8 +114,8 @@ BRIDGE_INLINE PyObject* bridge_view_finish(bridge_view* v, PyObject* obj, int pa
                                            const bridge_installed* st) {
   Py_INCREF(obj);
   v->obj = obj;
-  v->path = (int8_t)path; /* itemsize: set by the reader's check */
-  v->tuples_checked = 0;   /* beside path: one store with it */
+  v->path = (int8_t)path;
+  v->tuples_checked = 0; /* beside path: one store with it */
   v->st = st;
   bridge_count(path); /* this thread's own counter: no shared write */
   PyObject_GC_Track((PyObject*)v);
@@ -194,9 +194,9 @@ static PyObject* bridge_int_tuple(const int64_t* values, int64_t n) {
    its last fill; a refused fill's view is freed, the native loop's scratch view is
    never read). */
 BRIDGE_INLINE int bridge_tuples_current(const bridge_view* v) {
-  int64_t n = v->ndim;
+  int64_t n = v->m.ndim;
   const int64_t* made = v->tuple_dims;
-  const int64_t* now = v->sizes; /* the strides follow the sizes (bridge_dims) */
+  const int64_t* now = v->m.sizes; /* the strides follow the sizes (bridge_dims) */
   uint64_t diff = 0;
   if (v->tuple_ndim != n) return 0;
   if (n > BRIDGE_INLINE_DIMS) return 1;
@@ -209,16 +209,16 @@ BRIDGE_INLINE int bridge_tuples_current(const bridge_view* v) {
    make the one asked for. A new reference, or NULL with an exception set. */
 __attribute__((noinline)) BRIDGE_SCALAR_LOOPS static PyObject* bridge_view_tuple_make(
     bridge_view* v, int strides) {
-  int64_t n = v->ndim;
+  int64_t n = v->m.ndim;
   PyObject** slot = strides ? &v->strides_t : &v->shape_t;
   if (!bridge_tuples_current(v)) {
     Py_CLEAR(v->shape_t);
     Py_CLEAR(v->strides_t);
-    if (n <= BRIDGE_INLINE_DIMS) memcpy(v->tuple_dims, v->sizes, 2 * (size_t)n * sizeof(int64_t));
+    if (n <= BRIDGE_INLINE_DIMS) memcpy(v->tuple_dims, v->m.sizes, 2 * (size_t)n * sizeof(int64_t));
     v->tuple_ndim = n;
   }
   v->tuples_checked = 1; /* until the view's next fill (bridge_view_finish) */
-  if (*slot == NULL) *slot = bridge_int_tuple(strides ? v->strides : v->sizes, n);
+  if (*slot == NULL) *slot = bridge_int_tuple(strides ? v->m.strides : v->m.sizes, n);
   Py_XINCREF(*slot);
   return *slot;
 }
@@ -240,7 +240,7 @@ BRIDGE_INLINE PyObject* bridge_view_tuple(bridge_view* v, int strides) {
 
 
 BRIDGE_NOINLINE PyObject* bridge_get_ptr(PyObject* self, void* c) {
-  return PyLong_FromVoidPtr((void*)((bridge_view*)self)->ptr);
+  return PyLong_FromVoidPtr((void*)((bridge_view*)self)->m.ptr);
 }
 BRIDGE_NOINLINE PyObject* bridge_get_shape(PyObject* self, void* c) {
   bridge_view* v = (bridge_view*)self;
@@ -252,7 +252,7 @@ BRIDGE_NOINLINE PyObject* bridge_get_strides(PyObject* self, void* c) {
 }
 BRIDGE_NOINLINE PyObject* bridge_get_dtype(PyObject* self, void* c) {
   bridge_view* v = (bridge_view*)self;
-  PyObject* d = v->st != NULL ? v->st->dtype_objs[v->dtype] : NULL;
+  PyObject* d = v->st != NULL ? v->st->dtype_objs[v->m.dtype] : NULL;
   if (d == NULL) d = Py_None;
   Py_INCREF(d);
   return d;
@@ -270,19 +270,19 @@ static PyObject* bridge_device_name(const bridge_installed* st, int32_t code) {
 BRIDGE_NOINLINE PyObject* bridge_get_device_type(PyObject* self, void* c) {
   bridge_view* v = (bridge_view*)self;
   if (v->st == NULL) Py_RETURN_NONE;
-  return bridge_device_name(v->st, v->device_type);
+  return bridge_device_name(v->st, v->m.device_type);
 }
 BRIDGE_NOINLINE PyObject* bridge_get_device_index(PyObject* self, void* c) {
-  return PyLong_FromLong(((bridge_view*)self)->device_index);
+  return PyLong_FromLong(((bridge_view*)self)->m.device_index);
 }
 static PyObject* bridge_get_ndim(PyObject* self, void* c) {
-  return PyLong_FromLongLong(((bridge_view*)self)->ndim);
+  return PyLong_FromLongLong(((bridge_view*)self)->m.ndim);
 }
 static PyObject* bridge_get_dtype_code(PyObject* self, void* c) {
-  return PyLong_FromLong(((bridge_view*)self)->dtype);
+  return PyLong_FromLong(((bridge_view*)self)->m.dtype);
 }
 static PyObject* bridge_get_itemsize(PyObject* self, void* c) {
-  return PyLong_FromLong(((bridge_view*)self)->itemsize);
+  return PyLong_FromLong(((bridge_view*)self)->m.itemsize);
 }
 static PyObject* bridge_path_names[BRIDGE_NPATHS]; /* "owned", "borrow", "fallback" */
 static PyObject* bridge_get_path(PyObject* self, void* c) {

@@ -1,6 +1,18 @@
 # The cold paths: every refusal's words and exception type, and the checks that run
 # Python code (where torch_is_conj / shim_ext's check are missing). The reader
-# (_bridge_read.h) decides; ``_refuse`` gets the stage that failed and says why.
+# (_bridge_read.h) decides; ``_refuse`` gets the stage that failed and says why, in the
+# reader's own words (torch_borrow/reader.h, which consumer.h's refusals use too) for
+# the reader's stages.
+
+cdef str _reader_words(int stage, const torch_borrow_fields* x, layout_name=None):
+    """The one reader's words for a refusal at ``stage`` (``TORCH_BORROW_READ_*``) from
+    the fields read (torch_borrow/reader.h, ``torch_borrow_read_words``)."""
+    cdef char buf[2048]
+    name = None if layout_name is None else str(layout_name).encode("utf-8", "replace")
+    torch_borrow_read_words(stage, x, NULL if name is None else <const char*>name, b"viewed",
+                            buf, sizeof(buf))
+    return (<bytes>buf).decode("utf-8", "replace")
+
 
 cdef object _take_pending_exception():
     """The Python exception a failing call left set (torch ran __torch_dispatch__ code
@@ -64,7 +76,7 @@ cdef int _raise_custom_metadata(object obj, int32_t reasons, int32_t layout,
                           f"subclass that overrides __torch_dispatch__ made it): its metadata "
                           f"is computed in Python and cannot be read safely through a handle; "
                           f"view a plain tensor instead")
-    if layout >= 0 and layout != st.layout_strided:
+    if layout >= 0 and layout != st.t.strided:
         _raise_layout(layout, st)
     if _is_nested(obj):
         raise BufferError("a nested tensor has no single pointer + strides description; "
@@ -124,59 +136,25 @@ cdef int _raise_not_tensor(object obj) except -1:
 
 
 cdef int _raise_layout(int32_t layout, const Installed* st) except -1:
-    name = (<dict>st.layout_names).get(layout, f"code {layout}")
-    raise BufferError(f"a tensor with layout {name} has no pointer + strides description; "
-                      f"only strided tensors can be viewed (call .to_dense() first)")
+    cdef torch_borrow_fields x
+    x.layout = layout
+    raise BufferError(_reader_words(TORCH_BORROW_READ_LAYOUT, &x,
+                                    (<dict>st.layout_names).get(layout)))
 
 
-cdef int _raise_unknown_device(int32_t code) except -1:
-    raise BufferError(f"device type code {code} is unknown to the bridge: torch names no "
-                      f"such c10::DeviceType (torch._C._autograd.DeviceType), so no view "
-                      f"can say which device the pointer belongs to")
-
-
-cdef int _raise_outside_storage(bridge_view* v, int64_t storage_offset, int64_t itemsize,
-                                int64_t nbytes, int64_t last) except -1:
-    shape, strides = bridge_int_tuple(v.sizes, v.ndim), bridge_int_tuple(v.strides, v.ndim)
-    if any(s < 0 for s in strides) or storage_offset < 0:  # torch makes neither
-        raise BufferError(f"the tensor's elements reach before the start of its storage "
-                          f"(storage offset {storage_offset}, strides {strides}): no "
-                          f"pointer + strides view can describe them safely")
-    raise BufferError(f"the tensor's elements reach past the end of its storage: storage "
-                      f"offset {storage_offset} and its sizes {shape} and strides "
-                      f"{strides} (x {itemsize} bytes) reach byte {last}, but the storage "
-                      f"holds {nbytes} bytes; it was shrunk under the tensor "
-                      f"(untyped_storage().resize_()), so its pointer would describe memory "
-                      f"past the allocation; grow the storage back to at least {last} bytes "
-                      f"or view a tensor that fits in it")
-
-
-cdef int _raise_without_memory(uintptr_t ptr, int64_t storage_offset,
-                               int64_t itemsize) except -1:
-    where = (f"data_ptr() reports {ptr:#x}, which is storage offset {storage_offset} x "
-             f"{itemsize} bytes past address 0" if ptr else "its data pointer is null")
-    raise BufferError(f"the tensor has elements but its storage holds no memory ({where}): "
-                      f"the storage was freed or resized to zero (untyped_storage()"
-                      f".resize_(0)), or the tensor is a placeholder without data "
-                      f"(functionalized, lazy or fake); view it once its storage holds "
-                      f"data again (untyped_storage().resize_(nbytes)), or view the real "
-                      f"tensor instead")
-
-
-cdef int _raise_bad_dtype(int32_t code, const Installed* st) except -1:
+cdef int _raise_bad_dtype(bridge_view* v, const Installed* st) except -1:
+    """The resolution's reason for a refused dtype (``bridge._resolve``: it names the
+    torch.dtype), else the reader's words."""
     cdef dict refused = <dict>st.refused_dtypes if st.refused_dtypes != NULL else {}
+    cdef int32_t code = v.m.dtype
     if 0 <= code < NCODES and code in refused:
         raise BufferError(refused[code])
-    raise BufferError(f"dtype code {code} is unknown to the bridge (a dtype newer than the "
-                      f"table built at resolution?)")
+    raise BufferError(_reader_words(BRIDGE_E_DTYPE, &v.m))
 
 
 cdef int _raise_math_bit(bint conj) except -1:
-    if conj:
-        raise BufferError("the tensor has its conjugate bit set: its memory holds the "
-                          "unconjugated values; call .resolve_conj() first")
-    raise BufferError("the tensor has its negative bit set: its memory holds the "
-                      "negated values; call .resolve_neg() first")
+    raise BufferError(_reader_words(TORCH_BORROW_READ_CONJ if conj else TORCH_BORROW_READ_NEG,
+                                    NULL))
 
 
 cdef int _check_bits_slow(object obj, const Installed* st) except -1:
@@ -236,7 +214,6 @@ cdef int _refuse(object obj, bridge_view* v, int stage, const bridge_failure* f,
                  const Installed* st) except -1:
     """The words of the reader's refusal at ``stage`` (``BRIDGE_E_*``, _bridge_read.h),
     from what it read (``v``: the view's fields; ``f``: the rest): always raises."""
-    cdef int64_t itemsize
     if stage == BRIDGE_E_TYPE:
         return _raise_not_tensor(obj)
     if (stage == BRIDGE_E_BORROW or stage == BRIDGE_E_RESOLVING
@@ -262,18 +239,11 @@ cdef int _refuse(object obj, bridge_view* v, int stage, const bridge_failure* f,
     if stage == BRIDGE_E_GETTER:
         return _raise_getter_error(obj)
     if stage == BRIDGE_E_LAYOUT:
-        return _raise_layout(f.layout, st)
-    if stage == BRIDGE_E_CONJ or stage == BRIDGE_E_NEG:
-        return _raise_math_bit(stage == BRIDGE_E_CONJ)
+        return _raise_layout(v.m.layout, st)
     if stage == BRIDGE_E_DTYPE:
-        return _raise_bad_dtype(v.dtype, st)
-    if stage == BRIDGE_E_META:
-        raise BufferError("a meta tensor has no data; only tensors with storage can be viewed")
-    if stage == BRIDGE_E_DEVICE:
-        return _raise_unknown_device(v.device_type)
-    itemsize = st.itemsize[v.dtype]
-    if stage == BRIDGE_E_NO_MEMORY:
-        return _raise_without_memory(v.ptr, f.offset, itemsize)
-    if stage == BRIDGE_E_OUTSIDE:
-        return _raise_outside_storage(v, f.offset, itemsize, f.nbytes, f.last)
+        return _raise_bad_dtype(v, st)
+    if (stage == BRIDGE_E_CONJ or stage == BRIDGE_E_NEG or stage == BRIDGE_E_META
+            or stage == BRIDGE_E_DEVICE or stage == BRIDGE_E_NO_MEMORY
+            or stage == BRIDGE_E_OUTSIDE):
+        raise BufferError(_reader_words(stage, &v.m))
     raise SystemError(f"bridge: unknown refusal stage {stage}")

@@ -134,27 +134,27 @@ def _install_tables(dict dtypes, dict refused, dict device_names, dict layout_na
     cdef Installed* st = _new_state(bridge_installed_state())
     cdef int code
     for code in range(NCODES):
-        st.itemsize[code] = 0
+        st.t.itemsize[code] = 0
         st.dtype_objs[code] = NULL
     for code in range(NDEVICES):
-        st.device_known[code] = False
+        st.t.device_known[code] = False
         st.device_names[code] = NULL
     for code, (dtype, itemsize) in dtypes.items():
         if 0 <= code < NCODES and 0 < itemsize < 128:
             st.dtype_objs[code] = _keep(dtype)
-            st.itemsize[code] = itemsize
+            st.t.itemsize[code] = itemsize
     refused = dict(refused)
     st.refused_dtypes = _keep(refused)
     for code in refused:
         if 0 <= code < NCODES:
-            st.itemsize[code] = -1
+            st.t.itemsize[code] = -1
     for code, name in device_names.items():
         if 0 <= code < NDEVICES:
             st.device_names[code] = _keep(name)
-            st.device_known[code] = True
+            st.t.device_known[code] = True
     st.layout_names = _keep(dict(layout_names))
-    st.layout_strided = layout_strided
-    st.device_meta = device_meta
+    st.t.strided = layout_strided
+    st.t.meta = device_meta
     st.device_privateuse1 = device_privateuse1
     st.getters_ok = st.getters_present
     bridge_publish(st)

@@ -227,25 +227,15 @@ def _lookup_prototype(name, libraries, hide):
     if HIDE_SHIM_EXT in hide or name in hide:
         return None, "shim_ext is hidden (fault injection)"
     try:
-        from shim_ext import _borrow
-    except ImportError as exc:
-        return None, f"shim_ext._borrow is not built or does not load ({exc})"
-    import shim_ext
+        import shim_ext
 
-    built_for = shim_ext.built_for(_borrow)  # either build of it (cffi or setuptools)
-    torch = sys.modules["torch"]
-    if built_for != torch.__version__:
-        # Its THPVariable layout is that of the torch it was compiled against.
-        return None, (f"shim_ext was built for torch {built_for} but torch "
-                      f"{torch.__version__} is running: rebuild it (`make` in the "
-                      f"checkout, or in your own environment `{sys.executable} -m pip install "
-                      f"--no-build-isolation --no-deps <checkout>`)")
-    try:
         # The entry points live in _entry and reach _borrow through the interface that
-        # load() registers, the shape the patches give libtorch and libtorch_python.
+        # load() registers, the shape the patches give libtorch and libtorch_python;
+        # load() refuses a _borrow built for another torch (its THPVariable layout is
+        # that torch's), and its message gives the rebuild command.
         modules = shim_ext.load()
     except ImportError as exc:
-        return None, f"shim_ext._entry is not built or does not load ({exc})"
+        return None, str(exc)
     libs = [("shim_ext/" + os.path.basename(m.__file__),
              ctypes.CDLL(m.__file__, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)) for m in modules]
     sym = _lookup(name, libs, hide)

@@ -213,7 +213,7 @@ def _device_names():
     """``{code: name}`` for every device type code the installed table knows."""
     cdef const Installed* st = bridge_installed_state()
     return {code: bridge_device_name(st, code) for code in range(NDEVICES)
-            if st.device_known[code]}
+            if st.t.device_known[code]}
 
 
 bridge_cold.refuse = _refuse

@@ -18,8 +18,7 @@ _loaded = None
 
 #: The command that rebuilds this package for the torch now installed (run it from the
 #: torch-borrow-bridge source folder): shim_ext's ``_borrow`` reads ``THPVariable`` with
-#: the layout of the torch it was compiled against. Kept in step with
-#: ``torch_borrow/consumer.h``'s ``TORCH_BORROW__REBUILD``.
+#: the layout of the torch it was compiled against.
 REBUILD = ("pip install --no-build-isolation --no-cache-dir --force-reinstall --no-deps "
            "<the torch-borrow-bridge source folder>")
 
@@ -59,7 +58,9 @@ def built_for(borrow) -> str:
 
 
 def load():
-    """Import both modules and register ``_borrow``'s implementation with ``_entry``.
+    """Import both modules and register ``_borrow``'s implementation with ``_entry``:
+    the one registration, which the bridge (``bridge._resolve``) and
+    ``torch_borrow/consumer.h`` both go through.
 
     Returns ``(_entry, _borrow)``; idempotent. Raises ImportError when a module is not
     built or does not load (the message says which), when the two were built different
@@ -69,9 +70,16 @@ def load():
     """
     global _loaded
     if _loaded is None:
+        import importlib
         import sys
 
-        from . import _borrow, _entry
+        modules = {}
+        for name in ("_borrow", "_entry"):
+            try:
+                modules[name] = importlib.import_module(f"{__name__}.{name}")
+            except ImportError as exc:
+                raise ImportError(f"shim_ext.{name} does not import ({exc})") from exc
+        _borrow, _entry = modules["_borrow"], modules["_entry"]
 
         route = built_by(_borrow)
         if built_by(_entry) != route:

@@ -12,6 +12,7 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -50,7 +51,7 @@ def test_get_include_is_the_installed_header_folder():
     header in it, byte for byte the checkout's."""
     inc = pathlib.Path(shim_ext.get_include())
     assert inc.is_absolute() and inc.parent == pathlib.Path(shim_ext.__file__).parent
-    for name in ("consumer.h", "abi.h"):
+    for name in ("consumer.h", "reader.h", "thread_state.h", "abi.h"):
         assert (inc / "torch_borrow" / name).read_bytes() == (
             ROOT / "shim_ext" / "include" / "torch_borrow" / name).read_bytes()
     assert (pathlib.Path(shim_ext.__file__).parent / "examples" / "minimal.c").is_file()
@@ -65,6 +66,27 @@ def test_header_compiles_alone_without_warnings(tmp_path, lang):
     cc = os.environ.get("CXX", "c++") if lang.startswith("c++") else os.environ.get("CC", "cc")
     cmd = [cc, f"-std={lang}", "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
            "-I" + sysconfig.get_paths()["include"], "-I" + shim_ext.get_include(), str(src)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_readme_names_every_header_a_vendored_copy_needs(tmp_path):
+    """The README's "vendor it" list, copied alone into a folder, is all the header needs:
+    a header it includes and the list forgets fails the compile."""
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("*The header*: vendor it.")
+    listed = set(re.findall(r"`torch_borrow/([a-z_]+\.h)`", readme[start:readme.index("\n- ", start)]))
+    assert "consumer.h" in listed, listed
+    (tmp_path / "torch_borrow").mkdir()
+    for name in listed:
+        shutil.copy(pathlib.Path(shim_ext.get_include()) / "torch_borrow" / name,
+                    tmp_path / "torch_borrow" / name)
+    src = tmp_path / "tu.c"
+    src.write_text("#include <torch_borrow/consumer.h>\n"
+                   "int tu(PyObject* o, torch_borrow_meta* m) { return torch_borrow_read(o, m); }\n")
+    cmd = [os.environ.get("CC", "cc"), "-std=c11", "-Wall", "-Wextra", "-Werror",
+           "-fsyntax-only", "-I" + sysconfig.get_paths()["include"], "-I" + str(tmp_path),
+           str(src)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -150,6 +172,39 @@ def test_every_dtype_as_the_bridge(built, route):
         assert checked >= 20
     finally:
         c._resolve()
+
+
+def _message(fn, x) -> str:
+    with pytest.raises(BufferError) as info:
+        fn(x)
+    return str(info.value)
+
+
+def _shrunk(storage_bytes: int):
+    t = torch.zeros(4, 4)
+    t.untyped_storage().resize_(storage_bytes)
+    return t
+
+
+@needs_route
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda: torch.randn(3, dtype=torch.complex64).conj(), id="conj"),
+    pytest.param(lambda: torch.randn(3, dtype=torch.complex64).conj().imag, id="neg"),
+    pytest.param(lambda: torch.empty(2, 3, device="meta"), id="meta"),
+    pytest.param(lambda: _shrunk(16), id="outside"),
+    pytest.param(lambda: _shrunk(0), id="no memory"),
+])
+def test_the_readers_refusals_are_one_text_from_both_front_ends(built, make):
+    """The reader's own refusals (torch_borrow/reader.h: bits, meta, memory, extent) are
+    worded there once: the bridge's message and consumer.h's are the same text but for
+    the front end's verb, consumer.h's cut at its TORCH_BORROW_MESSAGE_SIZE."""
+    c = load_extension("borrow_consumer_c", built)
+    c._resolve()
+    t = make()
+    want = _message(bridge.view, t).replace("can be viewed", "can be read")
+    got = _message(c.view, t)
+    assert len(got) >= min(len(want), 400), (got, want)
+    assert got == want[:len(got)], (got, want)
 
 
 CHILD = textwrap.dedent("""
@@ -263,7 +318,7 @@ def test_shim_ext_absent_stale_present(built, state):
     if state == "stale":
         assert "built for torch 2.0.0" in out["why"]
     if state == "absent":
-        assert "shim_ext._borrow does not import" in out["why"]
+        assert "shim_ext does not import" in out["why"]
     assert out["controls"] == [True, True, True]
     assert not out["wrong"], json.dumps(out["wrong"], indent=1)
     assert 0 < out["seconds"] < 5

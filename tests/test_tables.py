@@ -109,6 +109,6 @@ def test_a_code_torch_does_not_name_is_refused_as_unknown(hidden):
     assert int(torch._C._autograd.DeviceType.Meta) not in _bridge._device_names()
     for p in paths_here():
         with pytest.raises(BufferError, match=r"^device type code \d+ is unknown to the "
-                                              r"bridge: torch names no such"):
+                                              r"reader: torch names no such"):
             VIEWS[p](torch.empty(2, device="meta"))
         assert VIEWS[p](torch.ones(2)).device_type == "cpu"

@@ -20,7 +20,9 @@
  * minor version adds fields at the end of torch_borrow_meta, calls or status codes; a
  * major one changes what exists. 1.1.0 added the owned route without shim_ext, the
  * dlpack route, and the calls after torch_borrow_route; 1.1.1 resolves with every mode
- * and functional transform turned off (see torch_borrow_init).
+ * and functional transform turned off (see torch_borrow_init); 1.1.2 reads through
+ * torch_borrow/reader.h, the reader the bridge uses too (a refusal's words are the
+ * bridge's), and loads the prototype through shim_ext.load().
  *
  * --- The routes, and what each one checks -----------------------------------------
  *
@@ -72,10 +74,10 @@
  *
  * int torch_borrow_init(torch_borrow_meta* m)
  *     Resolve the route once (later calls return at once): the look-up above. The
- *     prototype's registration is what shim_ext.load() does
- *     (torch_borrow_set_impl(torch_borrow_impl())); a shim_ext built for another torch
- *     (it reads THPVariable with that torch's layout) is not used, and the reason
- *     gives the rebuild command. The first call costs: importing shim_ext (where
+ *     prototype is loaded by shim_ext.load(), which registers it
+ *     (torch_borrow_set_impl(torch_borrow_impl())) and refuses a shim_ext built for
+ *     another torch (it reads THPVariable with that torch's layout): the reason gives
+ *     the rebuild command. The first call costs: importing shim_ext (where
  *     present), dlsym of the getters and codes, and, on the borrow and owned routes,
  *     one torch.empty(0, dtype=d) per torch dtype to learn the codes the stable ABI
  *     does not name; on the key-set routes the DispatchKeySet bits; on dlpack the
@@ -209,9 +211,9 @@
  * torch._C._disabled_torch_dispatch_impl, torch._C.DisableTorchFunction,
  * torch._C.TensorBase.storage_offset / untyped_storage / dtype,
  * torch._C.StorageBase.nbytes. From the prototype (shim_ext): _entry's
- * torch_tensor_borrow_from_pyobject, torch_is_conj, torch_is_neg and
- * torch_borrow_set_impl, _borrow's torch_borrow_impl and torch_borrow_custom_metadata,
- * and shim_ext.built_for(_borrow) (the torch it was compiled against).
+ * torch_tensor_borrow_from_pyobject, torch_is_conj and torch_is_neg, _borrow's
+ * torch_borrow_custom_metadata, and shim_ext.load() (the torch check and the
+ * registration).
  *
  * Under torch.compile, wrap a Python function that passes tensors to such a reader in
  * torch.compiler.disable (dynamo cannot trace into C; allow_in_graph would hand it fake
@@ -220,7 +222,7 @@
 #ifndef TORCH_BORROW_CONSUMER_H
 #define TORCH_BORROW_CONSUMER_H
 
-#define TORCH_BORROW_CONSUMER_VERSION 10101 /* 1.1.1 */
+#define TORCH_BORROW_CONSUMER_VERSION 10102 /* 1.1.2 */
 
 #ifndef PY_SSIZE_T_CLEAN
 #define PY_SSIZE_T_CLEAN
@@ -234,6 +236,7 @@
 #include <time.h>
 
 #include <torch_borrow/abi.h>
+#include <torch_borrow/reader.h>
 #include <torch_borrow/thread_state.h>
 
 #define TORCH_BORROW_MAX_DIMS 64
@@ -269,8 +272,6 @@ typedef struct torch_borrow_meta {
 
 /* --- implementation: nothing below is part of the interface ----------------------- */
 
-#define TORCH_BORROW__NCODES 256
-#define TORCH_BORROW__NDEVICES 64
 
 /* The DLPack 1.x C exchange API (DLPack's dlpack.h, as torch's ATen/dlpack.h declares it
    from torch 2.10 on): only what the reader calls, layout-checked against torch's header in
@@ -307,17 +308,11 @@ typedef struct torch_borrow__api {
   char checks[TORCH_BORROW_MESSAGE_SIZE * 2];
   torch_borrow_from_pyobject_fn borrow, owned; /* borrowed / new reference */
   torch_borrow_delete_fn del;
-  torch_borrow_get_flag_fn is_conj, is_neg;
-  torch_borrow_get_i32_fn layout, dtype, device_type, device_index;
-  torch_borrow_get_ptr_fn data_ptr;
-  torch_borrow_get_i64_fn storage_offset, dim, storage_size;
-  torch_borrow_get_i64p_fn sizes, strides;
+  torch_borrow_getters g; /* the reader's (torch_borrow/reader.h); g.is_conj NULL: none */
+  torch_borrow_tables t;  /* what the reader's checks compare against */
   torch_borrow_what_fn what;
   torch_borrow_custom_metadata_fn custom; /* shim_ext's, or NULL */
-  int32_t strided, meta;
-  int8_t itemsize[TORCH_BORROW__NCODES];
-  int8_t device_known[TORCH_BORROW__NDEVICES];
-  char dtype_name[TORCH_BORROW__NCODES][24]; /* "float32", ...: "" unknown */
+  char dtype_name[TORCH_BORROW_NCODES][24]; /* "float32", ...: "" unknown */
   PyTypeObject* tensor_type; /* torch.Tensor, kept for good */
   /* The Python-level key-set check (routes without a C check of the custom metadata or
      of the conj / neg bits): torch._C._dispatch_keys(obj).raw_repr() against masks. */
@@ -388,62 +383,42 @@ static inline void* torch_borrow__module_lib(PyObject* mod) {
   return lib;
 }
 
-#define TORCH_BORROW__REBUILD                                                          \
-  "rebuild it for the running torch: pip install --no-build-isolation --no-cache-dir " \
-  "--force-reinstall --no-deps <the torch-borrow-bridge source folder>"
-
-/* The prototype (shim_ext): the torch _borrow was built for, the registration (what
-   shim_ext.load() does), _entry's symbols. 0: loaded; else why says why. */
-static inline int torch_borrow__load_prototype(PyObject* torch, torch_borrow__api* a,
+/* The prototype (shim_ext): shim_ext.load() checks that _borrow was built for the
+   running torch and registers its implementation with _entry (the one registration,
+   the bridge's too); then _entry's and _borrow's symbols. 0: loaded; else why says why
+   (load()'s words: which module does not import, or the torch it was built for and the
+   rebuild command). */
+static inline int torch_borrow__load_prototype(torch_borrow__api* a,
                                                torch_borrow_from_pyobject_fn* borrow,
                                                torch_borrow_get_flag_fn* conj,
                                                torch_borrow_get_flag_fn* neg, char* why,
                                                size_t n) {
-  PyObject *b, *pkg, *ver, *built, *e;
-  const char *running, *was;
-  void *elib, *blib;
-  void (*set_impl)(const void*);
-  const void* (*impl)(void);
-  int ok = 0;
-  b = PyImport_ImportModule("shim_ext._borrow");
-  if (!b) return torch_borrow__take_error(why, n, "shim_ext._borrow does not import"), -1;
-  pkg = PyImport_ImportModule("shim_ext");
-  ver = PyObject_GetAttrString(torch, "__version__");
-  built = pkg ? PyObject_CallMethod(pkg, "built_for", "O", b) : NULL;
-  running = ver ? PyUnicode_AsUTF8(ver) : NULL;
-  was = built ? PyUnicode_AsUTF8(built) : NULL;
-  if (!was || !running) {
-    torch_borrow__take_error(why, n, "cannot read which torch shim_ext._borrow was built for");
-  } else if (strcmp(was, running) != 0) {
-    snprintf(why, n, "shim_ext was built for torch %s but torch %s is running: "
-             TORCH_BORROW__REBUILD, was, running);
-  } else {
-    ok = 1;
+  PyObject* pkg = PyImport_ImportModule("shim_ext");
+  PyObject* mods = pkg ? PyObject_CallMethod(pkg, "load", NULL) : NULL;
+  void *elib = NULL, *blib = NULL;
+  if (mods && PyTuple_Check(mods) && PyTuple_GET_SIZE(mods) == 2) {
+    elib = torch_borrow__module_lib(PyTuple_GET_ITEM(mods, 0));
+    blib = torch_borrow__module_lib(PyTuple_GET_ITEM(mods, 1));
   }
+  if (!pkg) torch_borrow__take_error(why, n, "shim_ext does not import");
+  else if (!mods) torch_borrow__take_error(why, n, "shim_ext.load() refused");
+  Py_XDECREF(mods);
   Py_XDECREF(pkg);
-  Py_XDECREF(ver);
-  Py_XDECREF(built);
-  e = ok ? PyImport_ImportModule("shim_ext._entry") : NULL;
-  if (ok && !e) torch_borrow__take_error(why, n, "shim_ext._entry does not import"), ok = 0;
-  elib = ok ? torch_borrow__module_lib(e) : NULL;
-  blib = ok ? torch_borrow__module_lib(b) : NULL;
-  Py_XDECREF(e);
-  Py_DECREF(b);
-  if (!ok) return -1;
-  set_impl = (void (*)(const void*))torch_borrow__sym(elib, "torch_borrow_set_impl");
-  impl = (const void* (*)(void))torch_borrow__sym(blib, "torch_borrow_impl");
+  if (!elib || !blib) {
+    if (pkg && mods) snprintf(why, n, "shim_ext.load() returned no loaded libraries");
+    return -1;
+  }
   *borrow = (torch_borrow_from_pyobject_fn)torch_borrow__sym(
       elib, "torch_tensor_borrow_from_pyobject");
   *conj = (torch_borrow_get_flag_fn)torch_borrow__sym(elib, "torch_is_conj");
   *neg = (torch_borrow_get_flag_fn)torch_borrow__sym(elib, "torch_is_neg");
   a->custom = (torch_borrow_custom_metadata_fn)torch_borrow__sym(
       blib, "torch_borrow_custom_metadata");
-  if (!set_impl || !impl || !*borrow || !*conj || !*neg || !a->custom) {
+  if (!*borrow || !*conj || !*neg || !a->custom) {
     *borrow = NULL, *conj = *neg = NULL, a->custom = NULL;
     snprintf(why, n, "shim_ext's libraries lack an expected symbol: rebuild it");
     return -1;
   }
-  set_impl(impl()); /* the same pointer shim_ext.load() stores: idempotent */
   return 0;
 }
 
@@ -466,7 +441,7 @@ static inline void torch_borrow__devices(PyObject* torch, void* lib, torch_borro
     PyObject* v = PyNumber_Index(PyList_GET_ITEM(values, i));
     long code = v ? PyLong_AsLong(v) : -1;
     Py_XDECREF(v);
-    if (code >= 0 && code < TORCH_BORROW__NDEVICES) a->device_known[code] = 1;
+    if (code >= 0 && code < TORCH_BORROW_NDEVICES) a->t.device_known[code] = 1;
   }
   Py_XDECREF(values);
   Py_XDECREF(members);
@@ -480,7 +455,7 @@ static inline void torch_borrow__devices(PyObject* torch, void* lib, torch_borro
     torch_borrow_code_fn code;
     snprintf(fn, sizeof fn, "aoti_torch_device_type_%s", names[k]);
     code = (torch_borrow_code_fn)torch_borrow__sym(lib, fn);
-    if (code && code() >= 0 && code() < TORCH_BORROW__NDEVICES) a->device_known[code()] = 1;
+    if (code && code() >= 0 && code() < TORCH_BORROW_NDEVICES) a->t.device_known[code()] = 1;
   }
 }
 
@@ -614,9 +589,9 @@ static inline int torch_borrow__probe_dtypes(PyObject* torch, torch_borrow__api*
         AtenTensorHandle h = NULL;
         int32_t code = -1;
         if (a->borrow ? a->borrow(t, &h) == 0 : a->owned && a->owned(t, &h) == 0) {
-          if (a->dtype(h, &code) == 0 && code >= 0 && code < TORCH_BORROW__NCODES &&
-              a->itemsize[code] == 0) {
-            a->itemsize[code] = (int8_t)itemsize;
+          if (a->g.dtype(h, &code) == 0 && code >= 0 && code < TORCH_BORROW_NCODES &&
+              a->t.itemsize[code] == 0) {
+            a->t.itemsize[code] = (int8_t)itemsize;
             if (!a->dtype_name[code][0]) memcpy(a->dtype_name[code], label, sizeof label);
           }
           if (!a->borrow) a->del(h);
@@ -769,9 +744,9 @@ static inline int torch_borrow__dlpack_setup(PyObject* torch, void* lib, torch_b
   Py_XDECREF(base);
   Py_XDECREF(c);
   PyErr_Clear();
-  for (k = 0; a->dtype_codes && k < TORCH_BORROW__NCODES; ++k) {
+  for (k = 0; a->dtype_codes && k < TORCH_BORROW_NCODES; ++k) {
     PyObject *dt, *code;
-    if (!a->dtype_name[k][0] || a->itemsize[k] <= 0) continue;
+    if (!a->dtype_name[k][0] || a->t.itemsize[k] <= 0) continue;
     dt = PyObject_GetAttrString(torch, a->dtype_name[k]);
     code = dt ? PyLong_FromLong(k) : NULL;
     if (code) PyDict_SetItem(a->dtype_codes, dt, code);
@@ -871,16 +846,16 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
   a->tensor_type = (PyTypeObject*)tensor;
   torch_borrow__guards_enter(torch, guards); /* exited below, before any return */
 #define TORCH_BORROW__GET(field, type, symbol) a->field = (type)torch_borrow__sym(lib, symbol)
-  TORCH_BORROW__GET(storage_size, torch_borrow_get_i64_fn, "aoti_torch_get_storage_size");
-  TORCH_BORROW__GET(layout, torch_borrow_get_i32_fn, "aoti_torch_get_layout");
-  TORCH_BORROW__GET(data_ptr, torch_borrow_get_ptr_fn, "aoti_torch_get_data_ptr");
-  TORCH_BORROW__GET(storage_offset, torch_borrow_get_i64_fn, "aoti_torch_get_storage_offset");
-  TORCH_BORROW__GET(dim, torch_borrow_get_i64_fn, "aoti_torch_get_dim");
-  TORCH_BORROW__GET(sizes, torch_borrow_get_i64p_fn, "aoti_torch_get_sizes");
-  TORCH_BORROW__GET(strides, torch_borrow_get_i64p_fn, "aoti_torch_get_strides");
-  TORCH_BORROW__GET(dtype, torch_borrow_get_i32_fn, "aoti_torch_get_dtype");
-  TORCH_BORROW__GET(device_type, torch_borrow_get_i32_fn, "aoti_torch_get_device_type");
-  TORCH_BORROW__GET(device_index, torch_borrow_get_i32_fn, "aoti_torch_get_device_index");
+  TORCH_BORROW__GET(g.storage_size, torch_borrow_get_i64_fn, "aoti_torch_get_storage_size");
+  TORCH_BORROW__GET(g.layout, torch_borrow_get_i32_fn, "aoti_torch_get_layout");
+  TORCH_BORROW__GET(g.data_ptr, torch_borrow_get_ptr_fn, "aoti_torch_get_data_ptr");
+  TORCH_BORROW__GET(g.storage_offset, torch_borrow_get_i64_fn, "aoti_torch_get_storage_offset");
+  TORCH_BORROW__GET(g.dim, torch_borrow_get_i64_fn, "aoti_torch_get_dim");
+  TORCH_BORROW__GET(g.sizes, torch_borrow_get_i64p_fn, "aoti_torch_get_sizes");
+  TORCH_BORROW__GET(g.strides, torch_borrow_get_i64p_fn, "aoti_torch_get_strides");
+  TORCH_BORROW__GET(g.dtype, torch_borrow_get_i32_fn, "aoti_torch_get_dtype");
+  TORCH_BORROW__GET(g.device_type, torch_borrow_get_i32_fn, "aoti_torch_get_device_type");
+  TORCH_BORROW__GET(g.device_index, torch_borrow_get_i32_fn, "aoti_torch_get_device_index");
   TORCH_BORROW__GET(what, torch_borrow_what_fn, "torch_exception_get_what_without_backtrace");
   TORCH_BORROW__GET(del, torch_borrow_delete_fn, "aoti_torch_delete_tensor_object");
 #undef TORCH_BORROW__GET
@@ -889,15 +864,15 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
   a->cuda_stream = torch_borrow__sym(cuda_lib, "aoti_torch_get_current_cuda_stream");
   strided = (torch_borrow_code_fn)torch_borrow__sym(lib, "aoti_torch_layout_strided");
   meta = (torch_borrow_code_fn)torch_borrow__sym(lib, "aoti_torch_device_type_meta");
-  a->strided = strided ? strided() : -1;
-  a->meta = meta ? meta() : -1;
+  a->t.strided = strided ? strided() : -1;
+  a->t.meta = meta ? meta() : -1;
   for (i = 0; i < sizeof dtypes / sizeof dtypes[0]; ++i) {
     torch_borrow_code_fn code;
     int32_t c;
     code = (torch_borrow_code_fn)torch_borrow__sym(lib, dtypes[i].fn);
     c = code ? code() : -1;
-    if (c < 0 || c >= TORCH_BORROW__NCODES) continue;
-    a->itemsize[c] = dtypes[i].itemsize;
+    if (c < 0 || c >= TORCH_BORROW_NCODES) continue;
+    a->t.itemsize[c] = dtypes[i].itemsize;
     snprintf(a->dtype_name[c], sizeof a->dtype_name[c], "%s",
              dtypes[i].fn + sizeof "aoti_torch_dtype_" - 1);
   }
@@ -920,9 +895,9 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
     Py_XDECREF(cap);
     PyErr_Clear();
   }
-  getters = a->layout && a->data_ptr && a->storage_offset && a->dim && a->sizes &&
-            a->strides && a->dtype && a->device_type && a->device_index && strided &&
-            meta && a->storage_size;
+  getters = a->g.layout && a->g.data_ptr && a->g.storage_offset && a->g.dim && a->g.sizes &&
+            a->g.strides && a->g.dtype && a->g.device_type && a->g.device_index && strided &&
+            meta && a->g.storage_size;
   torch_borrow = (torch_borrow_from_pyobject_fn)torch_borrow__sym(
       lib, "torch_tensor_borrow_from_pyobject");
   conj = (torch_borrow_get_flag_fn)torch_borrow__sym(lib, "torch_is_conj");
@@ -934,7 +909,7 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
   if (flags & TORCH_BORROW_INIT_NO_SHIM_EXT)
     snprintf(proto_why, sizeof proto_why, "shim_ext left out (TORCH_BORROW_INIT_NO_SHIM_EXT)");
   else
-    torch_borrow__load_prototype(torch, a, &proto_borrow, &proto_conj, &proto_neg, proto_why,
+    torch_borrow__load_prototype(a, &proto_borrow, &proto_conj, &proto_neg, proto_why,
                                  sizeof proto_why);
   if (!owned)
     snprintf(owned_why, sizeof owned_why,
@@ -990,9 +965,9 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
   if (!(flags & TORCH_BORROW_INIT_FLAG_GETTERS)) {
     snprintf(a->no_flags, sizeof a->no_flags, "the flag getters were left out (flags == 0)");
   } else if (conj && neg) {
-    a->is_conj = conj, a->is_neg = neg;
+    a->g.is_conj = conj, a->g.is_neg = neg;
   } else if (proto_conj && proto_neg) {
-    a->is_conj = proto_conj, a->is_neg = proto_neg;
+    a->g.is_conj = proto_conj, a->g.is_neg = proto_neg;
   } else if (keys_ok) {
     /* No flag getters: the key set has the Conjugate and Negative keys; the Python-level
        check runs on every read. */
@@ -1004,7 +979,7 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
   /* The Python-level check runs where no C check judges the metadata or the flags. */
   a->keys_check = a->route && keys_ok &&
                   (a->route[0] == 'd' || (!a->borrow && !a->custom) ||
-                   (!a->no_flags[0] && !a->is_conj));
+                   (!a->no_flags[0] && !a->g.is_conj));
   if (a->route)
     snprintf(a->checks, sizeof a->checks, "%s%s" TORCH_BORROW__CHECKS_COMMON,
              a->borrow || a->custom ? TORCH_BORROW__CHECKS_C : "",
@@ -1160,95 +1135,64 @@ static inline int torch_borrow__py_failed(torch_borrow_meta* m, const char* what
   return TORCH_BORROW_REFUSED;
 }
 
-/* Whether an element lies outside [0, nbytes) of the storage: the storage offset plus,
-   per dimension, (size - 1) * stride elements, times the itemsize; no elements: never.
-   Overflow-checked in int64: an extent past INT64_MAX elements is outside any storage;
-   a negative stride or offset (torch makes none) counts as outside. */
-static inline int torch_borrow__outside(const torch_borrow_meta* m) {
-  int64_t i, last = m->storage_offset;
-  int empty = 0, past = last < 0;
-  for (i = 0; i < m->dim; ++i) { /* one pass: no elements wins over any extent */
-    int64_t n = m->sizes[i] - 1, s = m->strides[i];
-    empty |= n < 0;
-    if (n <= 0 || past) continue;
-    if (s < 0 || (s > 0 && n > (INT64_MAX - last) / s)) past = 1;
-    else last += n * s;
-  }
-  if (empty) return 0;
-  return past || last >= m->storage_nbytes / m->itemsize; /* (last + 1) * itemsize > nbytes */
+/* The reader's fields for m: its arrays are the room (TORCH_BORROW_MAX_DIMS each). */
+static inline void torch_borrow__fields(const torch_borrow_meta* m, torch_borrow_fields* x) {
+  x->ptr = (uintptr_t)m->data;
+  x->ndim = m->dim;
+  x->sizes = (int64_t*)m->sizes;
+  x->strides = (int64_t*)m->strides;
+  x->offset = m->storage_offset;
+  x->nbytes = m->storage_nbytes;
+  x->dtype = m->dtype;
+  x->device_type = m->device_type;
+  x->device_index = m->device_index;
+  x->layout = 0; /* read by no check */
+  x->itemsize = m->itemsize;
+  x->last = 0;
 }
 
-/* The reads and checks through one handle h (borrowed or owned: the caller deletes). */
+/* The one reader's verdict on m (torch_borrow/reader.h): the fields it read copied out,
+   or its refusal's words (the reader's own; a getter's failure: torch's message), m's
+   fields then undefined. */
+static inline int torch_borrow__verdict(const torch_borrow__api* a, torch_borrow_meta* m,
+                                        const torch_borrow_fields* x, int stage) {
+  if (__builtin_expect(stage == TORCH_BORROW_READ_OK, 1)) {
+    m->data = (void*)x->ptr;
+    m->dim = x->ndim;
+    m->dtype = x->dtype;
+    m->device_type = x->device_type;
+    m->device_index = x->device_index;
+    m->itemsize = x->itemsize;
+    m->storage_offset = x->offset;
+    m->storage_nbytes = x->nbytes;
+    m->status = TORCH_BORROW_OK;
+    return TORCH_BORROW_OK;
+  }
+  if (stage == TORCH_BORROW_READ_GETTER)
+    return torch_borrow__call_failed(a, m, "an aoti_torch_get_* getter (or torch_is_conj / "
+                                           "torch_is_neg)");
+  torch_borrow_read_words(stage, x, NULL, "read", m->message, sizeof m->message);
+  m->status = TORCH_BORROW_REFUSED;
+  return TORCH_BORROW_REFUSED;
+}
+
+/* The reads and checks through one handle h (borrowed or owned: the caller deletes):
+   the one reader, with m's arrays as the room for the dimensions. */
 static inline int torch_borrow__fill(const torch_borrow__api* a, AtenTensorHandle h,
                                      torch_borrow_meta* m) {
-  int32_t layout;
-  int64_t *p, i;
-  bool conj = false, neg = false;
-  uintptr_t ptr;
-  if (a->layout(h, &layout)) return torch_borrow__call_failed(a, m, "aoti_torch_get_layout");
-  if (layout != a->strided)
-    return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
-                              "a tensor with layout code %d has no pointer + strides "
-                              "description; only strided tensors can be read (call "
-                              ".to_dense() first)", (int)layout);
-  if (a->data_ptr(h, &m->data) || a->storage_offset(h, &m->storage_offset) ||
-      a->dim(h, &m->dim))
-    return torch_borrow__call_failed(a, m, "aoti_torch_get_data_ptr / _storage_offset / _dim");
-  if (m->dim < 0 || m->dim > TORCH_BORROW_MAX_DIMS)
+  torch_borrow_fields x;
+  int stage;
+  x.sizes = m->sizes;
+  x.strides = m->strides;
+  stage = torch_borrow_read_head(&a->g, &a->t, h, &x);
+  if (__builtin_expect(stage == TORCH_BORROW_READ_OK, 1) &&
+      __builtin_expect((uint64_t)x.ndim > TORCH_BORROW_MAX_DIMS, 0))
     return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
                               "%lld dimensions: more dimensions than TORCH_BORROW_MAX_DIMS (%d)",
-                              (long long)m->dim, TORCH_BORROW_MAX_DIMS);
-  /* Copied the moment their pointer is read: it aims into the TensorImpl. */
-  if (a->sizes(h, &p)) return torch_borrow__call_failed(a, m, "aoti_torch_get_sizes");
-  for (i = 0; i < m->dim; ++i) m->sizes[i] = p[i];
-  if (a->strides(h, &p)) return torch_borrow__call_failed(a, m, "aoti_torch_get_strides");
-  for (i = 0; i < m->dim; ++i) m->strides[i] = p[i];
-  if (a->dtype(h, &m->dtype) || a->device_type(h, &m->device_type) ||
-      a->device_index(h, &m->device_index))
-    return torch_borrow__call_failed(a, m, "aoti_torch_get_dtype / _device_type / _device_index");
-  /* Without flag getters the Python-level key-set check has judged them (is_conj NULL). */
-  if (a->is_conj && (a->is_conj(h, &conj) || a->is_neg(h, &neg)))
-    return torch_borrow__call_failed(a, m, "torch_is_conj / torch_is_neg");
-  if (conj || neg)
-    return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
-                              conj ? "the conjugate bit is set: its memory holds the "
-                                     "unconjugated values (call .resolve_conj() first)"
-                                   : "the negative bit is set: its memory holds the "
-                                     "unnegated values (call .resolve_neg() first)");
-  m->itemsize = m->dtype >= 0 && m->dtype < TORCH_BORROW__NCODES ? a->itemsize[m->dtype] : 0;
-  if (m->itemsize <= 0)
-    return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
-                              "dtype code %d has no whole-byte element a pointer + strides "
-                              "reader can describe (quantized, sub-byte or unknown)",
-                              (int)m->dtype);
-  if (m->device_type == a->meta)
-    return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
-                              "a meta tensor has no data; only tensors with storage can be read");
-  if (m->device_type < 0 || m->device_type >= TORCH_BORROW__NDEVICES ||
-      !a->device_known[m->device_type])
-    return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
-                              "device type code %d is unknown: torch names no such "
-                              "c10::DeviceType", (int)m->device_type);
-  /* data_ptr() is the storage's base plus the offset in bytes, never checked against a
-     missing base (freed, resized to 0, a placeholder storage): the base is the proof. */
-  ptr = (uintptr_t)m->data;
-  if (ptr == 0 || ptr - (uintptr_t)m->storage_offset * (uintptr_t)m->itemsize == 0) {
-    for (i = 0; i < m->dim; ++i)
-      if (m->sizes[i] == 0) break;
-    if (i == m->dim)
-      return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
-                                "the tensor has elements but its storage holds no memory "
-                                "(freed, resized to zero, or a placeholder)");
-  }
-  if (a->storage_size(h, &m->storage_nbytes))
-    return torch_borrow__call_failed(a, m, "aoti_torch_get_storage_size");
-  if (torch_borrow__outside(m))
-    return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
-                              "the tensor's elements reach outside its storage's %lld bytes "
-                              "(shrunk under it: untyped_storage().resize_())",
-                              (long long)m->storage_nbytes);
-  m->status = TORCH_BORROW_OK;
-  return TORCH_BORROW_OK;
+                              (long long)x.ndim, TORCH_BORROW_MAX_DIMS);
+  if (__builtin_expect(stage == TORCH_BORROW_READ_OK, 1))
+    stage = torch_borrow_read_tail(&a->g, &a->t, h, &x);
+  return torch_borrow__verdict(a, m, &x, stage);
 }
 
 /* The DLPack route's reads and checks. The Python-level reads DLPack lacks (storage
@@ -1256,15 +1200,17 @@ static inline int torch_borrow__fill(const torch_borrow__api* a, AtenTensorHandl
    as uint8) go through TensorBase's and StorageBase's own descriptors, under
    torch._C.DisableTorchFunction: neither a subclass nor a mode answers for them. Then
    dltensor_from_py_object_no_sync fills a DLTensor (its shape and strides point into the
-   tensor: copied at once); no Python object is made after it. */
+   tensor: copied at once); no Python object is made after it. Then the one reader's
+   checks (torch_borrow/reader.h). */
 static inline int torch_borrow__dlpack_fill(const torch_borrow__api* a, PyObject* obj,
                                             torch_borrow_meta* m) {
   PyObject *guard, *entered, *off = NULL, *st = NULL, *nb = NULL, *dt = NULL, *r;
   PyObject* code;
   torch_borrow__dltensor d;
+  torch_borrow_fields x;
   char err[TORCH_BORROW_MESSAGE_SIZE] = "";
-  int64_t i;
-  int rc = TORCH_BORROW_OK;
+  int64_t hi;
+  int slow;
   guard = PyObject_CallNoArgs(a->no_torch_function);
   entered = guard ? PyObject_CallMethod(guard, "__enter__", NULL) : NULL;
   if (entered) {
@@ -1295,7 +1241,7 @@ static inline int torch_borrow__dlpack_fill(const torch_borrow__api* a, PyObject
     PyErr_Clear();
     return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "%s", err);
   }
-  if (m->dtype < 0 || m->dtype >= TORCH_BORROW__NCODES || a->itemsize[m->dtype] <= 0) {
+  if (m->dtype < 0 || m->dtype >= TORCH_BORROW_NCODES || a->t.itemsize[m->dtype] <= 0) {
     PyObject* s = PyObject_Str(dt);
     const char* name = s ? PyUnicode_AsUTF8(s) : NULL;
     torch_borrow__fail(m, TORCH_BORROW_REFUSED,
@@ -1308,7 +1254,7 @@ static inline int torch_borrow__dlpack_fill(const torch_borrow__api* a, PyObject
     return TORCH_BORROW_REFUSED;
   }
   Py_DECREF(dt);
-  m->itemsize = a->itemsize[m->dtype];
+  m->itemsize = a->t.itemsize[m->dtype];
   memset(&d, 0, sizeof d);
   if (a->dlpack->dltensor_from_py_object_no_sync(obj, &d) != 0)
     return torch_borrow__py_failed(m, "torch's dltensor_from_py_object_no_sync refused it");
@@ -1319,7 +1265,8 @@ static inline int torch_borrow__dlpack_fill(const torch_borrow__api* a, PyObject
   if (d.ndim > 0 && (!d.shape || !d.strides))
     return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "DLPack gave no shape or strides");
   m->dim = d.ndim;
-  for (i = 0; i < m->dim; ++i) m->sizes[i] = d.shape[i], m->strides[i] = d.strides[i];
+  torch_borrow__fields(m, &x);
+  slow = torch_borrow_copy_dims(&x, d.shape, d.strides, &hi); /* m's arrays: the room */
   if ((int)d.dtype.bits * (int)d.dtype.lanes != 8 * m->itemsize)
     return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
                               "DLPack reports %d x %d bits per element, the dtype %d bytes",
@@ -1331,41 +1278,10 @@ static inline int torch_borrow__dlpack_fill(const torch_borrow__api* a, PyObject
     return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
                               "DLPack device type %d has no c10::DeviceType this header maps",
                               (int)d.device.device_type);
-  m->device_type = a->dl_device[d.device.device_type];
-  m->device_index = m->device_type == a->dl_device[TORCH_BORROW__KDLCPU] ? -1
-                                                                         : d.device.device_id;
-  return rc;
-}
-
-/* The checks every route makes on the fields read: meta, a device torch names, memory
-   present for a tensor with elements, every element inside the storage. */
-static inline int torch_borrow__check_fields(const torch_borrow__api* a, torch_borrow_meta* m) {
-  uintptr_t ptr;
-  int64_t i;
-  if (m->device_type == a->meta)
-    return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
-                              "a meta tensor has no data; only tensors with storage can be read");
-  if (m->device_type < 0 || m->device_type >= TORCH_BORROW__NDEVICES ||
-      !a->device_known[m->device_type])
-    return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
-                              "device type code %d is unknown: torch names no such "
-                              "c10::DeviceType", (int)m->device_type);
-  ptr = (uintptr_t)m->data;
-  if (ptr == 0 || ptr - (uintptr_t)m->storage_offset * (uintptr_t)m->itemsize == 0) {
-    for (i = 0; i < m->dim; ++i)
-      if (m->sizes[i] == 0) break;
-    if (i == m->dim)
-      return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
-                                "the tensor has elements but its storage holds no memory "
-                                "(freed, resized to zero, or a placeholder)");
-  }
-  if (torch_borrow__outside(m))
-    return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
-                              "the tensor's elements reach outside its storage's %lld bytes "
-                              "(shrunk under it: untyped_storage().resize_())",
-                              (long long)m->storage_nbytes);
-  m->status = TORCH_BORROW_OK;
-  return TORCH_BORROW_OK;
+  x.ptr = (uintptr_t)m->data;
+  x.device_type = a->dl_device[d.device.device_type];
+  x.device_index = x.device_type == a->dl_device[TORCH_BORROW__KDLCPU] ? -1 : d.device.device_id;
+  return torch_borrow__verdict(a, m, &x, torch_borrow_check(&a->t, &x, slow, hi));
 }
 
 static inline int torch_borrow_read(PyObject* obj, torch_borrow_meta* m) {
@@ -1384,7 +1300,7 @@ static inline int torch_borrow_read(PyObject* obj, torch_borrow_meta* m) {
   if (Py_TYPE(obj) != a->tensor_type && !PyType_IsSubtype(Py_TYPE(obj), a->tensor_type))
     return torch_borrow__fail(m, TORCH_BORROW_NOT_A_TENSOR, "expected a torch.Tensor, got %s",
                               Py_TYPE(obj)->tp_name);
-  if (!a->is_conj && !a->keys_check) /* refuse rather than guess the conj / neg bits */
+  if (!a->g.is_conj && !a->keys_check) /* refuse rather than guess the conj / neg bits */
     return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
                               "cannot read the conjugate / negative bits: %s", a->no_flags);
   if (a->keys_check) {
@@ -1395,7 +1311,6 @@ static inline int torch_borrow_read(PyObject* obj, torch_borrow_meta* m) {
     if (rc == TORCH_BORROW_OK) {
       if (a->dlpack) {
         rc = torch_borrow__dlpack_fill(a, obj, m);
-        if (rc == TORCH_BORROW_OK) rc = torch_borrow__check_fields(a, m);
       } else if (a->borrow) {
         rc = a->borrow(obj, &h) ? torch_borrow__call_failed(a, m, "torch_tensor_borrow_from_pyobject")
                                 : torch_borrow__fill(a, h, m); /* BORROWED: never deleted */
@@ -1456,14 +1371,14 @@ static inline int32_t torch_borrow_dtype_code(const char* name) {
   int32_t k;
   if (!a || !name) return -1;
   if (strncmp(name, "torch.", 6) == 0) name += 6;
-  for (k = 0; k < TORCH_BORROW__NCODES; ++k)
+  for (k = 0; k < TORCH_BORROW_NCODES; ++k)
     if (a->dtype_name[k][0] && strcmp(a->dtype_name[k], name) == 0) return k;
   return -1;
 }
 
 static inline const char* torch_borrow_dtype_name(int32_t code) {
   const torch_borrow__api* a = torch_borrow__current();
-  if (!a || code < 0 || code >= TORCH_BORROW__NCODES || !a->dtype_name[code][0]) return NULL;
+  if (!a || code < 0 || code >= TORCH_BORROW_NCODES || !a->dtype_name[code][0]) return NULL;
   return a->dtype_name[code];
 }
 
