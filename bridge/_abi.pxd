@@ -58,13 +58,12 @@ cdef extern from "torch_borrow/reader.h":
         int8_t device_known[64]
 
     ctypedef struct torch_borrow_fields:
-        uintptr_t ptr
+        void* ptr
         int64_t ndim
         int64_t* sizes
         int64_t* strides
         int64_t offset
         int64_t nbytes
-        int64_t last
         int32_t dtype
         int32_t device_type
         int32_t device_index

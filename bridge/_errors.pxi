@@ -7,7 +7,7 @@
 cdef str _reader_words(int stage, const torch_borrow_fields* x, layout_name=None):
     """The one reader's words for a refusal at ``stage`` (``TORCH_BORROW_READ_*``) from
     the fields read (torch_borrow/reader.h, ``torch_borrow_read_words``)."""
-    cdef char buf[2048]
+    cdef char buf[8192]
     name = None if layout_name is None else str(layout_name).encode("utf-8", "replace")
     torch_borrow_read_words(stage, x, NULL if name is None else <const char*>name, b"viewed",
                             buf, sizeof(buf))

@@ -180,29 +180,46 @@ def _message(fn, x) -> str:
     return str(info.value)
 
 
-def _shrunk(storage_bytes: int):
-    t = torch.zeros(4, 4)
+def _shrunk(storage_bytes: int, offset: int = 0):
+    t = torch.zeros(4, 4).view(-1)[offset:]
     t.untyped_storage().resize_(storage_bytes)
     return t
 
 
 @needs_route
-@pytest.mark.parametrize("make", [
-    pytest.param(lambda: torch.randn(3, dtype=torch.complex64).conj(), id="conj"),
-    pytest.param(lambda: torch.randn(3, dtype=torch.complex64).conj().imag, id="neg"),
-    pytest.param(lambda: torch.empty(2, 3, device="meta"), id="meta"),
-    pytest.param(lambda: _shrunk(16), id="outside"),
-    pytest.param(lambda: _shrunk(0), id="no memory"),
+@pytest.mark.parametrize("make, words", [
+    pytest.param(lambda: torch.randn(3, dtype=torch.complex64).conj(),
+                 r"^the tensor has its conjugate bit set: its memory holds the unconjugated",
+                 id="conj"),
+    pytest.param(lambda: torch.randn(3, dtype=torch.complex64).conj().imag,
+                 r"^the tensor has its negative bit set: its memory holds the unnegated",
+                 id="neg"),
+    pytest.param(lambda: torch.empty(2, 3, device="meta"),
+                 r"^a meta tensor has no data; only tensors with storage can be read$",
+                 id="meta"),
+    pytest.param(lambda: _shrunk(16),
+                 r"^the tensor's elements reach past the end of its storage: storage offset 0 "
+                 r"and its sizes \(16,\) and strides \(1,\) \(x 4 bytes\) reach byte 64, but "
+                 r"the storage holds 16 bytes", id="outside"),
+    pytest.param(lambda: _shrunk(0),
+                 r"^the tensor has elements but its storage holds no memory \(its data "
+                 r"pointer is null\)", id="no memory"),
+    pytest.param(lambda: _shrunk(0, offset=2),
+                 r"^the tensor has elements but its storage holds no memory \(data_ptr\(\) "
+                 r"reports 0x8, which is storage offset 2 x 4 bytes past address 0\)",
+                 id="no memory, fabricated pointer"),
 ])
-def test_the_readers_refusals_are_one_text_from_both_front_ends(built, make):
+def test_the_readers_refusals_are_one_text_from_both_front_ends(built, make, words):
     """The reader's own refusals (torch_borrow/reader.h: bits, meta, memory, extent) are
-    worded there once: the bridge's message and consumer.h's are the same text but for
-    the front end's verb, consumer.h's cut at its TORCH_BORROW_MESSAGE_SIZE."""
+    worded there once: consumer.h's message is the reader's words for the stage, and the
+    bridge's the same text but for the front end's verb (consumer.h's cut at its
+    TORCH_BORROW_MESSAGE_SIZE)."""
     c = load_extension("borrow_consumer_c", built)
     c._resolve()
     t = make()
     want = _message(bridge.view, t).replace("can be viewed", "can be read")
     got = _message(c.view, t)
+    assert re.match(words, got), got
     assert len(got) >= min(len(want), 400), (got, want)
     assert got == want[:len(got)], (got, want)
 

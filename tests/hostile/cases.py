@@ -747,7 +747,7 @@ def storage_shrunk_by_one_byte(torch):
 
 CONJ = (r"^the tensor has its conjugate bit set: its memory holds the unconjugated "
         r"values; call \.resolve_conj\(\) first")
-NEG = (r"^the tensor has its negative bit set: its memory holds the negated values; "
+NEG = (r"^the tensor has its negative bit set: its memory holds the unnegated values; "
        r"call \.resolve_neg\(\) first")
 
 

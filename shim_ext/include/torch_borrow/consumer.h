@@ -8,9 +8,9 @@
  *     return torch_borrow_raise(&m);                     // sets the Python exception, NULL
  *   // m.data, m.dim, m.sizes[], m.strides[] (elements), m.dtype, m.device_type, ...
  *
- * Header-only, C99 and C++ (GCC or Clang on a POSIX system: dlopen / dlsym, __atomic
- * builtins). Include <Python.h> first or let this header include it. Link nothing: the
- * functions are found at run time in what `import torch` loaded (libtorch_cpu.so, and
+ * Header-only, C99 and C++ (GCC or Clang on a 64-bit POSIX system: dlopen / dlsym,
+ * __atomic builtins, __int128). Include <Python.h> first or let this header include
+ * it. Link nothing: the functions are found at run time in what `import torch` loaded (libtorch_cpu.so, and
  * libtorch_cuda.so for the CUDA stream) and, where it is installed and built for the
  * running torch, in the prototype's two libraries (the shim_ext package of
  * torch-borrow-bridge). Without shim_ext it still reads, on every torch from 2.13 on
@@ -22,7 +22,9 @@
  * dlpack route, and the calls after torch_borrow_route; 1.1.1 resolves with every mode
  * and functional transform turned off (see torch_borrow_init); 1.1.2 reads through
  * torch_borrow/reader.h, the reader the bridge uses too (a refusal's words are the
- * bridge's), and loads the prototype through shim_ext.load().
+ * bridge's; a getter's failure no longer names the getter; a negative stride is judged
+ * as the bridge judges it, refused only where an element lies outside the storage),
+ * and loads the prototype through shim_ext.load().
  *
  * --- The routes, and what each one checks -----------------------------------------
  *
@@ -638,16 +640,14 @@ static inline int torch_borrow__keys_setup(PyObject* torch, torch_borrow__api* a
                                "outside the transform"},
       {"Functionalize", "a functional tensor (torch.func.functionalize, torch.compile): its "
                         "storage is a placeholder"},
-      {"Conjugate", "the conjugate bit is set: its memory holds the unconjugated values (call "
-                    ".resolve_conj() first)"},
-      {"Negative", "the negative bit is set: its memory holds the unnegated values (call "
-                   ".resolve_neg() first)"},
+      {"Conjugate", TORCH_BORROW_WORDS_CONJ},
+      {"Negative", TORCH_BORROW_WORDS_NEG},
       {"Sparse", "a sparse tensor (call .to_dense() first)"},
       {"SparseCsr", "a sparse compressed tensor (call .to_dense() first)"},
       {"NestedTensor", "a nested tensor (no single sizes / strides)"},
       {"Quantized", "a quantized tensor (its elements need a scale and zero point)"},
       {"ZeroTensor", "an efficient zero tensor (torch._efficientzerotensor: no memory)"},
-      {"Meta", "a meta tensor has no data; only tensors with storage can be read"},
+      {"Meta", TORCH_BORROW_WORDS_META "read"},
   };
   PyObject* c = PyObject_GetAttrString(torch, "_C");
   PyObject* dk = c ? PyObject_GetAttrString(c, "DispatchKey") : NULL;
@@ -1135,29 +1135,13 @@ static inline int torch_borrow__py_failed(torch_borrow_meta* m, const char* what
   return TORCH_BORROW_REFUSED;
 }
 
-/* The reader's fields for m: its arrays are the room (TORCH_BORROW_MAX_DIMS each). */
-static inline void torch_borrow__fields(const torch_borrow_meta* m, torch_borrow_fields* x) {
-  x->ptr = (uintptr_t)m->data;
-  x->ndim = m->dim;
-  x->sizes = (int64_t*)m->sizes;
-  x->strides = (int64_t*)m->strides;
-  x->offset = m->storage_offset;
-  x->nbytes = m->storage_nbytes;
-  x->dtype = m->dtype;
-  x->device_type = m->device_type;
-  x->device_index = m->device_index;
-  x->layout = 0; /* read by no check */
-  x->itemsize = m->itemsize;
-  x->last = 0;
-}
-
 /* The one reader's verdict on m (torch_borrow/reader.h): the fields it read copied out,
    or its refusal's words (the reader's own; a getter's failure: torch's message), m's
    fields then undefined. */
 static inline int torch_borrow__verdict(const torch_borrow__api* a, torch_borrow_meta* m,
                                         const torch_borrow_fields* x, int stage) {
   if (__builtin_expect(stage == TORCH_BORROW_READ_OK, 1)) {
-    m->data = (void*)x->ptr;
+    m->data = x->ptr;
     m->dim = x->ndim;
     m->dtype = x->dtype;
     m->device_type = x->device_type;
@@ -1265,8 +1249,15 @@ static inline int torch_borrow__dlpack_fill(const torch_borrow__api* a, PyObject
   if (d.ndim > 0 && (!d.shape || !d.strides))
     return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "DLPack gave no shape or strides");
   m->dim = d.ndim;
-  torch_borrow__fields(m, &x);
-  slow = torch_borrow_copy_dims(&x, d.shape, d.strides, &hi); /* m's arrays: the room */
+  x.ndim = d.ndim;
+  x.sizes = m->sizes; /* m's arrays: the room */
+  x.strides = m->strides;
+  x.offset = m->storage_offset;
+  x.nbytes = m->storage_nbytes;
+  x.dtype = m->dtype;
+  x.itemsize = (int8_t)m->itemsize;
+  x.layout = a->t.strided; /* read by no check: DLPack describes strided tensors only */
+  slow = torch_borrow_copy_dims(&x, d.shape, d.strides, &hi);
   if ((int)d.dtype.bits * (int)d.dtype.lanes != 8 * m->itemsize)
     return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
                               "DLPack reports %d x %d bits per element, the dtype %d bytes",
@@ -1278,19 +1269,44 @@ static inline int torch_borrow__dlpack_fill(const torch_borrow__api* a, PyObject
     return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
                               "DLPack device type %d has no c10::DeviceType this header maps",
                               (int)d.device.device_type);
-  x.ptr = (uintptr_t)m->data;
+  x.ptr = m->data;
   x.device_type = a->dl_device[d.device.device_type];
   x.device_index = x.device_type == a->dl_device[TORCH_BORROW__KDLCPU] ? -1 : d.device.device_id;
   return torch_borrow__verdict(a, m, &x, torch_borrow_check(&a->t, &x, slow, hi));
 }
 
+/* Why a borrow refused obj, in the order the read would have asked: a detached thread
+   (nothing of Python is touched then), not a tensor, a tensor whose metadata is not
+   plain C++ state (shim_ext's check says which cause), else torch's message. */
+static inline int torch_borrow__borrow_refused(const torch_borrow__api* a, PyObject* obj,
+                                               torch_borrow_meta* m) {
+  int32_t layout, bits;
+  if (!torch_borrow_thread_is_attached())
+    return torch_borrow__fail(m, TORCH_BORROW_NO_GIL, "the calling thread holds no GIL");
+  if (Py_TYPE(obj) != a->tensor_type && !PyType_IsSubtype(Py_TYPE(obj), a->tensor_type))
+    return torch_borrow__fail(m, TORCH_BORROW_NOT_A_TENSOR, "expected a torch.Tensor, got %s",
+                              Py_TYPE(obj)->tp_name);
+  bits = a->custom ? a->custom(obj, &layout) : 0;
+  if (bits > 0) return torch_borrow__custom(a, m, obj, bits);
+  return torch_borrow__call_failed(a, m, "torch_tensor_borrow_from_pyobject");
+}
+
 static inline int torch_borrow_read(PyObject* obj, torch_borrow_meta* m) {
-  const torch_borrow__api* a;
+  const torch_borrow__api* a = __atomic_load_n(&torch_borrow__state, __ATOMIC_ACQUIRE);
   AtenTensorHandle h = NULL;
   int rc;
+  /* The borrow routes with C flag getters: the borrow itself refuses a detached thread
+     and an object whose real type is not torch.Tensor before it reads anything
+     (torch_tensor_borrow_from_pyobject's contract: shim_ext/borrow.cpp, the borrow
+     patch), so neither is asked twice; a refusal says which (borrow_refused). */
+  if (__builtin_expect(a != NULL && a->borrow != NULL && !a->keys_check && a->g.is_conj != NULL,
+                       1)) {
+    if (__builtin_expect(a->borrow(obj, &h) != 0, 0))
+      return torch_borrow__borrow_refused(a, obj, m);
+    return torch_borrow__fill(a, h, m); /* BORROWED: aliases obj's at::Tensor, never deleted */
+  }
   if (!torch_borrow_thread_is_attached()) /* nothing else is touched without it */
     return torch_borrow__fail(m, TORCH_BORROW_NO_GIL, "the calling thread holds no GIL");
-  a = __atomic_load_n(&torch_borrow__state, __ATOMIC_ACQUIRE);
   if (!a) { /* the first read: resolve (torch_borrow_init) */
     if ((rc = torch_borrow_init(m)) != TORCH_BORROW_OK) return rc;
     a = __atomic_load_n(&torch_borrow__state, __ATOMIC_ACQUIRE);
@@ -1327,11 +1343,7 @@ static inline int torch_borrow_read(PyObject* obj, torch_borrow_meta* m) {
   if (a->borrow) {
     /* BORROWED: aliases the at::Tensor inside obj; never deleted. The borrow refuses a
        tensor whose metadata is not plain C++ state: the getters below run no Python. */
-    if (a->borrow(obj, &h)) {
-      int32_t layout, bits = a->custom ? a->custom(obj, &layout) : 0;
-      if (bits > 0) return torch_borrow__custom(a, m, obj, bits);
-      return torch_borrow__call_failed(a, m, "torch_tensor_borrow_from_pyobject");
-    }
+    if (a->borrow(obj, &h)) return torch_borrow__borrow_refused(a, obj, m);
     return torch_borrow__fill(a, h, m);
   }
   {

@@ -9,8 +9,9 @@
  * add what is theirs: the handle, room for the dimensions, the type and custom-metadata
  * refusals, and the exception a refusal becomes.
  *
- * C99 and C++, GCC or Clang; needs no Python or torch header. No function here runs
- * Python code or allocates.
+ * C99 and C++, GCC or Clang on a 64-bit target (the extent test's slow path counts in
+ * __int128); needs no Python or torch header. No function here runs Python code or
+ * allocates.
  */
 #ifndef TORCH_BORROW_READER_H
 #define TORCH_BORROW_READER_H
@@ -58,15 +59,12 @@ typedef struct torch_borrow_tables {
 /* What a read gives. sizes / strides point at room the front end provides for ndim
    values each (torch_borrow_read_tail copies into it). */
 typedef struct torch_borrow_fields {
-  uintptr_t ptr;    /* data_ptr(): the first element, storage offset applied */
+  void* ptr;        /* data_ptr(): the first element, storage offset applied */
   int64_t ndim;
   int64_t* sizes;   /* elements */
   int64_t* strides; /* elements, not bytes */
   int64_t offset;   /* storage offset, elements */
   int64_t nbytes;   /* the storage's size, bytes */
-  int64_t last;     /* one past the furthest byte the elements reach (saturated); set
-                       only where the overflow-checked extent test runs (the words of
-                       _OUTSIDE), not on the cheap path */
   int32_t dtype;    /* aoti_torch_dtype_* code */
   int32_t device_type;  /* aoti_torch_device_type_* code (c10::DeviceType) */
   int32_t device_index; /* -1: none (CPU) */
@@ -86,7 +84,7 @@ enum {
   TORCH_BORROW_READ_META,      /* a meta tensor */
   TORCH_BORROW_READ_DEVICE,    /* a device type code torch names no device for */
   TORCH_BORROW_READ_NO_MEMORY, /* elements, but the storage holds no memory: ptr, offset */
-  TORCH_BORROW_READ_OUTSIDE,   /* elements outside the storage: offset, nbytes, last */
+  TORCH_BORROW_READ_OUTSIDE,   /* elements outside the storage: offset, nbytes */
   TORCH_BORROW_READ_NSTAGES
 };
 
@@ -160,7 +158,7 @@ TORCH_BORROW_READER_INLINE int torch_borrow_read_head(const torch_borrow_getters
                                                       torch_borrow_fields* x) {
   if (g->layout(h, &x->layout)) return TORCH_BORROW_READ_GETTER;
   if (__builtin_expect(x->layout != t->strided, 0)) return TORCH_BORROW_READ_LAYOUT;
-  if (g->data_ptr(h, (void**)&x->ptr) || g->storage_offset(h, &x->offset) ||
+  if (g->data_ptr(h, &x->ptr) || g->storage_offset(h, &x->offset) ||
       g->dim(h, &x->ndim))
     return TORCH_BORROW_READ_GETTER;
   return TORCH_BORROW_READ_OK;
@@ -222,7 +220,7 @@ TORCH_BORROW_READER_INLINE int torch_borrow_check(const torch_borrow_tables* t,
                                                   torch_borrow_fields* x, int slow,
                                                   int64_t hi) {
   int32_t dtype = x->dtype, device = x->device_type;
-  int64_t end, itemsize;
+  int64_t end, last, itemsize; /* last: unused here (the words find it again) */
   if (__builtin_expect((uint32_t)dtype >= TORCH_BORROW_NCODES || t->itemsize[dtype] <= 0, 0))
     return TORCH_BORROW_READ_DTYPE;
   if (__builtin_expect(device == t->meta, 0)) return TORCH_BORROW_READ_META;
@@ -230,8 +228,9 @@ TORCH_BORROW_READER_INLINE int torch_borrow_check(const torch_borrow_tables* t,
                        0))
     return TORCH_BORROW_READ_DEVICE;
   itemsize = x->itemsize = t->itemsize[dtype];
-  if (__builtin_expect(
-          x->ptr == 0 || x->ptr - (uintptr_t)x->offset * (uintptr_t)itemsize == 0, 0)) {
+  if (__builtin_expect(x->ptr == NULL ||
+                           (uintptr_t)x->ptr - (uintptr_t)x->offset * (uintptr_t)itemsize == 0,
+                       0)) {
     return torch_borrow_no_elements(x) ? TORCH_BORROW_READ_OK : TORCH_BORROW_READ_NO_MEMORY;
   }
   if (__builtin_expect(!slow && !__builtin_add_overflow(hi, (int64_t)1, &end) &&
@@ -239,7 +238,7 @@ TORCH_BORROW_READER_INLINE int torch_borrow_check(const torch_borrow_tables* t,
                        1))
     return TORCH_BORROW_READ_OK;
   if (torch_borrow_outside_storage(x->ndim, x->sizes, x->strides, x->offset, itemsize,
-                                   x->nbytes, &x->last))
+                                   x->nbytes, &last))
     return TORCH_BORROW_READ_OUTSIDE;
   return TORCH_BORROW_READ_OK;
 }
@@ -271,6 +270,17 @@ TORCH_BORROW_READER_INLINE int torch_borrow_read_tail(const torch_borrow_getters
 
 /* --- the words of a refusal --------------------------------------------------------- */
 
+/* The words of the stages that need no field, for a front end that judges the same
+   thing another way (consumer.h's key-set check); TORCH_BORROW_WORDS_META ends with the
+   front end's verb. */
+#define TORCH_BORROW_WORDS_CONJ                                                          \
+  "the tensor has its conjugate bit set: its memory holds the unconjugated values; call " \
+  ".resolve_conj() first"
+#define TORCH_BORROW_WORDS_NEG                                                           \
+  "the tensor has its negative bit set: its memory holds the unnegated values; call "   \
+  ".resolve_neg() first"
+#define TORCH_BORROW_WORDS_META "a meta tensor has no data; only tensors with storage can be "
+
 /* Appends to buf (n bytes, NUL-terminated, cut short where it is full). */
 __attribute__((format(printf, 4, 5))) static inline size_t torch_borrow_words_add(
     char* buf, size_t n, size_t at, const char* fmt, ...) {
@@ -293,17 +303,17 @@ static inline size_t torch_borrow_words_tuple(char* buf, size_t n, size_t at,
   return torch_borrow_words_add(buf, n, at, count == 1 ? ",)" : ")");
 }
 
-/* The words of a refusal at stage (TORCH_BORROW_READ_CONJ .. _OUTSIDE, and _LAYOUT with
-   layout_name: the front end's name for x->layout, or NULL) from the fields read, into
-   buf (n bytes; x is not read for _CONJ and _NEG, and may be NULL there). "viewed" or
-   "read": the front end's verb. Returns buf; an empty string
-   for a stage whose words are the front end's (_GETTER, _DTYPE: torch's message, the
-   front end's dtype names). */
+/* The words of a refusal at stage (TORCH_BORROW_READ_LAYOUT .. _OUTSIDE; layout_name:
+   the front end's name for x->layout, or NULL) from the fields read, into buf (n > 0
+   bytes; x is not read for _CONJ and _NEG, and may be NULL there). verb, "viewed" or
+   "read": the front end's. Returns buf; an empty string for _GETTER, whose words are
+   torch's message (the front end has it). A front end that knows why torch has a dtype
+   without a whole-byte element (quantized, sub-byte) says so in place of _DTYPE's. */
 static inline const char* torch_borrow_read_words(int stage, const torch_borrow_fields* x,
                                                   const char* layout_name, const char* verb,
                                                   char* buf, size_t n) {
   size_t at = 0;
-  int64_t i;
+  if (n == 0) return buf;
   buf[0] = '\0';
   switch (stage) {
     case TORCH_BORROW_READ_LAYOUT:
@@ -316,14 +326,10 @@ static inline const char* torch_borrow_read_words(int stage, const torch_borrow_
                              "can be %s (call .to_dense() first)", verb);
       break;
     case TORCH_BORROW_READ_CONJ:
-      torch_borrow_words_add(buf, n, at,
-                             "the tensor has its conjugate bit set: its memory holds the "
-                             "unconjugated values; call .resolve_conj() first");
+      torch_borrow_words_add(buf, n, at, "%s", TORCH_BORROW_WORDS_CONJ);
       break;
     case TORCH_BORROW_READ_NEG:
-      torch_borrow_words_add(buf, n, at,
-                             "the tensor has its negative bit set: its memory holds the "
-                             "negated values; call .resolve_neg() first");
+      torch_borrow_words_add(buf, n, at, "%s", TORCH_BORROW_WORDS_NEG);
       break;
     case TORCH_BORROW_READ_DTYPE:
       torch_borrow_words_add(buf, n, at,
@@ -333,9 +339,7 @@ static inline const char* torch_borrow_read_words(int stage, const torch_borrow_
                              (int)x->dtype);
       break;
     case TORCH_BORROW_READ_META:
-      torch_borrow_words_add(buf, n, at,
-                             "a meta tensor has no data; only tensors with storage can be %s",
-                             verb);
+      torch_borrow_words_add(buf, n, at, "%s%s", TORCH_BORROW_WORDS_META, verb);
       break;
     case TORCH_BORROW_READ_DEVICE:
       torch_borrow_words_add(buf, n, at,
@@ -351,7 +355,8 @@ static inline const char* torch_borrow_read_words(int stage, const torch_borrow_
         at = torch_borrow_words_add(buf, n, at,
                                     "data_ptr() reports %#llx, which is storage offset %lld x "
                                     "%d bytes past address 0",
-                                    (unsigned long long)x->ptr, (long long)x->offset,
+                                    (unsigned long long)(uintptr_t)x->ptr,
+                                    (long long)x->offset,
                                     (int)x->itemsize);
       else
         at = torch_borrow_words_add(buf, n, at, "its data pointer is null");
@@ -363,9 +368,11 @@ static inline const char* torch_borrow_read_words(int stage, const torch_borrow_
                              "real tensor instead");
       break;
     case TORCH_BORROW_READ_OUTSIDE: {
-      int before = x->offset < 0;
-      for (i = 0; i < x->ndim; ++i) before |= x->strides[i] < 0;
-      if (before) { /* torch makes neither */
+      /* Which end, and the furthest byte, by the overflow-checked test (a cold path). */
+      int64_t last;
+      int where = torch_borrow_outside_storage_slow(x->ndim, x->sizes, x->strides, x->offset,
+                                                    x->itemsize, x->nbytes, &last);
+      if (where == 2) { /* a negative stride or offset: torch makes neither */
         at = torch_borrow_words_add(buf, n, at,
                                     "the tensor's elements reach before the start of its "
                                     "storage (storage offset %lld, strides ",
@@ -388,8 +395,8 @@ static inline const char* torch_borrow_read_words(int stage, const torch_borrow_
                              "its pointer would describe memory past the allocation; grow the "
                              "storage back to at least %lld bytes or view a tensor that fits "
                              "in it",
-                             (int)x->itemsize, (long long)x->last, (long long)x->nbytes,
-                             (long long)x->last);
+                             (int)x->itemsize, (long long)last, (long long)x->nbytes,
+                             (long long)last);
       break;
     }
     default:
