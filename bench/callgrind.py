@@ -164,9 +164,13 @@ def child(args) -> int:
             labels.append(label)
     import timeit
 
+    from bench import launcher_workload
+
     ns = {"t": t, "view": bridge.view, "view_borrow": bridge.view_borrow,
-          "empty": peers.empty_function()}
+          "empty": peers.empty_function(), **launcher_workload.namespace(torch, bridge)}
     timers = {name: timeit.Timer(stmt, globals=ns) for name, stmt in STATEMENTS.items()}
+    workload = launcher_workload.statements()
+    timers.update({name: timeit.Timer(stmt, globals=ns) for name, (stmt, _) in workload.items()})
     for timer in timers.values():
         timer.timeit(10)
     for name, timer in timers.items():
@@ -179,7 +183,8 @@ def child(args) -> int:
             labels.append(label)
     plan = {"configs": configs, "labels": labels, "unavailable": unavailable,
             "routes": list(route_runs), "route_unavailable": route_why,
-            "statements": list(timers), "python_full": sys.version,
+            "statements": list(STATEMENTS), "launcher": list(workload),
+            "python_full": sys.version,
             "reader_unavailable": reader_why, "n1": args.n1, "n2": args.n2,
             "torch": torch.__version__, "python": sys.version.split()[0],
             "bridge_compiler": core.COMPILER, "native_compiler": peers.compiler,
@@ -425,7 +430,7 @@ def totals(plan: dict, dumps: dict) -> dict:
         out[f"{p}|{r or ''}"] = counts(dumps, f"{p}|{r or ''}", n1, n2)[0]
     for name in plan.get("routes", []):
         out[f"route:{name}"] = counts(dumps, f"route:{name}|", n1, n2)[0]
-    for name in plan.get("statements", []):
+    for name in plan.get("statements", []) + plan.get("launcher", []):
         out[f"py:{name}"] = counts(dumps, f"py:{name}|", n1, n2)[0]
     return out
 
@@ -472,6 +477,47 @@ def python_section(plan: dict, per_call: dict) -> list[str]:
             lines.append(f"| {g['goal']} | {g['what']} | {g['numerator']:.0f} / "
                          f"{g['denominator']:.0f} | {g['ratio']:.3f}x | <= {g['target']:.2f}x | "
                          f"{g['status']} |")
+    return lines + [""]
+
+
+def launcher_section(per_call: dict) -> list[str]:
+    """A launcher's workload (``bench/launcher_workload.py``): per tensor by k, then the
+    dims series with its steps and the bound on them."""
+    from bench import launcher_workload as lw
+
+    launch, dims = lw.launch_rows(per_call), lw.dims_rows(per_call)
+    if not launch and not dims:
+        return []
+    lines = ["## A launcher's workload", "",
+             "One call views k float32 CPU tensors of distinct shapes (1 to 4 dimensions) and "
+             f"reads `{lw.SIX}` of each, the previous call's views still alive; the anchor "
+             f"reads `{lw.FIVE}` of the same tensors (`bench/launcher_workload.py`). "
+             "Instructions per tensor (a call's count divided by k, the Python loop "
+             f"included on both sides). Goal: the ratio at most {lw.GOAL_RATIO:.2f}x at k = "
+             f"{', '.join(map(str, lw.GOAL_KS))}.", "",
+             "| k tensors per call | view + six attributes | hand-written five reads | ratio "
+             "| goal |", "|---:|---:|---:|---:|---|"]
+    lines += [f"| {r['k']} | {r['view']:.1f} | {r['hand']:.1f} | {r['ratio']:.3f}x | "
+              f"{r['status']} |" for r in launch]
+    lines += ["", "### Dimensions", "",
+              "One tensor of d dimensions, every size 2: `view_borrow(t)` and `v = view(t); "
+              f"{lw.SIX}`, instructions per call and the step from d - 1.", "",
+              "| d | view_borrow(t) | step | view + six attributes | step |",
+              "|---:|---:|---:|---:|---:|"]
+
+    def step(x):
+        return "" if x is None else f"{x:+.0f}"
+
+    lines += [f"| {r['d']} | {r['view_borrow']:.0f} | {step(r['borrow_step'])} | "
+              f"{r['view_read']:.0f} | {step(r['read_step'])} |" for r in dims]
+    lines.append("")
+    for key, label in (("view_borrow", "view_borrow(t)"), ("view_read", "view + six")):
+        c = lw.slope_check(dims, key)
+        if c["ok"] is None:
+            continue
+        lines.append(f"- {label}: mean step {c['slope']:.1f} per dimension for d = 1 to 8; "
+                     f"the largest step above 8 is {c['worst_step']:+.0f} (d = {c['worst_d']}), "
+                     f"{'within' if c['ok'] else 'over'} twice that ({c['bound']:.1f}).")
     return lines + [""]
 
 
@@ -611,6 +657,7 @@ def report(plan: dict, dumps: dict, machine: dict, before: dict | None = None) -
              "binaries give the same file.",
              ""]
     lines += python_section(plan, totals(plan, dumps))
+    lines += launcher_section(totals(plan, dumps))
     lines += view_parts_section(view_parts(plan, dumps), before)
     lines += routes_section(plan, dumps)
     if plan["unavailable"]:
@@ -671,7 +718,7 @@ def main(argv=None) -> int:
         return child(args)
     if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
         parser.error("valgrind (with callgrind_annotate) is not on PATH: apt-get install valgrind")
-    from bench import machine_info
+    from bench import launcher_workload, machine_info
 
     if args.from_dumps:
         work = args.from_dumps
@@ -711,7 +758,9 @@ def main(argv=None) -> int:
     per_call = totals(plan, dumps)
     (args.out / f"{stem}.json").write_text(json.dumps(
         {"python": plan["python"], "torch": plan["torch"], "per_call": per_call,
-         "goals": goals(plan, per_call), "view_parts": view_parts(plan, dumps)},
+         "goals": goals(plan, per_call), "view_parts": view_parts(plan, dumps),
+         "launcher": launcher_workload.launch_rows(per_call),
+         "dims": launcher_workload.dims_rows(per_call)},
         indent=1, sort_keys=True) + "\n")
     print(text)
     print(f"\nsaved {out}" + (f"; dumps in {work}" if args.keep or args.from_dumps else ""))
