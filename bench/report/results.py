@@ -7,7 +7,8 @@ import numpy as np
 
 
 # Groups by the number that starts their name (scenarios/bench_*.py set the names).
-SEED, NATIVE, PARTS, ROUTES, PEERS, NDIM, NTENS, WORK = "1", "2", "2b", "2c", "3", "4a", "4b", "5"
+SEED, NATIVE, PARTS, ROUTES, PEERS, NDIM, NTENS, LAUNCHER, WORK = (
+    "1", "2", "2b", "2c", "3", "4a", "4b", "4c", "5")
 
 
 #: The parts of a view that are routes' parts (``bench/routes.py``), timed once there.

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.report.results import (
-    BORROW_HANDLE, CONSUMER, FALLBACK_HANDLE, LABELS, LAUNCH, NATIVE, NDIM, NTENS,
+    BORROW_HANDLE, CONSUMER, FALLBACK_HANDLE, LABELS, LAUNCH, LAUNCHER, NATIVE, NDIM, NTENS,
     PARTS, PEERS, ROUTES, Results, SEED, WORK, entry, label,
 )
 from bench.report.stats import fmt_ci, fmt_x, median_ci, ns, paired, verdict
@@ -686,7 +686,7 @@ def scaling_tables(r: Results) -> str:
     out = ["| ndim | " + " | ".join(f"{p} median (ns)" for p in paths) +
            " | borrow - fallback [95% CI] |",
            "|---:|" + "---:|" * (len(paths) + 1)]
-    for d in range(9):
+    for d in range(17):
         bs = [r.get(NDIM, p, ndim=d) for p in paths]
         if any(b is None for b in bs):
             continue
@@ -709,7 +709,31 @@ def scaling_tables(r: Results) -> str:
                                  r.samples(NTENS, "borrow", ntensors=n)), " ns")
         out.append(f"| {n} | " + " | ".join(
             f"{ns(b, 'median'):.0f} / {ns(b, 'median') / n:.1f}" for b in bs) + f" | {cell} |")
-    return "\n".join(out)
+    return "\n".join(out + launcher_table(r))
+
+
+def launcher_table(r: Results) -> list[str]:
+    """Group 4c (``bench/launcher_workload.py``): per k, the launch's view side and the
+    hand-written side per tensor, and their paired ratio with its interval."""
+    from bench import launcher_workload as lw
+
+    rows = []
+    for k in lw.KS:
+        view, hand = r.get(LAUNCHER, "launch_view", ntensors=k), r.get(LAUNCHER, "launch_hand",
+                                                                       ntensors=k)
+        if view is None or hand is None:
+            continue
+        ratio = paired(r.samples(LAUNCHER, "launch_view", ntensors=k),
+                       r.samples(LAUNCHER, "launch_hand", ntensors=k), kind="ratio")
+        rows.append(f"| {k} | {ns(view, 'median') / k:.1f} | {ns(hand, 'median') / k:.1f} | "
+                    f"{fmt_ci(ratio)} |")
+    if not rows:
+        return []
+    return ["", "A launcher's workload (`bench/launcher_workload.py`: k tensors of distinct "
+            "shapes per call, six attributes of each view read, the last call's views alive; "
+            f"the anchor reads `{lw.FIVE}` of the same tensors):", "",
+            "| k tensors | view + six attributes, per tensor (ns) | hand-written five reads, "
+            "per tensor (ns) | view / hand [95% CI] |", "|---:|---:|---:|---:|", *rows]
 
 
 def workload_table(r: Results) -> str:

@@ -1,22 +1,31 @@
 """Scenario 4: how a view's cost scales, Python level, paths interleaved.
 
-- ``ndim``: one float32 tensor (on the ``device`` fixture's device) of shape ``(2,) * d`` for d = 0..8 (the bridge keeps
-  up to 8 dimensions inline, without a heap allocation): contender ``<path>-<d>d``;
+- ``ndim``: one float32 tensor (on the ``device`` fixture's device) of shape ``(2,) * d``
+  for d = 0..16 (the bridge keeps up to 8 dimensions inline, without a heap allocation):
+  contender ``<path>-<d>d``;
 - ``ntensors``: a kernel launch's argument list, N distinct tensors viewed one after
   another (``for x in ts: f(x)``), N = 1, 3, 8, 14: contender ``<path>-x<N>``; the
-  report divides by N for the cost per tensor.
+  report divides by N for the cost per tensor;
+- ``launcher``: ``bench/launcher_workload.py``'s launch statements (k tensors of distinct
+  shapes, six attributes of each view read, the last call's views alive; the hand-written
+  five reads of the same tensors as the anchor), k = 1, 3, 8, 26: contenders
+  ``launch_view_<k>`` and ``launch_hand_<k>``, the same statements ``make callgrind``
+  counts.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from bench import launcher_workload
 from bench import protocol as interleave
 from bench import views
 
 NDIM_GROUP = "4a scaling: ndim 0..8, view_<path>(t), Python level"
 N_GROUP = "4b scaling: N tensors per launch, Python level"
-NDIMS = tuple(range(9))
+LAUNCHER_GROUP = ("4c scaling: a launcher's workload, k tensors of distinct shapes, six "
+                  "attributes of each view, Python level")
+NDIMS = launcher_workload.DIMS
 NS = (1, 3, 8, 14)
 
 
@@ -76,3 +85,27 @@ def test_ntensors(benchmark, n_run, protocol, notes, path, n):
         pytest.skip(f"{path}: {notes['unavailable'].get(path)}")
     interleave.record(benchmark, n_run[name], protocol.calls, path=path, ntensors=n,
                       level="python")
+
+
+@pytest.fixture(scope="module")
+def launcher_run(torch, bridge, available, protocol, device):
+    if not available["borrow"]:
+        return {}
+    ns = launcher_workload.namespace(torch, bridge, dims=())
+    for k in launcher_workload.KS:  # to the device, and each view read right once
+        ns[f"ts{k}"] = [t.to(device) for t in ns[f"ts{k}"]]
+        views.check_paths(bridge, ns[f"ts{k}"], ["borrow"])
+    contenders = [interleave.statement(name, stmt, ns) for name, (stmt, _)
+                  in launcher_workload.statements(dims=()).items()]
+    return interleave.measure(contenders, protocol.rounds, protocol.calls, protocol.warmup)
+
+
+@pytest.mark.parametrize("k", launcher_workload.KS)
+@pytest.mark.parametrize("side", ["view", "hand"])
+def test_launcher(benchmark, launcher_run, protocol, notes, side, k):
+    benchmark.group = LAUNCHER_GROUP
+    name = f"launch_{side}_{k}"
+    if name not in launcher_run:
+        pytest.skip(f"borrow: {notes['unavailable'].get('borrow')}")
+    interleave.record(benchmark, launcher_run[name], protocol.calls, path=f"launch_{side}",
+                      ntensors=k, level="python")
