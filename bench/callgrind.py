@@ -166,21 +166,26 @@ def child(args) -> int:
 
     from bench import launcher_workload
 
+    def count(timers: dict) -> None:
+        for timer in timers.values():
+            timer.timeit(10)
+        for name, timer in timers.items():
+            for k, n in enumerate((args.n1, args.n2, args.n1)):
+                peers.callgrind("toggle")
+                timer.timeit(n)
+                peers.callgrind("toggle")
+                label = f"py:{name}||{n}|{k}"
+                peers.callgrind("dump", label)
+                labels.append(label)
+
     ns = {"t": t, "view": bridge.view, "view_borrow": bridge.view_borrow,
-          "empty": peers.empty_function(), **launcher_workload.namespace(torch, bridge)}
-    timers = {name: timeit.Timer(stmt, globals=ns) for name, stmt in STATEMENTS.items()}
+          "empty": peers.empty_function()}
+    count({name: timeit.Timer(stmt, globals=ns) for name, stmt in STATEMENTS.items()})
+    # The workload after, in its own globals: its tensors and held views would change
+    # the process's state (the views' freelist, the look-ups) under the statements above.
+    workload_ns = launcher_workload.namespace(torch, bridge)
     workload = launcher_workload.statements()
-    timers.update({name: timeit.Timer(stmt, globals=ns) for name, (stmt, _) in workload.items()})
-    for timer in timers.values():
-        timer.timeit(10)
-    for name, timer in timers.items():
-        for k, n in enumerate((args.n1, args.n2, args.n1)):
-            peers.callgrind("toggle")
-            timer.timeit(n)
-            peers.callgrind("toggle")
-            label = f"py:{name}||{n}|{k}"
-            peers.callgrind("dump", label)
-            labels.append(label)
+    count({name: timeit.Timer(stmt, globals=workload_ns) for name, (stmt, _) in workload.items()})
     plan = {"configs": configs, "labels": labels, "unavailable": unavailable,
             "routes": list(route_runs), "route_unavailable": route_why,
             "statements": list(STATEMENTS), "launcher": list(workload),
