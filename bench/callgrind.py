@@ -735,7 +735,7 @@ def main(argv=None) -> int:
 
         # Build the C loops (with the client requests) here: compiling under valgrind is slow.
         if peers_native.NativePeers(torch, bridge).callgrind("dump") == -1:
-            parser.error("bench/peers_native.c was built without <valgrind/callgrind.h> "
+            parser.error("bench/native/peers_native.c was built without <valgrind/callgrind.h> "
                          "(Debian's valgrind package installs it); rebuild after installing it")
         work = args.keep or pathlib.Path(tempfile.mkdtemp(prefix="cg-"))
         if run_valgrind(args, work) != 0:

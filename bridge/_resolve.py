@@ -27,8 +27,8 @@ from typing import NamedTuple
 #: ``aoti_torch_get_*`` functions every path reads through (torch/csrc/inductor/
 #: aoti_torch/c/shim.h); the layout comes first so that sparse tensors are refused
 #: before their data pointer is asked for. The storage offset proves that the data
-#: pointer's base exists (``_bridge._check_data``); the storage's size, that the elements
-#: lie inside it (``_bridge._check_view``).
+#: pointer's base exists; the storage's size, that the elements lie inside it (both checks
+#: are ``torch_borrow_check`` in ``shim_ext/include/torch_borrow/reader.h``).
 GETTERS = (
     "aoti_torch_get_layout",
     "aoti_torch_get_data_ptr",

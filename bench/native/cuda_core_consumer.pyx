@@ -360,7 +360,7 @@ def view_dlpack(object obj):
 
 
 def view_dlpack_fixed(object obj):
-    """The borrowed ``dltensor_from_py_object_no_sync`` (``bench/internal_fixes.cpp``)."""
+    """The borrowed ``dltensor_from_py_object_no_sync`` (``bench/native/internal_fixes.cpp``)."""
     if _dltensor_fixed == NULL:
         _not_installed(b"the borrowed dltensor_from_py_object_no_sync")
     return _fill_dlpack(obj, _dltensor_fixed)
