@@ -10,11 +10,11 @@
  *
  * Header-only, C99 and C++ (GCC or Clang on a 64-bit POSIX system: dlopen / dlsym,
  * __atomic builtins, __int128). Include <Python.h> first or let this header include
- * it. Link nothing: the functions are found at run time in what `import torch` loaded (libtorch_cpu.so, and
- * libtorch_cuda.so for the CUDA stream) and, where it is installed and built for the
- * running torch, in the prototype's two libraries (the shim_ext package of
- * torch-borrow-bridge). Without shim_ext it still reads, on every torch from 2.13 on
- * (see "The routes").
+ * it. Link nothing: the functions are found at run time in what `import torch` loaded
+ * (libtorch_cpu.so, and libtorch_cuda.so for the CUDA stream) and, where it is
+ * installed and built for the running torch, in the prototype's two libraries (the
+ * shim_ext package of torch-borrow-bridge). Without shim_ext it still reads, on every
+ * torch from 2.13 on (see "The routes").
  *
  * VERSION: TORCH_BORROW_CONSUMER_VERSION, major * 10000 + minor * 100 + patch. A
  * minor version adds fields at the end of torch_borrow_meta, calls or status codes; a
