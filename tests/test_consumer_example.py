@@ -332,9 +332,17 @@ def test_shim_ext_built_for_another_torch_is_not_used(consumer, monkeypatch):
     its metadata check too, so no route is left, and every view says why."""
     if libtorch_exports("torch_tensor_borrow_from_pyobject"):
         pytest.skip("libtorch exports the borrow: the prototype is not consulted")
+    # A _borrow built the way the real _entry was (cffi, or setuptools where cffi cannot
+    # build), so that load() judges the torch it names, not a mismatch of builds.
+    from shim_ext import _entry
+
     fake = types.ModuleType("shim_ext._borrow")
-    fake.lib = types.SimpleNamespace(torch_borrow_built_for=lambda: None)
-    fake.ffi = types.SimpleNamespace(string=lambda raw: b"1.0.0")
+    if shim_ext.built_by(_entry) == shim_ext.CFFI:
+        fake.lib = types.SimpleNamespace(torch_borrow_built_for=lambda: None)
+        fake.ffi = types.SimpleNamespace(string=lambda raw: b"1.0.0")
+    else:
+        fake.BUILT_BY = shim_ext.built_by(_entry)
+        fake.torch_borrow_built_for = lambda: b"1.0.0"
     with monkeypatch.context() as m:
         m.setitem(sys.modules, "shim_ext._borrow", fake)
         m.setattr(shim_ext, "_loaded", None)  # load() judges the fake, as in a fresh process
