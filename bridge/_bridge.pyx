@@ -14,7 +14,8 @@ Cython keeps the cold paths and the API, one concern a file:
 - ``_install.pxi``: what ``_select`` installs, the chosen path;
 - ``_errors.pxi``: every refusal's words, the checks that run Python code;
 - ``_view.pxi``: ``TensorView`` and the view functions, device names;
-- ``_native.pxi``: counters, ``_dtype_code``, ``_native_loop``.
+- ``_native.pxi``: counters, ``_dtype_code``, ``_native_loop``;
+- ``_tables.pxi``: the dtype and device tables, by ``torch_borrow/tables.h``'s rules.
 
 Handle sources (``AtenTensorHandle`` is an ``at::Tensor*``, torch/csrc/inductor/
 aoti_torch/c/shim.h):
@@ -58,7 +59,7 @@ cimport cython
 from cpython.mem cimport PyMem_RawMalloc
 from cpython.exc cimport PyErr_Fetch, PyErr_NormalizeException, PyErr_Occurred
 from cpython.object cimport PyObject, PyTypeObject
-from cpython.ref cimport Py_XDECREF
+from cpython.ref cimport Py_XDECREF, Py_XINCREF
 from libc.stdint cimport int8_t, int32_t, int64_t, uint64_t, uintptr_t
 from libc.string cimport memcpy
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
@@ -69,7 +70,8 @@ from bridge._abi cimport (
     torch_borrow_from_pyobject_fn, torch_borrow_get_flag_fn, torch_borrow_get_i32_fn,
     torch_borrow_get_i64_fn, torch_borrow_get_i64p_fn, torch_borrow_get_ptr_fn,
     torch_borrow_what_fn, TORCH_BORROW_CUSTOM_PYTHON_KEY, TORCH_BORROW_CUSTOM_SIZES,
-    TORCH_BORROW_CUSTOM_STRIDES, torch_borrow_fields, torch_borrow_getters,
+    TORCH_BORROW_CUSTOM_STRIDES, torch_borrow_custom_words, torch_borrow_fields,
+    torch_borrow_getters,
     torch_borrow_read_words, torch_borrow_tables, TORCH_BORROW_READ_CONJ,
     TORCH_BORROW_READ_LAYOUT, TORCH_BORROW_READ_NEG,
 )
@@ -86,3 +88,4 @@ include "_install.pxi"
 include "_errors.pxi"
 include "_view.pxi"
 include "_native.pxi"
+include "_tables.pxi"

@@ -86,9 +86,7 @@ static bridge_cold_fns bridge_cold;
 
 /* The real type, never isinstance(): __class__ can lie, the memory layout cannot. */
 static inline int bridge_is_tensor(PyObject* obj, const bridge_installed* st) {
-  PyTypeObject* tp = Py_TYPE(obj);
-  if (tp == st->tensor_tp || tp == st->parameter_tp) return tp != NULL;
-  return st->tensor_tp != NULL && PyType_IsSubtype(tp, st->tensor_tp);
+  return torch_borrow_is_tensor(obj, st->tensor_tp, st->parameter_tp);
 }
 
 /* The gate in front of every handle. Without torch_is_conj / torch_is_neg the bits are

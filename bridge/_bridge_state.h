@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <torch_borrow/reader.h>
+#include <torch_borrow/tables.h>
 
 #ifdef Py_GIL_DISABLED
 #define BRIDGE_FREE_THREADED 1

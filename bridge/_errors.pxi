@@ -69,28 +69,16 @@ cdef int _raise_custom_metadata(object obj, int32_t reasons, int32_t layout,
     name = _type_name(Py_TYPE(obj))
     if reasons < 0:
         raise BufferError(f"cannot read this {name}: its tensor is undefined")
-    if reasons & TORCH_BORROW_CUSTOM_PYTHON_KEY:
-        # Named by the key, not by the class: a __class__ reassigned to torch.Tensor
-        # keeps the TensorImpl, and its key, of the subclass that made it.
-        raise BufferError(f"this {name}'s TensorImpl carries torch's Python dispatch key (a "
-                          f"subclass that overrides __torch_dispatch__ made it): its metadata "
-                          f"is computed in Python and cannot be read safely through a handle; "
-                          f"view a plain tensor instead")
-    if layout >= 0 and layout != st.t.strided:
-        _raise_layout(layout, st)
-    if _is_nested(obj):
-        raise BufferError("a nested tensor has no single pointer + strides description; "
-                          "view its components (.unbind()) or a padded copy "
-                          "(.to_padded_tensor(0)) instead")
-    if reasons & (TORCH_BORROW_CUSTOM_SIZES | TORCH_BORROW_CUSTOM_STRIDES):
-        raise BufferError(f"this {name}'s sizes and strides are computed by a TensorImpl "
-                          f"subclass (functionalized, vmap-batched, symbolic or other wrapper "
-                          f"tensors): they are not plain C++ state and cannot be read safely "
-                          f"through a handle; view the underlying plain tensor instead")
-    raise BufferError(f"this {name}'s device or layout is computed by a TensorImpl subclass "
-                      f"or in Python (torch.Tensor._make_subclass(..., dispatch_device=True "
-                      f"or dispatch_layout=True)): reading it could run Python code, so it "
-                      f"cannot be read safely through a handle; view a plain tensor instead")
+    if not reasons & TORCH_BORROW_CUSTOM_PYTHON_KEY:
+        if layout >= 0 and layout != st.t.strided:
+            _raise_layout(layout, st)
+        if _is_nested(obj):
+            raise BufferError("a nested tensor has no single pointer + strides description; "
+                              "view its components (.unbind()) or a padded copy "
+                              "(.to_padded_tensor(0)) instead")
+    cdef char buf[1024]
+    raise BufferError(torch_borrow_custom_words(reasons, name.encode(), buf,
+                                                sizeof(buf)).decode("utf-8", "replace"))
 
 
 cdef bint _is_nested(object obj):

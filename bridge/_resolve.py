@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import re
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -57,8 +56,8 @@ CUSTOM_METADATA = "torch_borrow_custom_metadata"
 WHAT = "torch_exception_get_what_without_backtrace"
 #: torch's shared libraries, in lookup order: libtorch_cpu exports the stable C ABI.
 LIBRARIES = ("libtorch_cpu", "libtorch_python", "libtorch", "libc10")
-#: Names of the ``aoti_torch_device_type_<name>`` / ``aoti_torch_layout_<name>`` codes.
-DEVICE_TYPES = ("cpu", "cuda", "meta", "xpu", "mps", "privateuse1")
+#: Names of the ``aoti_torch_layout_<name>`` codes (the device types' are
+#: ``_bridge.STABLE_DEVICES``, from ``torch_borrow/tables.h``).
 LAYOUTS = ("strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr",
            "sparse_bsc", "_mkldnn", "jagged")
 #: Fault-injection names understood by ``resolve(hide=...)`` besides symbol names.
@@ -113,13 +112,6 @@ class Resolution:
                 and self.shim_ext_built_for != self.torch_version)
 
 
-#: Dispatch keys no probe may carry: each marks a tensor whose metadata a mode or a
-#: functional transform answers (``torch._C.DispatchKey`` names; one this torch lacks is
-#: left out). A probe with one means the set-up met a state it could not turn off.
-TRANSFORM_KEYS = ("Python", "PythonTLSSnapshot", "Functionalize", "FuncTorchBatched",
-                  "BatchedNestedTensor", "FuncTorchGradWrapper")
-
-
 class UnsettledProbe(RuntimeError):
     """A probe tensor came back wrapped by a mode or a transform the set-up could not turn
     off: nothing learnt from it may be kept for the process."""
@@ -128,39 +120,36 @@ class UnsettledProbe(RuntimeError):
 @contextlib.contextmanager
 def plain_torch(torch):
     """Run the set-up as torch's C++ code alone would: no ``__torch_function__`` (modes,
-    subclasses: ``torch._C.DisableTorchFunction``), no ``__torch_dispatch__`` (modes,
-    ``FakeTensorMode``, subclasses: ``torch._C._DisableTorchDispatch``), no functorch
-    transform (``vmap``, ``grad``, ``torch.func.functionalize``:
-    ``torch._C._DisableFuncTorch``) and no functionalization (``torch.compile``'s
-    AOT tracing: ``torch._C._ExcludeDispatchKeyGuard`` of ``Functionalize``).
+    subclasses), no ``__torch_dispatch__`` (modes, ``FakeTensorMode``, subclasses), no
+    functorch transform (``vmap``, ``grad``, ``torch.func.functionalize``) and no
+    functionalization (``torch.compile``'s AOT tracing): ``torch_borrow/tables.h``'s
+    guards, the ones consumer.h's set-up enters (``_bridge._guards_enter``).
 
     A first use may happen inside any of them; what the set-up learns there (which
     handle function accepts a plain tensor, its dtype codes, the fallback's offset) is
     kept for the process, so none of them may answer for a probe or run user code.
     Every guard is a C++ thread-local switch, restored on exit; a guard this torch lacks
     is skipped (``_plain_tensor`` still refuses a probe it would have caught)."""
-    c = torch._C
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(c.DisableTorchFunction())
-        for name in ("_DisableTorchDispatch", "_DisableFuncTorch"):
-            guard = getattr(c, name, None)
-            if guard is not None:
-                stack.enter_context(guard())
-        exclude = getattr(c, "_ExcludeDispatchKeyGuard", None)
-        functionalize = getattr(getattr(c, "DispatchKey", None), "Functionalize", None)
-        if exclude is not None and functionalize is not None:
-            stack.enter_context(exclude(c.DispatchKeySet(functionalize)))
+    from bridge import _bridge
+
+    entered = _bridge._guards_enter(torch)
+    try:
         yield
+    finally:
+        _bridge._guards_exit(entered)
 
 
 def _plain_tensor(torch, t):
-    """``t`` if it is a plain ``torch.Tensor`` with none of ``TRANSFORM_KEYS``; raises
-    ``UnsettledProbe`` otherwise (``torch._C._dispatch_keys``: C++ state, no Python)."""
+    """``t`` if it is a plain ``torch.Tensor`` with none of ``_bridge.TRANSFORM_KEYS``
+    (``torch_borrow/tables.h``); raises ``UnsettledProbe`` otherwise
+    (``torch._C._dispatch_keys``: C++ state, no Python)."""
+    from bridge import _bridge
+
     if type(t) is not torch.Tensor:
         raise UnsettledProbe(f"a probe came back as {type(t).__qualname__}, not torch.Tensor")
     c = torch._C
     keys = c._dispatch_keys(t)
-    for name in TRANSFORM_KEYS:
+    for name in _bridge.TRANSFORM_KEYS:
         key = getattr(c.DispatchKey, name, None)
         if key is not None and keys.has(key):
             raise UnsettledProbe(f"a probe came back with torch's {name} dispatch key")
@@ -410,33 +399,17 @@ def code_tables(torch, res, dtype_code_of, hide=frozenset()) -> Tables:
     """Build the code tables the hot path indexes (``Tables``).
 
     ``dtype_code_of(tensor)`` reads a tensor's c10::ScalarType code through an installed
-    handle source. Quantized dtypes are refused because they need a scale and zero point;
-    sub-byte ``intN`` / ``uintN`` have no whole-byte element.
+    handle source. Which dtypes get views, with which itemsize, and the words of a
+    refused one (quantized: a scale and zero point; sub-byte: no whole-byte element)
+    are ``torch_borrow/tables.h``'s rule, which consumer.h applies too
+    (``_bridge._dtype_table``).
     """
+    from bridge import _bridge
+
     libs = _loaded_libraries(torch)
-    dtypes, refused = {}, {}
-    for dtype in sorted({v for v in vars(torch).values() if isinstance(v, torch.dtype)},
-                        key=str):
-        try:
-            with warnings.catch_warnings(), plain_torch(torch):
-                warnings.simplefilter("ignore")  # "experimental dtype" / "deprecated" notices
-                probe = _plain_tensor(torch, torch.empty(0, dtype=dtype))
-        except UnsettledProbe:
-            raise
-        except Exception:  # a dtype torch itself cannot allocate has no tensors to view
-            continue
-        if probe.dtype is not dtype:
-            raise RuntimeError(f"torch.empty(dtype={dtype}) made a {probe.dtype} tensor")
-        code = dtype_code_of(probe)
-        name = str(dtype).removeprefix("torch.")
-        if name.startswith(("qint", "quint")):
-            refused[code] = (f"{dtype} is quantized: its memory holds integers that need a "
-                             f"scale and zero point; call .dequantize() first")
-        elif re.fullmatch(r"u?int[1-7]", name):
-            refused[code] = (f"{dtype} is a sub-byte dtype without a fixed itemsize in bytes; "
-                             f"no path can describe it as pointer + strides")
-        else:
-            dtypes[code] = (dtype, dtype.itemsize)
+    with plain_torch(torch):
+        dtypes, refused = _bridge._dtype_table(
+            torch, lambda t: _plain_tensor(torch, t), dtype_code_of)
     devices, privateuse1 = device_types(torch, libs, hide)
     layouts = {}
     for name in LAYOUTS:
@@ -458,14 +431,14 @@ def device_types(torch, libs=None, hide=frozenset()):
     privateuse1 is listed with the name torch gives it now (c10's default "privateuseone"
     until renamed); a view reports torch's current name (``_bridge._device_name``), since
     ``torch.utils.rename_privateuse1_backend`` may rename it after the table is built."""
+    from bridge import _bridge
+
     libs = _loaded_libraries(torch) if libs is None else libs
     devices, privateuse1 = {}, -1
-    enum = (None if HIDE_DEVICE_ENUM in hide else
-            getattr(getattr(torch._C, "_autograd", None), "DeviceType", None))
-    for member, value in (getattr(enum, "__members__", None) or {}).items():
-        lower = member.lower()
+    enum = {} if HIDE_DEVICE_ENUM in hide else _bridge._device_enum(torch)
+    for value, lower in enum.items():
         if lower == "privateuse1":
-            name, privateuse1 = torch._C._get_privateuse1_backend_name(), int(value)
+            name, privateuse1 = torch._C._get_privateuse1_backend_name(), value
         else:
             try:
                 with warnings.catch_warnings():  # "'mkldnn' is no longer used as device type"
@@ -473,8 +446,8 @@ def device_types(torch, libs=None, hide=frozenset()):
                     name = torch.device(lower).type
             except (RuntimeError, ValueError):
                 name = lower  # c10::DeviceTypeName(type, lower_case=true)
-        devices[int(value)] = name
-    for name in DEVICE_TYPES:
+        devices[value] = name
+    for name in _bridge.STABLE_DEVICES:
         sym = _lookup(f"aoti_torch_device_type_{name}", libs, hide)
         if sym is None:
             continue

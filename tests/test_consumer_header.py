@@ -51,7 +51,7 @@ def test_get_include_is_the_installed_header_folder():
     header in it, byte for byte the checkout's."""
     inc = pathlib.Path(shim_ext.get_include())
     assert inc.is_absolute() and inc.parent == pathlib.Path(shim_ext.__file__).parent
-    for name in ("consumer.h", "reader.h", "thread_state.h", "abi.h"):
+    for name in ("consumer.h", "reader.h", "tables.h", "thread_state.h", "abi.h"):
         assert (inc / "torch_borrow" / name).read_bytes() == (
             ROOT / "shim_ext" / "include" / "torch_borrow" / name).read_bytes()
     assert (pathlib.Path(shim_ext.__file__).parent / "examples" / "minimal.c").is_file()
@@ -144,7 +144,8 @@ def _outcome(fn, x):
 @pytest.mark.parametrize("route", ROUTES)
 def test_every_dtype_as_the_bridge(built, route):
     """Each dtype torch exposes, 2x3 with a storage offset: viewed with the bridge's
-    fields, or refused with the bridge's exception type (quantized, sub-byte)."""
+    fields, or refused with the bridge's exception and words (quantized, sub-byte), on
+    every route."""
     c = load_extension("borrow_consumer_c", built)
     force(c, route)
     try:
@@ -156,6 +157,8 @@ def test_every_dtype_as_the_bridge(built, route):
                 continue
             want = _outcome(bridge.view, t)
             got = _outcome(c.view, t)
+            if want is BufferError:  # one rule, one text (torch_borrow/tables.h)
+                assert _message(c.view, t) == _message(bridge.view, t), dtype
             if isinstance(want, type):
                 assert got is want, (dtype, got)
             elif route == "dlpack" and got is BufferError:
@@ -222,6 +225,47 @@ def test_the_readers_refusals_are_one_text_from_both_front_ends(built, make, wor
     assert re.match(words, got), got
     assert len(got) >= min(len(want), 400), (got, want)
     assert got == want[:len(got)], (got, want)
+
+
+class _PyKey(torch.Tensor):
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+class _DeviceInPython(torch.Tensor):
+    pass
+
+
+@needs_route
+@pytest.mark.parametrize("route", [r for r in ROUTES if r not in ("owned-noshim", "dlpack")])
+@pytest.mark.parametrize("make, words", [
+    pytest.param(lambda: torch.Tensor._make_wrapper_subclass(_PyKey, (3, 4)),
+                 r"^this _PyKey's TensorImpl carries torch's Python dispatch key",
+                 id="python key"),
+    pytest.param(lambda: torch._to_functional_tensor(torch.zeros(3)),
+                 r"^this Tensor's sizes and strides are computed by a TensorImpl subclass",
+                 id="sizes"),
+    pytest.param(lambda: torch.Tensor._make_subclass(_DeviceInPython, torch.zeros(4), False,
+                                                     dispatch_device=True),
+                 r"^this _DeviceInPython's device or layout is computed by a TensorImpl "
+                 r"subclass or in Python", id="device"),
+])
+def test_custom_metadata_refusals_are_one_text_from_both_front_ends(built, route, make,
+                                                                    words):
+    """A refusal by shim_ext's metadata check (torch_borrow_custom_metadata's bits) is
+    worded once (torch_borrow/reader.h, torch_borrow_custom_words): consumer.h's message
+    is the bridge's, then what the tensor's dispatch keys name it where they do."""
+    c = load_extension("borrow_consumer_c", built)
+    force(c, route)
+    try:
+        t = make()
+        want = _message(bridge.view, t)
+        got = _message(c.view, t)
+        assert re.match(words, want), want
+        assert got == want or got.startswith(want + " (it is "), (got, want)
+    finally:
+        c._resolve()
 
 
 CHILD = textwrap.dedent("""

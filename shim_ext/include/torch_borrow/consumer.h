@@ -24,7 +24,10 @@
  * torch_borrow/reader.h, the reader the bridge uses too (a refusal's words are the
  * bridge's; a getter's failure no longer names the getter; a negative stride is judged
  * as the bridge judges it, refused only where an element lies outside the storage),
- * and loads the prototype through shim_ext.load().
+ * and loads the prototype through shim_ext.load(); 1.1.3 learns its dtype and device
+ * tables through torch_borrow/tables.h, the bridge's rules (a refused dtype and a
+ * tensor whose metadata is not plain C++ state get the bridge's words; a quantized
+ * tensor is refused by its dtype on every route, no longer by its dispatch key).
  *
  * --- The routes, and what each one checks -----------------------------------------
  *
@@ -58,8 +61,9 @@
  * torch._C._dispatch_keys(obj).raw_repr() (a pybind function: no __torch_function__)
  * must hold none of the Python, PythonTLSSnapshot, FuncTorchBatched,
  * BatchedNestedTensor, FuncTorchGradWrapper, Functionalize, Conjugate, Negative,
- * Sparse, SparseCsr, NestedTensor, Quantized, ZeroTensor or Meta keys (their bits from
- * torch._C.DispatchKeySet at init). Garbage collection is held off (PyGC_Disable) from
+ * Sparse, SparseCsr, NestedTensor, ZeroTensor or Meta keys (their bits from
+ * torch._C.DispatchKeySet at init; a quantized tensor is refused by its dtype, with
+ * torch_borrow/tables.h's words, as on every route). Garbage collection is held off (PyGC_Disable) from
  * the check to the last field read, so no __del__ runs in between. What it cannot see:
  * sizes computed in Python without the Python key (_make_subclass(...,
  * dispatch_sizes_strides_policy=...) of a class without __torch_dispatch__); torch's
@@ -202,10 +206,11 @@
  * aoti_torch_layout_strided, aoti_torch_device_type_meta, aoti_torch_device_type_* (the
  * names torch_borrow_device_code knows), aoti_torch_dtype_* (the table below: a code
  * torch lacks is left out; at init, on the borrow and owned routes, every other dtype
- * torch can allocate is added by the code an empty tensor of it reports, with
- * torch.dtype.itemsize, as the bridge builds its table), torch_exception_get_what_without_
- * backtrace (2.13+, the failed getter's message), aoti_torch_delete_tensor_object and
- * torch_tensor_from_pyobject (2.14+, the owned route), torch_tensor_borrow_from_pyobject
+ * torch can allocate is added by the code an empty tensor of it reports; each dtype's
+ * itemsize or refusal is torch_borrow/tables.h's rule, the bridge's),
+ * torch_exception_get_what_without_backtrace (2.13+, the failed getter's message),
+ * aoti_torch_delete_tensor_object and torch_tensor_from_pyobject (2.14+, the owned
+ * route), torch_tensor_borrow_from_pyobject
  * and torch_is_conj / torch_is_neg (where torch has them); aoti_torch_get_current_cuda_
  * stream (libtorch_cuda.so, CUDA builds); the device types torch names
  * (torch._C._autograd.DeviceType). From Python: torch.Tensor.__dlpack_c_exchange_api__,
@@ -224,7 +229,7 @@
 #ifndef TORCH_BORROW_CONSUMER_H
 #define TORCH_BORROW_CONSUMER_H
 
-#define TORCH_BORROW_CONSUMER_VERSION 10102 /* 1.1.2 */
+#define TORCH_BORROW_CONSUMER_VERSION 10103 /* 1.1.3 */
 
 #ifndef PY_SSIZE_T_CLEAN
 #define PY_SSIZE_T_CLEAN
@@ -239,6 +244,7 @@
 
 #include <torch_borrow/abi.h>
 #include <torch_borrow/reader.h>
+#include <torch_borrow/tables.h>
 #include <torch_borrow/thread_state.h>
 
 #define TORCH_BORROW_MAX_DIMS 64
@@ -315,6 +321,7 @@ typedef struct torch_borrow__api {
   torch_borrow_what_fn what;
   torch_borrow_custom_metadata_fn custom; /* shim_ext's, or NULL */
   char dtype_name[TORCH_BORROW_NCODES][24]; /* "float32", ...: "" unknown */
+  char* refused_why[TORCH_BORROW_NCODES]; /* tables.h's words for a refused dtype, or NULL */
   PyTypeObject* tensor_type; /* torch.Tensor, kept for good */
   /* The Python-level key-set check (routes without a C check of the custom metadata or
      of the conj / neg bits): torch._C._dispatch_keys(obj).raw_repr() against masks. */
@@ -325,6 +332,7 @@ typedef struct torch_borrow__api {
   int nkeys;
   struct { uint64_t mask; const char* why; } keys[TORCH_BORROW__NKEYS];
   uint64_t forbidden; /* the union of keys[].mask */
+  uint64_t transform; /* tables.h's torch_borrow_transform_keys: a probe has none */
   /* The DLPack route: torch's exchange API, and the Python-level storage reads it lacks
      (under torch._C.DisableTorchFunction: no __torch_function__ answers for them). */
   const torch_borrow__dlpack_api* dlpack;
@@ -428,97 +436,28 @@ static inline int torch_borrow__load_prototype(torch_borrow__api* a,
 static const char* const torch_borrow__device_names[8] = {
     "cpu", "cuda", "meta", "xpu", "mps", "privateuse1", "hip", "mtia"};
 
-/* The device type codes torch names (c10::DeviceType as torch._C._autograd.DeviceType
-   binds it); without that enum, the ones the stable ABI names. */
+static inline int torch_borrow__device_known(void* ctx, int code, const char* lower) {
+  (void)lower;
+  if (code < TORCH_BORROW_NDEVICES) ((torch_borrow__api*)ctx)->t.device_known[code] = 1;
+  return 0;
+}
+
+/* The device type codes torch names (tables.h's torch_borrow_each_device); without that
+   enum, the ones the stable ABI names (torch_borrow_stable_devices). */
 static inline void torch_borrow__devices(PyObject* torch, void* lib, torch_borrow__api* a) {
-  static const char* const names[] = {"cpu", "cuda", "meta", "xpu", "mps", "privateuse1"};
-  PyObject* c = PyObject_GetAttrString(torch, "_C");
-  PyObject* ag = c ? PyObject_GetAttrString(c, "_autograd") : NULL;
-  PyObject* dt = ag ? PyObject_GetAttrString(ag, "DeviceType") : NULL;
-  PyObject* members = dt ? PyObject_GetAttrString(dt, "__members__") : NULL;
-  PyObject* values = members ? PyMapping_Values(members) : NULL;
-  Py_ssize_t i, n = values ? PyList_Size(values) : -1;
   size_t k;
-  for (i = 0; i < n; ++i) {
-    PyObject* v = PyNumber_Index(PyList_GET_ITEM(values, i));
-    long code = v ? PyLong_AsLong(v) : -1;
-    Py_XDECREF(v);
-    if (code >= 0 && code < TORCH_BORROW_NDEVICES) a->t.device_known[code] = 1;
-  }
-  Py_XDECREF(values);
-  Py_XDECREF(members);
-  Py_XDECREF(dt);
-  Py_XDECREF(ag);
-  Py_XDECREF(c);
+  if (torch_borrow_each_device(torch, torch_borrow__device_known, a) > 0) return;
   PyErr_Clear();
-  if (n > 0) return;
-  for (k = 0; k < sizeof names / sizeof names[0]; ++k) {
+  for (k = 0; k < TORCH_BORROW_NSTABLE_DEVICES; ++k) {
     char fn[64];
     torch_borrow_code_fn code;
-    snprintf(fn, sizeof fn, "aoti_torch_device_type_%s", names[k]);
+    snprintf(fn, sizeof fn, "aoti_torch_device_type_%s", torch_borrow_stable_devices[k]);
     code = (torch_borrow_code_fn)torch_borrow__sym(lib, fn);
     if (code && code() >= 0 && code() < TORCH_BORROW_NDEVICES) a->t.device_known[code()] = 1;
   }
 }
 
-/* The set-up's guards: the resolution learns from probe tensors what it keeps for the
-   process, and a first read may happen under a TorchFunctionMode, a TorchDispatchMode
-   (FakeTensorMode), a functorch transform (vmap, grad, torch.func.functionalize) or
-   torch.compile's functionalization. Entered for the whole resolution, each a C++
-   thread-local switch of torch's (the bridge's set-up enters the same ones,
-   bridge/_resolve.py's plain_torch): torch._C.DisableTorchFunction (modes and subclasses'
-   __torch_function__), torch._C._DisableTorchDispatch (modes and subclasses'
-   __torch_dispatch__), torch._C._DisableFuncTorch, and
-   torch._C._ExcludeDispatchKeyGuard(DispatchKeySet(DispatchKey.Functionalize)). No user
-   mode code runs, and the probes are plain tensors. A guard this torch lacks is skipped:
-   torch_borrow__probe_dtypes still refuses a probe it would have caught. */
-#define TORCH_BORROW__NGUARDS 4
-static inline void torch_borrow__guards_enter(PyObject* torch,
-                                              PyObject* guards[TORCH_BORROW__NGUARDS]) {
-  static const char* const names[TORCH_BORROW__NGUARDS] = {
-      "DisableTorchFunction", "_DisableTorchDispatch", "_DisableFuncTorch",
-      "_ExcludeDispatchKeyGuard"};
-  PyObject* c = PyObject_GetAttrString(torch, "_C");
-  int i;
-  PyErr_Clear();
-  for (i = 0; i < TORCH_BORROW__NGUARDS; ++i) {
-    PyObject *cls = c ? PyObject_GetAttrString(c, names[i]) : NULL, *g = NULL, *r;
-    if (cls && i == 3) {
-      PyObject* dk = PyObject_GetAttrString(c, "DispatchKey");
-      PyObject* dks = PyObject_GetAttrString(c, "DispatchKeySet");
-      PyObject* key = dk ? PyObject_GetAttrString(dk, "Functionalize") : NULL;
-      PyObject* set = key && dks ? PyObject_CallOneArg(dks, key) : NULL;
-      g = set ? PyObject_CallOneArg(cls, set) : NULL;
-      Py_XDECREF(set);
-      Py_XDECREF(key);
-      Py_XDECREF(dks);
-      Py_XDECREF(dk);
-    } else if (cls) {
-      g = PyObject_CallNoArgs(cls);
-    }
-    r = g ? PyObject_CallMethod(g, "__enter__", NULL) : NULL;
-    if (!r) Py_CLEAR(g);
-    Py_XDECREF(r);
-    Py_XDECREF(cls);
-    PyErr_Clear();
-    guards[i] = g; /* NULL: not entered */
-  }
-  Py_XDECREF(c);
-}
-
-static inline void torch_borrow__guards_exit(PyObject* guards[TORCH_BORROW__NGUARDS]) {
-  int i;
-  for (i = TORCH_BORROW__NGUARDS - 1; i >= 0; --i) { /* the reverse order of entry */
-    PyObject* r = guards[i] ? PyObject_CallMethod(guards[i], "__exit__", "OOO", Py_None,
-                                                  Py_None, Py_None)
-                            : NULL;
-    Py_XDECREF(r);
-    Py_CLEAR(guards[i]);
-  }
-  PyErr_Clear();
-}
-
-/* Whether a probe carries a key of the key-set table (torch._C._dispatch_keys: C++
+/* Whether a probe carries a key a mode or transform gives (torch._C._dispatch_keys: C++
    state, no Python): under the guards a plain probe has none. */
 static inline int torch_borrow__probe_keys(const torch_borrow__api* a, PyObject* t) {
   PyObject *ks, *raw;
@@ -530,93 +469,75 @@ static inline int torch_borrow__probe_keys(const torch_borrow__api* a, PyObject*
   Py_XDECREF(raw);
   Py_XDECREF(ks);
   PyErr_Clear();
-  return (bits & a->forbidden) != 0;
+  return (bits & a->transform) != 0;
 }
 
-/* The bridge's dtype table (bridge/_resolve.py, code_tables): every dtype torch exposes
-   and can allocate, by the code a tensor of it reports through the route's handle, with
-   torch.dtype.itemsize; quantized (qint*, quint*: a scale and zero point) and sub-byte
-   (intN, uintN below 8 bits) dtypes left out. It adds to the aoti_torch_dtype_* table
-   the dtypes the stable ABI names no code for (bcomplex32, bits16, ...). Runs under
-   torch_borrow__guards_enter's guards; a probe that still comes back other than a plain
-   torch.Tensor (another type, or a key of the key-set table: a mode or transform the
-   guards did not turn off) makes it return -1 with why: nothing learnt may be kept. */
-static inline int torch_borrow__probe_dtypes(PyObject* torch, torch_borrow__api* a, char* why,
-                                             size_t n) {
-  PyObject* vars = PyObject_GetAttrString(torch, "__dict__");
-  PyObject* dtype_type = PyObject_GetAttrString(torch, "dtype");
-  PyObject* empty = PyObject_GetAttrString(torch, "empty");
-  PyObject* warnings = PyImport_ImportModule("warnings");
-  PyObject* cm = warnings ? PyObject_CallMethod(warnings, "catch_warnings", NULL) : NULL;
-  PyObject* entered = cm ? PyObject_CallMethod(cm, "__enter__", NULL) : NULL;
-  PyObject* ignored = entered ? PyObject_CallMethod(warnings, "simplefilter", "s", "ignore")
-                              : NULL;
-  PyObject* zero = Py_BuildValue("(i)", 0);
-  PyObject *key, *v;
-  Py_ssize_t pos = 0;
-  int rc = 0;
-  if (ignored && zero && vars && PyDict_Check(vars) && PyType_Check(dtype_type) && empty) {
-    while (PyDict_Next(vars, &pos, &key, &v)) {
-      PyObject *s, *size, *kw, *t;
-      const char* name;
-      char label[24] = "";
-      long itemsize;
-      int skip;
-      if (!PyObject_TypeCheck(v, (PyTypeObject*)dtype_type)) continue;
-      s = PyObject_Str(v);
-      name = s ? PyUnicode_AsUTF8(s) : NULL;
-      if (name && strncmp(name, "torch.", 6) == 0) snprintf(label, sizeof label, "%s", name + 6);
-      skip = !name || strncmp(name, "torch.qint", 10) == 0 ||
-             strncmp(name, "torch.quint", 11) == 0 ||
-             ((strncmp(name, "torch.int", 9) == 0 && name[9] >= '1' && name[9] <= '7' &&
-               !name[10]) ||
-              (strncmp(name, "torch.uint", 10) == 0 && name[10] >= '1' && name[10] <= '7' &&
-               !name[11]));
-      Py_XDECREF(s);
-      size = skip ? NULL : PyObject_GetAttrString(v, "itemsize");
-      itemsize = size ? PyLong_AsLong(size) : -1;
-      Py_XDECREF(size);
-      kw = itemsize > 0 && itemsize < 128 ? Py_BuildValue("{sO}", "dtype", v) : NULL;
-      t = kw ? PyObject_Call(empty, zero, kw) : NULL; /* torch.empty(0, dtype=v) */
-      Py_XDECREF(kw);
-      if (t && (Py_TYPE(t) != a->tensor_type || torch_borrow__probe_keys(a, t))) {
-        snprintf(why, n, "a probe torch.empty(0, dtype=%s) came back as a %s%s", label,
-                 Py_TYPE(t)->tp_name, Py_TYPE(t) == a->tensor_type
-                                          ? " wrapped by a mode or transform" : "");
-        rc = -1;
-        Py_DECREF(t);
-        break;
-      }
-      if (t) {
-        AtenTensorHandle h = NULL;
-        int32_t code = -1;
-        if (a->borrow ? a->borrow(t, &h) == 0 : a->owned && a->owned(t, &h) == 0) {
-          if (a->g.dtype(h, &code) == 0 && code >= 0 && code < TORCH_BORROW_NCODES &&
-              a->t.itemsize[code] == 0) {
-            a->t.itemsize[code] = (int8_t)itemsize;
-            if (!a->dtype_name[code][0]) memcpy(a->dtype_name[code], label, sizeof label);
-          }
-          if (!a->borrow) a->del(h);
-        }
-      }
-      Py_XDECREF(t);
-      PyErr_Clear();
+/* A refused dtype's words (tables.h's rule), kept once per code. */
+static inline void torch_borrow__refuse_dtype(torch_borrow__api* a, int32_t code,
+                                              const char* why) {
+  size_t n = strlen(why) + 1;
+  if (a->t.itemsize[code] > 0) return; /* a described dtype's code is never refused */
+  a->t.itemsize[code] = -1;
+  if (!a->refused_why[code] && (a->refused_why[code] = (char*)PyMem_RawMalloc(n)) != NULL)
+    memcpy(a->refused_why[code], why, n);
+}
+
+typedef struct torch_borrow__probing {
+  torch_borrow__api* a;
+  char* why;
+  size_t n;
+} torch_borrow__probing;
+
+/* One dtype of tables.h's walk: the probe must be a plain torch.Tensor without a key of
+   the key-set table (else 1: stop, why says which); its code, read through the route's
+   handle, gets the rule's itemsize or its refusal. */
+static inline int torch_borrow__probe_dtype(void* ctx, PyObject* dtype, const char* name,
+                                            int itemsize, const char* refused,
+                                            PyObject* t) {
+  torch_borrow__probing* p = (torch_borrow__probing*)ctx;
+  torch_borrow__api* a = p->a;
+  AtenTensorHandle h = NULL;
+  int32_t code = -1;
+  (void)dtype;
+  if (Py_TYPE(t) != a->tensor_type || torch_borrow__probe_keys(a, t)) {
+    snprintf(p->why, p->n, "a probe torch.empty(0, dtype=%s) came back as a %s%s", name,
+             Py_TYPE(t)->tp_name,
+             Py_TYPE(t) == a->tensor_type ? " wrapped by a mode or transform" : "");
+    return 1;
+  }
+  if (a->borrow ? a->borrow(t, &h) != 0 : !a->owned || a->owned(t, &h) != 0) {
+    PyErr_Clear();
+    return 0;
+  }
+  if (a->g.dtype(h, &code) == 0 && code >= 0 && code < TORCH_BORROW_NCODES) {
+    if (refused) {
+      torch_borrow__refuse_dtype(a, code, refused);
+    } else if (a->t.itemsize[code] == 0) {
+      a->t.itemsize[code] = (int8_t)itemsize;
+      if (!a->dtype_name[code][0]) snprintf(a->dtype_name[code], 24, "%s", name);
     }
   }
-  Py_XDECREF(zero);
-  Py_XDECREF(ignored);
-  if (entered) {
-    PyObject* r = PyObject_CallMethod(cm, "__exit__", "OOO", Py_None, Py_None, Py_None);
-    Py_XDECREF(r);
-  }
-  Py_XDECREF(entered);
-  Py_XDECREF(cm);
-  Py_XDECREF(warnings);
-  Py_XDECREF(empty);
-  Py_XDECREF(dtype_type);
-  Py_XDECREF(vars);
+  if (!a->borrow) a->del(h);
   PyErr_Clear();
-  return rc;
+  return 0;
+}
+
+/* The bridge's dtype table (bridge/_tables.pxi): every dtype torch exposes and can
+   allocate, by the code a tensor of it reports through the route's handle, with
+   tables.h's rule (torch.dtype.itemsize; quantized and sub-byte refused with its
+   words). It adds to the aoti_torch_dtype_* table the dtypes the stable ABI names no
+   code for (bcomplex32, bits16, ...). Runs under torch_borrow_guards_enter's guards; a
+   probe that still comes back other than a plain torch.Tensor (another type, or a key
+   of the key-set table: a mode or transform the guards did not turn off) makes it
+   return -1 with why: nothing learnt may be kept. */
+static inline int torch_borrow__probe_dtypes(PyObject* torch, torch_borrow__api* a, char* why,
+                                             size_t n) {
+  torch_borrow__probing p;
+  int rc;
+  p.a = a, p.why = why, p.n = n;
+  rc = torch_borrow_each_dtype(torch, torch_borrow__probe_dtype, &p);
+  PyErr_Clear();
+  return rc == 1 ? -1 : 0;
 }
 
 static inline int torch_borrow__want(const char* only, const char* route) {
@@ -645,7 +566,6 @@ static inline int torch_borrow__keys_setup(PyObject* torch, torch_borrow__api* a
       {"Sparse", "a sparse tensor (call .to_dense() first)"},
       {"SparseCsr", "a sparse compressed tensor (call .to_dense() first)"},
       {"NestedTensor", "a nested tensor (no single sizes / strides)"},
-      {"Quantized", "a quantized tensor (its elements need a scale and zero point)"},
       {"ZeroTensor", "an efficient zero tensor (torch._efficientzerotensor: no memory)"},
       {"Meta", TORCH_BORROW_WORDS_META "read"},
   };
@@ -654,7 +574,7 @@ static inline int torch_borrow__keys_setup(PyObject* torch, torch_borrow__api* a
   PyObject* dks = c ? PyObject_GetAttrString(c, "DispatchKeySet") : NULL;
   PyObject* dense_key = dk ? PyObject_GetAttrString(dk, "Dense") : NULL;
   uint64_t dense = 0;
-  size_t i;
+  size_t i, k;
   PyErr_Clear();
   a->keys_fn = c ? PyObject_GetAttrString(c, "_dispatch_keys") : NULL;
   a->dispatch_default = c ? PyObject_GetAttrString(c, "_disabled_torch_dispatch_impl") : NULL;
@@ -681,6 +601,8 @@ static inline int torch_borrow__keys_setup(PyObject* torch, torch_borrow__api* a
     if (!bits || a->nkeys >= TORCH_BORROW__NKEYS) continue;
     a->keys[a->nkeys].mask = bits, a->keys[a->nkeys].why = keys[i].why;
     a->forbidden |= bits, a->nkeys++;
+    for (k = 0; k < TORCH_BORROW_NTRANSFORM_KEYS; ++k)
+      if (strcmp(keys[i].key, torch_borrow_transform_keys[k]) == 0) a->transform |= bits;
   }
   Py_XDECREF(dense_key);
   Py_XDECREF(dks);
@@ -781,6 +703,8 @@ static inline int torch_borrow__dlpack_setup(PyObject* torch, void* lib, torch_b
 /* Frees a resolution that was never published (no read can hold it): its references
    and the block. */
 static inline void torch_borrow__free(torch_borrow__api* a) {
+  size_t k;
+  for (k = 0; k < TORCH_BORROW_NCODES; ++k) PyMem_RawFree(a->refused_why[k]);
   Py_XDECREF(a->tensor_type);
   Py_XDECREF(a->keys_fn);
   Py_XDECREF(a->raw_repr);
@@ -801,19 +725,15 @@ static inline void torch_borrow__free(torch_borrow__api* a) {
    exist), TORCH_BORROW_INIT_NO_SHIM_EXT (never import shim_ext: as if absent). */
 static inline torch_borrow__api* torch_borrow__resolve(const char* only, int flags,
                                                        torch_borrow_meta* m) {
-  /* The dtypes a pointer + strides reader can describe: whole bytes per element. */
-  static const struct { const char* fn; int8_t itemsize; } dtypes[] = {
-      {"aoti_torch_dtype_bool", 1},           {"aoti_torch_dtype_uint8", 1},
-      {"aoti_torch_dtype_int8", 1},           {"aoti_torch_dtype_int16", 2},
-      {"aoti_torch_dtype_int32", 4},          {"aoti_torch_dtype_int64", 8},
-      {"aoti_torch_dtype_uint16", 2},         {"aoti_torch_dtype_uint32", 4},
-      {"aoti_torch_dtype_uint64", 8},         {"aoti_torch_dtype_float16", 2},
-      {"aoti_torch_dtype_bfloat16", 2},       {"aoti_torch_dtype_float32", 4},
-      {"aoti_torch_dtype_float64", 8},        {"aoti_torch_dtype_complex32", 4},
-      {"aoti_torch_dtype_complex64", 8},      {"aoti_torch_dtype_complex128", 16},
-      {"aoti_torch_dtype_float8_e5m2", 1},    {"aoti_torch_dtype_float8_e4m3fn", 1},
-      {"aoti_torch_dtype_float8_e5m2fnuz", 1}, {"aoti_torch_dtype_float8_e4m3fnuz", 1},
-      {"aoti_torch_dtype_float8_e8m0fnu", 1}, {"aoti_torch_dtype_float4_e2m1fn_x2", 1},
+  /* The dtypes the stable ABI names a code for (aoti_torch_dtype_<name>); their
+     itemsize or refusal is tables.h's rule on torch.<name>. */
+  static const char* const dtypes[] = {
+      "bool",         "uint8",           "int8",          "int16",
+      "int32",        "int64",           "uint16",        "uint32",
+      "uint64",       "float16",         "bfloat16",      "float32",
+      "float64",      "complex32",       "complex64",     "complex128",
+      "float8_e5m2",  "float8_e4m3fn",   "float8_e5m2fnuz", "float8_e4m3fnuz",
+      "float8_e8m0fnu", "float4_e2m1fn_x2",
   };
   PyObject *name, *torch, *tensor;
   void *lib, *cuda_lib;
@@ -824,7 +744,7 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
   char proto_why[TORCH_BORROW_MESSAGE_SIZE] = "loaded";
   char dl_why[TORCH_BORROW_MESSAGE_SIZE] = "ready", owned_why[160] = "";
   char unsettled[TORCH_BORROW_MESSAGE_SIZE] = "";
-  PyObject* guards[TORCH_BORROW__NGUARDS];
+  PyObject* guards[TORCH_BORROW_NGUARDS];
   size_t i;
   int getters, keys_ok;
   struct timespec t0, t1;
@@ -844,7 +764,7 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
     return NULL;
   }
   a->tensor_type = (PyTypeObject*)tensor;
-  torch_borrow__guards_enter(torch, guards); /* exited below, before any return */
+  torch_borrow_guards_enter(torch, guards); /* exited below, before any return */
 #define TORCH_BORROW__GET(field, type, symbol) a->field = (type)torch_borrow__sym(lib, symbol)
   TORCH_BORROW__GET(g.storage_size, torch_borrow_get_i64_fn, "aoti_torch_get_storage_size");
   TORCH_BORROW__GET(g.layout, torch_borrow_get_i32_fn, "aoti_torch_get_layout");
@@ -867,14 +787,28 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
   a->t.strided = strided ? strided() : -1;
   a->t.meta = meta ? meta() : -1;
   for (i = 0; i < sizeof dtypes / sizeof dtypes[0]; ++i) {
+    char fn[64], refused[256];
     torch_borrow_code_fn code;
+    PyObject *dt, *size;
+    long itemsize;
     int32_t c;
-    code = (torch_borrow_code_fn)torch_borrow__sym(lib, dtypes[i].fn);
+    snprintf(fn, sizeof fn, "aoti_torch_dtype_%s", dtypes[i]);
+    code = (torch_borrow_code_fn)torch_borrow__sym(lib, fn);
     c = code ? code() : -1;
     if (c < 0 || c >= TORCH_BORROW_NCODES) continue;
-    a->t.itemsize[c] = dtypes[i].itemsize;
-    snprintf(a->dtype_name[c], sizeof a->dtype_name[c], "%s",
-             dtypes[i].fn + sizeof "aoti_torch_dtype_" - 1);
+    dt = PyObject_GetAttrString(torch, dtypes[i]);
+    size = dt ? PyObject_GetAttrString(dt, "itemsize") : NULL;
+    itemsize = size ? PyLong_AsLong(size) : -1;
+    Py_XDECREF(size);
+    Py_XDECREF(dt);
+    PyErr_Clear();
+    if (itemsize < 0) continue; /* torch has no such dtype object */
+    if (torch_borrow_dtype_rule(dtypes[i], itemsize, refused, sizeof refused)) {
+      torch_borrow__refuse_dtype(a, c, refused);
+      continue;
+    }
+    a->t.itemsize[c] = (int8_t)itemsize;
+    snprintf(a->dtype_name[c], sizeof a->dtype_name[c], "%s", dtypes[i]);
   }
   torch_borrow__devices(torch, lib, a);
   for (i = 0; i < 8; ++i) {
@@ -954,7 +888,7 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
       torch_borrow__probe_dtypes(torch, a, unsettled, sizeof unsettled) != 0) {
     /* Learnt under a state the guards could not turn off: nothing is kept, and the next
        call resolves again. */
-    torch_borrow__guards_exit(guards);
+    torch_borrow_guards_exit(guards);
     Py_DECREF(torch);
     torch_borrow__fail(m, TORCH_BORROW_UNAVAILABLE, "the set-up met a mode or functional "
                        "transform it could not turn off (%s); nothing was kept: read once "
@@ -984,7 +918,7 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
     snprintf(a->checks, sizeof a->checks, "%s%s" TORCH_BORROW__CHECKS_COMMON,
              a->borrow || a->custom ? TORCH_BORROW__CHECKS_C : "",
              a->keys_check ? TORCH_BORROW__CHECKS_KEYS : "");
-  torch_borrow__guards_exit(guards);
+  torch_borrow_guards_exit(guards);
   Py_DECREF(torch);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   a->init_seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
@@ -1063,34 +997,16 @@ static inline const char* torch_borrow__keys_reason(const torch_borrow__api* a, 
 }
 
 /* Why a tensor's metadata is not plain C++ state, from its TORCH_BORROW_CUSTOM_* bits
-   (shim_ext's check), named more closely by its dispatch keys where they say (a
-   vmap-batched tensor has custom strides, as sparse ones have). Refusal path only. */
+   (shim_ext's check): the reader's words for the cause (torch_borrow_custom_words, the
+   bridge's), then, where its dispatch keys name it more closely (a vmap-batched tensor
+   has custom strides, as sparse ones have), what it is. Refusal path only. */
 static inline int torch_borrow__custom(const torch_borrow__api* a, torch_borrow_meta* m,
                                        PyObject* obj, int32_t bits) {
-  static const struct { int32_t bit; const char* why; } reasons[] = {
-      {TORCH_BORROW_CUSTOM_PYTHON_KEY, "the Python dispatch key"},
-      {TORCH_BORROW_CUSTOM_STRIDES, "strides computed by a TensorImpl subclass"},
-      {TORCH_BORROW_CUSTOM_SIZES, "custom or symbolic sizes (nested, functional, "
-                                  "sizes computed in Python)"},
-      {TORCH_BORROW_CUSTOM_DEVICE, "a custom device"},
-      {TORCH_BORROW_CUSTOM_LAYOUT, "a custom layout"},
-  };
-  char why[TORCH_BORROW_MESSAGE_SIZE / 2] = "";
+  char why[TORCH_BORROW_MESSAGE_SIZE];
   const char* keys = torch_borrow__keys_reason(a, obj);
-  size_t i;
-  for (i = 0; i < sizeof reasons / sizeof reasons[0]; ++i) {
-    if (!(bits & reasons[i].bit)) continue;
-    if (why[0]) strncat(why, "; ", sizeof why - strlen(why) - 1);
-    strncat(why, reasons[i].why, sizeof why - strlen(why) - 1);
-  }
-  if (keys)
-    return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
-                              "this %s is %s; its metadata is not plain C++ state (%s)",
-                              Py_TYPE(obj)->tp_name, keys, why);
-  return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
-                            "this %s's metadata is not plain C++ state (%s): its getters may "
-                            "run Python, so no pointer + strides description is read",
-                            Py_TYPE(obj)->tp_name, why);
+  torch_borrow_custom_words(bits, Py_TYPE(obj)->tp_name, why, sizeof why);
+  if (keys) return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "%s (it is %s)", why, keys);
+  return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "%s", why);
 }
 
 /* The Python-level check, where no C check judges the metadata or the conj / neg bits:
@@ -1155,6 +1071,9 @@ static inline int torch_borrow__verdict(const torch_borrow__api* a, torch_borrow
   if (stage == TORCH_BORROW_READ_GETTER)
     return torch_borrow__call_failed(a, m, "an aoti_torch_get_* getter (or torch_is_conj / "
                                            "torch_is_neg)");
+  if (stage == TORCH_BORROW_READ_DTYPE && x->dtype >= 0 && x->dtype < TORCH_BORROW_NCODES &&
+      a->refused_why[x->dtype])
+    return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "%s", a->refused_why[x->dtype]);
   torch_borrow_read_words(stage, x, NULL, "read", m->message, sizeof m->message);
   m->status = TORCH_BORROW_REFUSED;
   return TORCH_BORROW_REFUSED;
@@ -1226,12 +1145,18 @@ static inline int torch_borrow__dlpack_fill(const torch_borrow__api* a, PyObject
     return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "%s", err);
   }
   if (m->dtype < 0 || m->dtype >= TORCH_BORROW_NCODES || a->t.itemsize[m->dtype] <= 0) {
+    /* tables.h's words where its rule refuses the dtype by name (quantized, sub-byte);
+       else torch has it, but the stable ABI names no aoti_torch_dtype_* code for it */
     PyObject* s = PyObject_Str(dt);
     const char* name = s ? PyUnicode_AsUTF8(s) : NULL;
-    torch_borrow__fail(m, TORCH_BORROW_REFUSED,
-                       "%s has no whole-byte element the DLPack route can describe "
-                       "(quantized, sub-byte, or no aoti_torch_dtype_* code)",
-                       name ? name : "this dtype");
+    char why[256];
+    if (name && strncmp(name, "torch.", 6) == 0 &&
+        torch_borrow_dtype_rule(name + 6, 1, why, sizeof why))
+      torch_borrow__fail(m, TORCH_BORROW_REFUSED, "%s", why);
+    else
+      torch_borrow__fail(m, TORCH_BORROW_REFUSED,
+                         "%s has no aoti_torch_dtype_* code: the DLPack route cannot say "
+                         "which dtype a read has", name ? name : "this dtype");
     Py_XDECREF(s);
     Py_DECREF(dt);
     PyErr_Clear();
@@ -1283,7 +1208,7 @@ static inline int torch_borrow__borrow_refused(const torch_borrow__api* a, PyObj
   int32_t layout, bits;
   if (!torch_borrow_thread_is_attached())
     return torch_borrow__fail(m, TORCH_BORROW_NO_GIL, "the calling thread holds no GIL");
-  if (Py_TYPE(obj) != a->tensor_type && !PyType_IsSubtype(Py_TYPE(obj), a->tensor_type))
+  if (!torch_borrow_is_tensor(obj, a->tensor_type, NULL))
     return torch_borrow__fail(m, TORCH_BORROW_NOT_A_TENSOR, "expected a torch.Tensor, got %s",
                               Py_TYPE(obj)->tp_name);
   bits = a->custom ? a->custom(obj, &layout) : 0;
@@ -1312,8 +1237,8 @@ static inline int torch_borrow_read(PyObject* obj, torch_borrow_meta* m) {
     a = __atomic_load_n(&torch_borrow__state, __ATOMIC_ACQUIRE);
   }
   if (!a->route) return torch_borrow__fail(m, TORCH_BORROW_UNAVAILABLE, "%s", a->why);
-  /* The real type (a lying __class__ does not count). */
-  if (Py_TYPE(obj) != a->tensor_type && !PyType_IsSubtype(Py_TYPE(obj), a->tensor_type))
+  /* The real type (a lying __class__ does not count: tables.h). */
+  if (!torch_borrow_is_tensor(obj, a->tensor_type, NULL))
     return torch_borrow__fail(m, TORCH_BORROW_NOT_A_TENSOR, "expected a torch.Tensor, got %s",
                               Py_TYPE(obj)->tp_name);
   if (!a->g.is_conj && !a->keys_check) /* refuse rather than guess the conj / neg bits */

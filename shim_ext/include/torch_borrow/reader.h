@@ -293,6 +293,34 @@ __attribute__((format(printf, 4, 5))) static inline size_t torch_borrow_words_ad
   return k < 0 ? at : at + (size_t)k;
 }
 
+/* The words of a refusal for a tensor whose metadata is not plain C++ state (bits:
+   the TORCH_BORROW_CUSTOM_* bits of torch_borrow_custom_metadata, > 0; type_name: the
+   object's type as tp_name gives it) into buf (n > 0 bytes): one text per cause, the
+   first of the Python dispatch key, sizes or strides computed by a TensorImpl subclass,
+   a device or layout computed elsewhere. Returns buf. */
+static inline const char* torch_borrow_custom_words(int32_t bits, const char* type_name,
+                                                    char* buf, size_t n) {
+  if (n == 0) return buf;
+  if (bits & TORCH_BORROW_CUSTOM_PYTHON_KEY)
+    /* named by the key, not by the class: a __class__ reassigned to torch.Tensor keeps
+       the TensorImpl, and its key, of the subclass that made it */
+    snprintf(buf, n, "this %s's TensorImpl carries torch's Python dispatch key (a subclass "
+             "that overrides __torch_dispatch__ made it): its metadata is computed in "
+             "Python and cannot be read safely through a handle; view a plain tensor "
+             "instead", type_name);
+  else if (bits & (TORCH_BORROW_CUSTOM_SIZES | TORCH_BORROW_CUSTOM_STRIDES))
+    snprintf(buf, n, "this %s's sizes and strides are computed by a TensorImpl subclass "
+             "(functionalized, vmap-batched, symbolic or other wrapper tensors): they are "
+             "not plain C++ state and cannot be read safely through a handle; view the "
+             "underlying plain tensor instead", type_name);
+  else
+    snprintf(buf, n, "this %s's device or layout is computed by a TensorImpl subclass or "
+             "in Python (torch.Tensor._make_subclass(..., dispatch_device=True or "
+             "dispatch_layout=True)): reading it could run Python code, so it cannot be "
+             "read safely through a handle; view a plain tensor instead", type_name);
+  return buf;
+}
+
 /* values as Python writes a tuple of ints: (), (5,), (2, 3). */
 static inline size_t torch_borrow_words_tuple(char* buf, size_t n, size_t at,
                                               const int64_t* values, int64_t count) {

@@ -1,0 +1,103 @@
+# What the tables learn from torch's Python module, through the C home of each rule
+# (shim_ext/include/torch_borrow/tables.h, shared with consumer.h). Cold path: called by
+# bridge._select / bridge._resolve at resolution only.
+
+cdef extern from "torch_borrow/tables.h":
+    ctypedef int (*torch_borrow_dtype_visit)(void* ctx, PyObject* dtype, const char* name,
+                                             int itemsize, const char* refused,
+                                             PyObject* probe) except -1
+    ctypedef int (*torch_borrow_device_visit)(void* ctx, int code,
+                                              const char* lower) except -1
+    int TORCH_BORROW_NSTABLE_DEVICES
+    const char* const* torch_borrow_stable_devices
+    int TORCH_BORROW_NTRANSFORM_KEYS
+    const char* const* torch_borrow_transform_keys
+    int torch_borrow_each_dtype(object torch, torch_borrow_dtype_visit visit,
+                                void* ctx) except? -1
+    int torch_borrow_each_device(object torch, torch_borrow_device_visit visit,
+                                 void* ctx) except? -1
+    enum: TORCH_BORROW_NGUARDS
+    void torch_borrow_guards_enter(object torch, PyObject** guards)
+    void torch_borrow_guards_exit(PyObject** guards)
+
+
+#: The device types whose codes the stable ABI exports (``aoti_torch_device_type_<name>``):
+#: the known ones where torch binds no c10::DeviceType enum (``tables.h``).
+STABLE_DEVICES = tuple(torch_borrow_stable_devices[i].decode()
+                       for i in range(TORCH_BORROW_NSTABLE_DEVICES))
+#: Dispatch keys no probe may carry: each marks a tensor whose metadata a mode or a
+#: functional transform answers (``torch._C.DispatchKey`` names, ``tables.h``).
+TRANSFORM_KEYS = tuple(torch_borrow_transform_keys[i].decode()
+                       for i in range(TORCH_BORROW_NTRANSFORM_KEYS))
+
+
+cdef int _visit_dtype(void* ctx, PyObject* dtype, const char* name, int itemsize,
+                      const char* refused, PyObject* probe) except -1:
+    # ctx: (plain, code_of, dtypes, refused); an exception stops the walk and is raised
+    # by _dtype_table.
+    plain, code_of, dtypes, refusals = <tuple>ctx
+    t = <object>probe
+    plain(t)
+    if t.dtype is not <object>dtype:
+        raise RuntimeError(f"torch.empty(dtype={<object>dtype}) made a {t.dtype} tensor")
+    code = code_of(t)
+    if refused != NULL:
+        refusals[code] = refused.decode()
+    else:
+        dtypes[code] = (<object>dtype, itemsize)
+    return 0
+
+
+cdef int _visit_device(void* ctx, int code, const char* lower) except -1:
+    (<dict>ctx)[code] = lower.decode()
+    return 0
+
+
+def _dtype_table(torch, plain, code_of):
+    """``(dtypes, refused)`` for every dtype torch exposes and can allocate, by the rule
+    of ``torch_borrow/tables.h`` (``torch_borrow_each_dtype``,
+    ``torch_borrow_dtype_rule``):
+    ``dtypes`` maps a c10::ScalarType code to ``(torch.dtype, itemsize in bytes)``,
+    ``refused`` a code to why its tensors get no view (quantized, sub-byte).
+
+    ``plain(probe)`` raises unless the probe ``torch.empty(0, dtype=...)`` is a plain
+    tensor; ``code_of(probe)`` reads its code through an installed handle source. The
+    caller enters its guards (``_resolve.plain_torch``). Raises what either raises, and
+    RuntimeError when a probe reports another dtype than it was made with."""
+    dtypes, refused = {}, {}
+    ctx = (plain, code_of, dtypes, refused)
+    torch_borrow_each_dtype(torch, _visit_dtype, <void*>ctx)
+    return dtypes, refused
+
+
+def _device_enum(torch):
+    """``{code: member name lower-cased}`` for each member of c10::DeviceType as torch
+    binds it (``torch._C._autograd.DeviceType``, through ``torch_borrow_each_device`` of
+    ``torch_borrow/tables.h``); empty when torch binds no such enum."""
+    devices = {}
+    torch_borrow_each_device(torch, _visit_device, <void*>devices)
+    return devices
+
+
+def _guards_enter(torch):
+    """Enter the set-up's guards (``torch_borrow_guards_enter`` of ``tables.h``: no
+    ``__torch_function__``, no ``__torch_dispatch__``, no functorch transform, no
+    functionalization); returns what ``_guards_exit`` takes. A guard this torch lacks is
+    skipped."""
+    cdef PyObject* g[TORCH_BORROW_NGUARDS]
+    torch_borrow_guards_enter(torch, g)
+    entered = []
+    for i in range(TORCH_BORROW_NGUARDS):
+        entered.append(None if g[i] == NULL else <object>g[i])
+        Py_XDECREF(g[i])
+    return tuple(entered)
+
+
+def _guards_exit(tuple entered):
+    """Exit the guards ``_guards_enter`` returned, in the reverse order."""
+    cdef PyObject* g[TORCH_BORROW_NGUARDS]
+    for i in range(TORCH_BORROW_NGUARDS):
+        obj = entered[i]
+        g[i] = NULL if obj is None else <PyObject*>obj
+        Py_XINCREF(g[i])
+    torch_borrow_guards_exit(g)

@@ -1,0 +1,259 @@
+/* torch_borrow/tables.h: what a reader learns once from torch's Python module, the
+ * tables torch_borrow/reader.h's checks compare against: which dtypes have elements a
+ * pointer + strides reader can describe (and in how many bytes), and which device types
+ * torch names; the guards it learns them under, and the two tests on Python objects the
+ * reader's front ends make: a real torch.Tensor, a plain probe. Shared by the bridge (bridge/_tables.pxi,
+ * bridge/_bridge_read.h) and torch_borrow/consumer.h, so each rule is written once.
+ *
+ * C99 and C++; needs Python.h (the caller holds the GIL, or an attached thread state on
+ * free-threaded CPython) and no torch header. Cold path: called at resolution only.
+ */
+#ifndef TORCH_BORROW_TABLES_H
+#define TORCH_BORROW_TABLES_H
+
+#include <Python.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The device types whose codes the stable ABI exports (aoti_torch_device_type_<name>):
+   the known ones where torch binds no c10::DeviceType enum. */
+#define TORCH_BORROW_NSTABLE_DEVICES 6
+static const char* const torch_borrow_stable_devices[TORCH_BORROW_NSTABLE_DEVICES] = {
+    "cpu", "cuda", "meta", "xpu", "mps", "privateuse1"};
+
+/* Whether obj's real type (Py_TYPE: an assigned __class__ does not count) is
+   torch.Tensor (tensor_tp) or a subclass of it; parameter_tp (torch.nn.Parameter, or
+   NULL) only answers the commonest subclass without walking the MRO. */
+static inline __attribute__((always_inline)) int torch_borrow_is_tensor(
+    PyObject* obj, PyTypeObject* tensor_tp, PyTypeObject* parameter_tp) {
+  PyTypeObject* tp = Py_TYPE(obj);
+  if (tp == tensor_tp || tp == parameter_tp) return tp != NULL;
+  return tensor_tp != NULL && PyType_IsSubtype(tp, tensor_tp);
+}
+
+/* Dispatch keys no probe may carry (torch._C.DispatchKey names; one a torch lacks is
+   left out): each marks a tensor whose metadata a mode or a functional transform
+   answers, so a probe with one means the set-up met a state it could not turn off, and
+   nothing it learnt may be kept. */
+#define TORCH_BORROW_NTRANSFORM_KEYS 6
+static const char* const torch_borrow_transform_keys[TORCH_BORROW_NTRANSFORM_KEYS] = {
+    "Python", "PythonTLSSnapshot", "Functionalize", "FuncTorchBatched",
+    "BatchedNestedTensor", "FuncTorchGradWrapper"};
+
+/* The set-up's guards: a resolution learns from probe tensors what it keeps for the
+   process, and a first use may happen under a TorchFunctionMode, a TorchDispatchMode
+   (FakeTensorMode), a functorch transform (vmap, grad, torch.func.functionalize) or
+   torch.compile's functionalization. Entered for the whole resolution (consumer.h's;
+   the bridge's through bridge/_resolve.py's plain_torch), each a C++ thread-local switch
+   of torch's: torch._C.DisableTorchFunction (modes and subclasses' __torch_function__),
+   torch._C._DisableTorchDispatch (modes and subclasses' __torch_dispatch__),
+   torch._C._DisableFuncTorch, and
+   torch._C._ExcludeDispatchKeyGuard(DispatchKeySet(DispatchKey.Functionalize)). No user
+   mode code runs, and the probes are plain tensors. A guard this torch lacks is skipped
+   (guards[i] NULL): a probe it would have caught still carries one of
+   torch_borrow_transform_keys. Leaves no Python exception set. */
+#define TORCH_BORROW_NGUARDS 4
+static inline void torch_borrow_guards_enter(PyObject* torch,
+                                             PyObject* guards[TORCH_BORROW_NGUARDS]) {
+  static const char* const names[TORCH_BORROW_NGUARDS] = {
+      "DisableTorchFunction", "_DisableTorchDispatch", "_DisableFuncTorch",
+      "_ExcludeDispatchKeyGuard"};
+  PyObject* c = PyObject_GetAttrString(torch, "_C");
+  int i;
+  PyErr_Clear();
+  for (i = 0; i < TORCH_BORROW_NGUARDS; ++i) {
+    PyObject *cls = c ? PyObject_GetAttrString(c, names[i]) : NULL, *g = NULL, *r;
+    if (cls && i == 3) {
+      PyObject* dk = PyObject_GetAttrString(c, "DispatchKey");
+      PyObject* dks = PyObject_GetAttrString(c, "DispatchKeySet");
+      PyObject* key = dk ? PyObject_GetAttrString(dk, "Functionalize") : NULL;
+      PyObject* set = key && dks ? PyObject_CallOneArg(dks, key) : NULL;
+      g = set ? PyObject_CallOneArg(cls, set) : NULL;
+      Py_XDECREF(set);
+      Py_XDECREF(key);
+      Py_XDECREF(dks);
+      Py_XDECREF(dk);
+    } else if (cls) {
+      g = PyObject_CallNoArgs(cls);
+    }
+    r = g ? PyObject_CallMethod(g, "__enter__", NULL) : NULL;
+    if (!r) Py_CLEAR(g);
+    Py_XDECREF(r);
+    Py_XDECREF(cls);
+    PyErr_Clear();
+    guards[i] = g; /* NULL: not entered */
+  }
+  Py_XDECREF(c);
+}
+
+/* Exits what torch_borrow_guards_enter entered, in the reverse order, and releases it
+   (guards[i] NULL after). Leaves no Python exception set. */
+static inline void torch_borrow_guards_exit(PyObject* guards[TORCH_BORROW_NGUARDS]) {
+  int i;
+  for (i = TORCH_BORROW_NGUARDS - 1; i >= 0; --i) { /* the reverse order of entry */
+    PyObject* r = guards[i] ? PyObject_CallMethod(guards[i], "__exit__", "OOO", Py_None,
+                                                  Py_None, Py_None)
+                            : NULL;
+    Py_XDECREF(r);
+    Py_CLEAR(guards[i]);
+  }
+  PyErr_Clear();
+}
+
+/* The dtype rule. name: torch's name of a dtype without "torch." ("float32", "qint8");
+   itemsize: its torch.dtype.itemsize in bytes. Returns 0 when a pointer + strides reader
+   can describe its elements; 1 when it cannot, with the words in why (n > 0 bytes):
+   quantized dtypes (qint*, quint*) hold integers that need a scale and zero point;
+   sub-byte ones (int1..int7, uint1..uint7) have no whole-byte element; so has any other
+   whose itemsize is not 1 to 127 bytes. */
+static inline int torch_borrow_dtype_rule(const char* name, long itemsize, char* why,
+                                          size_t n) {
+  size_t len = strlen(name);
+  int sub_byte = (len == 4 && strncmp(name, "int", 3) == 0) ||
+                 (len == 5 && strncmp(name, "uint", 4) == 0);
+  if (sub_byte) sub_byte = name[len - 1] >= '1' && name[len - 1] <= '7';
+  if (strncmp(name, "qint", 4) == 0 || strncmp(name, "quint", 5) == 0) {
+    snprintf(why, n, "torch.%s is quantized: its memory holds integers that need a scale "
+             "and zero point; call .dequantize() first", name);
+    return 1;
+  }
+  if (sub_byte) {
+    snprintf(why, n, "torch.%s is a sub-byte dtype without a fixed itemsize in bytes; no "
+             "path can describe it as pointer + strides", name);
+    return 1;
+  }
+  if (itemsize < 1 || itemsize > 127) {
+    snprintf(why, n, "torch.%s has an itemsize of %ld bytes; no path can describe it as "
+             "pointer + strides", name, itemsize);
+    return 1;
+  }
+  return 0;
+}
+
+/* One dtype of torch_borrow_each_dtype: the torch.dtype (borrowed), its name without
+   "torch.", its itemsize in bytes (0 when refused), the rule's words when refused (else
+   NULL), and a plain probe of it, torch.empty(0, dtype=dtype) (borrowed: the visit reads
+   its code through a handle; it is freed after the visit). Returns 0 to go on; any
+   other value stops the walk and is returned (with a Python exception set or not, as
+   the visit's caller expects). */
+typedef int (*torch_borrow_dtype_visit)(void* ctx, PyObject* dtype, const char* name,
+                                        int itemsize, const char* refused, PyObject* probe);
+
+/* Visits every torch.dtype in torch's namespace that torch can allocate (an alias,
+   torch.float beside torch.float32, visits the same dtype again). The caller enters its guards first
+   (no mode or transform may answer for a probe) and checks each probe is plain (a
+   guard this torch lacks leaves one bent); a dtype torch cannot allocate, whose tensors
+   do not exist, is skipped. Warnings of the allocation ("experimental dtype") are
+   ignored. Returns 0; the first nonzero a visit returned; or -1 with a Python exception
+   when torch lacks torch.dtype / torch.empty. */
+static inline int torch_borrow_each_dtype(PyObject* torch, torch_borrow_dtype_visit visit,
+                                          void* ctx) {
+  PyObject* vars = PyObject_GetAttrString(torch, "__dict__");
+  PyObject* dtype_type = vars ? PyObject_GetAttrString(torch, "dtype") : NULL;
+  PyObject* empty = dtype_type ? PyObject_GetAttrString(torch, "empty") : NULL;
+  PyObject* warnings = empty ? PyImport_ImportModule("warnings") : NULL;
+  PyObject* cm = warnings ? PyObject_CallMethod(warnings, "catch_warnings", NULL) : NULL;
+  PyObject* entered = cm ? PyObject_CallMethod(cm, "__enter__", NULL) : NULL;
+  PyObject* ignored = entered ? PyObject_CallMethod(warnings, "simplefilter", "s", "ignore")
+                              : NULL;
+  PyObject* zero = ignored ? Py_BuildValue("(i)", 0) : NULL;
+  PyObject* items = zero && PyDict_Check(vars) && PyType_Check(dtype_type)
+                        ? PyDict_Items(vars) /* a copy: a visit may run Python */
+                        : NULL;
+  Py_ssize_t i, count = items ? PyList_GET_SIZE(items) : 0;
+  int rc = items ? 0 : -1;
+  if (rc && !PyErr_Occurred())
+    PyErr_SetString(PyExc_RuntimeError, "torch has no torch.dtype type or torch.__dict__");
+  for (i = 0; rc == 0 && i < count; ++i) {
+    PyObject* v = PyTuple_GET_ITEM(PyList_GET_ITEM(items, i), 1);
+    PyObject *s, *size, *kw, *t;
+    const char* name;
+    char why[256];
+    long itemsize;
+    int refused;
+    if (!PyObject_TypeCheck(v, (PyTypeObject*)dtype_type)) continue;
+    s = PyObject_Str(v);
+    name = s ? PyUnicode_AsUTF8(s) : NULL;
+    size = name ? PyObject_GetAttrString(v, "itemsize") : NULL;
+    itemsize = size ? PyLong_AsLong(size) : -1;
+    Py_XDECREF(size);
+    kw = name && strncmp(name, "torch.", 6) == 0 ? Py_BuildValue("{sO}", "dtype", v) : NULL;
+    t = kw ? PyObject_Call(empty, zero, kw) : NULL; /* torch.empty(0, dtype=v) */
+    Py_XDECREF(kw);
+    if (t) {
+      refused = torch_borrow_dtype_rule(name + 6, itemsize, why, sizeof why);
+      rc = visit(ctx, v, name + 6, refused ? 0 : (int)itemsize, refused ? why : NULL, t);
+      Py_DECREF(t);
+    } else {
+      PyErr_Clear(); /* a dtype torch itself cannot allocate has no tensors to view */
+    }
+    Py_XDECREF(s);
+  }
+  Py_XDECREF(items);
+  Py_XDECREF(zero);
+  Py_XDECREF(ignored);
+  if (entered) {
+    PyObject *type, *value, *tb, *r;
+    PyErr_Fetch(&type, &value, &tb); /* a visit's exception outlives the exit */
+    r = PyObject_CallMethod(cm, "__exit__", "OOO", Py_None, Py_None, Py_None);
+    Py_XDECREF(r);
+    if (!r) PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+  }
+  Py_XDECREF(entered);
+  Py_XDECREF(cm);
+  Py_XDECREF(warnings);
+  Py_XDECREF(empty);
+  Py_XDECREF(dtype_type);
+  Py_XDECREF(vars);
+  return rc;
+}
+
+/* One member of torch's c10::DeviceType: its code and its member name lower-cased
+   ("cpu", "privateuse1", "mkldnn"). Returns 0 to go on, else stops the walk. */
+typedef int (*torch_borrow_device_visit)(void* ctx, int code, const char* lower);
+
+/* Visits each member of c10::DeviceType as torch binds it
+   (torch._C._autograd.DeviceType: the device types torch can name). Returns the members
+   visited; 0 when torch binds no such enum (no Python error set: then the stable ABI's
+   aoti_torch_device_type_<torch_borrow_stable_devices> are the known ones); -1 when a
+   visit stopped the walk. */
+static inline int torch_borrow_each_device(PyObject* torch, torch_borrow_device_visit visit,
+                                           void* ctx) {
+  PyObject* c = PyObject_GetAttrString(torch, "_C");
+  PyObject* ag = c ? PyObject_GetAttrString(c, "_autograd") : NULL;
+  PyObject* dt = ag ? PyObject_GetAttrString(ag, "DeviceType") : NULL;
+  PyObject* members = dt ? PyObject_GetAttrString(dt, "__members__") : NULL;
+  PyObject* items = members ? PyMapping_Items(members) : NULL;
+  Py_ssize_t i, count = items ? PyList_Size(items) : 0;
+  int visited = 0, rc = 0;
+  Py_XDECREF(members);
+  Py_XDECREF(dt);
+  Py_XDECREF(ag);
+  Py_XDECREF(c);
+  if (!items) PyErr_Clear();
+  for (i = 0; rc == 0 && i < count; ++i) {
+    PyObject* item = PyList_GET_ITEM(items, i);
+    PyObject* key = PyTuple_GET_ITEM(item, 0);
+    PyObject* index = PyNumber_Index(PyTuple_GET_ITEM(item, 1));
+    long code = index ? PyLong_AsLong(index) : -1;
+    const char* member = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+    char lower[64];
+    size_t k;
+    Py_XDECREF(index);
+    if (!member || code < 0 || code > 0x7fff) {
+      PyErr_Clear();
+      continue;
+    }
+    for (k = 0; member[k] && k + 1 < sizeof lower; ++k)
+      lower[k] = (char)(member[k] >= 'A' && member[k] <= 'Z' ? member[k] - 'A' + 'a'
+                                                              : member[k]);
+    lower[k] = '\0';
+    rc = visit(ctx, (int)code, lower);
+    ++visited;
+  }
+  Py_XDECREF(items);
+  return rc ? -1 : visited;
+}
+
+#endif /* TORCH_BORROW_TABLES_H */
