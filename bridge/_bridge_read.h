@@ -26,13 +26,20 @@ typedef struct {
      up there when read (snapshots are never freed nor changed). */
   const bridge_installed* st;
   int8_t path;
-  int8_t tuples_checked; /* 1: shape_t / strides_t were checked against this fill */
+  /* The tuples the view has (shape_t, strides_t) were made from tuple_ndim dimensions
+     (-1: none, or stale), whose sizes and strides are still in the view's room: up to
+     BRIDGE_HALF_DIMS, in half tuple_half of inline_dims, which a fill leaves alone (it
+     writes the other half), and a read compares with the fill's half once per fill
+     (tuples_checked); up to BRIDGE_INLINE_DIMS, in the whole of inline_dims, and a fill
+     that writes other values there, or any narrower fill, sets tuple_ndim to -1;
+     beyond, in heap, which goes when the view is freed. A tuple's make sets them from
+     the fill it reads (bridge_read, bridge_read_tail_kept, bridge_view_tuple_make). So a
+     freed view keeps its tuples on the freelist, and the next view made from it returns
+     them where its values are the same. */
+  int8_t tuples_checked; /* 1: shape_t / strides_t were found this fill's */
+  int8_t tuple_half;
+  int32_t tuple_ndim;
   int64_t inline_dims[2 * BRIDGE_INLINE_DIMS];
-  /* What shape_t / strides_t were made from: ndim (-1: nothing yet), then, up to
-     BRIDGE_INLINE_DIMS dimensions, the sizes and strides. Written only where a tuple is
-     made, never by a fill: the fill costs nothing more, and a read compares. */
-  int64_t tuple_ndim;
-  int64_t tuple_dims[2 * BRIDGE_INLINE_DIMS];
 } bridge_view;
 
 /* Where a read stopped (0: it did not): the reader's stages, then the bridge's own.
@@ -107,28 +114,55 @@ BRIDGE_INLINE int bridge_gate(PyObject* obj, int path, const bridge_installed* s
   return BRIDGE_OK;
 }
 
-/* Room for v->m.ndim dimensions each in v->m.sizes / v->m.strides. */
-static inline int bridge_dims(bridge_view* v) {
-  if (__builtin_expect(v->m.ndim <= BRIDGE_INLINE_DIMS, 1)) {
-    v->m.sizes = v->inline_dims;
-  } else {
-    /* A fresh bytes object nobody else sees yet: ours to fill. Not GC-tracked, so
-       allocating it runs no Python code. */
-    PyObject* heap = PyBytes_FromStringAndSize(NULL, 2 * v->m.ndim * (Py_ssize_t)sizeof(int64_t));
-    if (heap == NULL) return BRIDGE_E_RAISED;
-    Py_XSETREF(v->heap, heap);
-    v->m.sizes = (int64_t*)PyBytes_AS_STRING(heap);
-  }
+/* The tail of a read into the whole of inline_dims where the view keeps tuples made
+   from it, of as many dimensions (9 to BRIDGE_INLINE_DIMS), out of the common path: the
+   tail also says whether it wrote other values there than those (bridge_view). */
+__attribute__((noinline)) static int bridge_read_tail_kept(AtenTensorHandle h, bridge_view* v,
+                                                           const bridge_installed* st) {
+  uint64_t changed;
+  int rc;
+  v->m.sizes = v->inline_dims;
   v->m.strides = v->m.sizes + v->m.ndim;
+  rc = torch_borrow_read_tail(&st->g, &st->t, h, &v->m, &changed);
+  if (changed != 0) v->tuple_ndim = -1; /* whatever rc: the room was written */
+  return rc;
+}
+
+/* Room in a heap for more than BRIDGE_INLINE_DIMS dimensions: a fresh bytes object
+   nobody else sees yet, ours to fill. Not GC-tracked, so allocating it runs no Python
+   code. */
+__attribute__((noinline)) static int bridge_heap_room(bridge_view* v) {
+  PyObject* heap = PyBytes_FromStringAndSize(NULL, 2 * v->m.ndim * (Py_ssize_t)sizeof(int64_t));
+  if (heap == NULL) return BRIDGE_E_RAISED;
+  Py_XSETREF(v->heap, heap);
+  v->m.sizes = (int64_t*)PyBytes_AS_STRING(heap);
   return BRIDGE_OK;
 }
 
 /* The metadata through one handle, straight into v: the reader's head, room for the
-   dimensions, the reader's tail (torch_borrow/reader.h). */
+   dimensions, the reader's tail (torch_borrow/reader.h). The room (bridge_view): up to
+   BRIDGE_HALF_DIMS, the half of inline_dims the view's tuples were not made from, so
+   the copy is the reader's alone (tuples made from the whole of it are stale once a
+   half is written); up to BRIDGE_INLINE_DIMS, the whole of it (bridge_read_tail_kept
+   where tuples of that ndim were made from it); beyond, a heap. */
 BRIDGE_INLINE int bridge_read(AtenTensorHandle h, bridge_view* v, const bridge_installed* st) {
+  int64_t n;
   int rc = torch_borrow_read_head(&st->g, &st->t, h, &v->m);
-  if (__builtin_expect(rc != BRIDGE_OK, 0) || (rc = bridge_dims(v)) != BRIDGE_OK) return rc;
-  return torch_borrow_read_tail(&st->g, &st->t, h, &v->m);
+  if (__builtin_expect(rc != BRIDGE_OK, 0)) return rc;
+  n = v->m.ndim;
+  if (__builtin_expect((uint64_t)n <= BRIDGE_HALF_DIMS, 1)) {
+    if (__builtin_expect(v->tuple_ndim > BRIDGE_HALF_DIMS, 0)) v->tuple_ndim = -1;
+    v->m.sizes = v->inline_dims + (v->tuple_half ^ 1) * 2 * BRIDGE_HALF_DIMS;
+  } else {
+    if (v->tuple_ndim == n && n <= BRIDGE_INLINE_DIMS) return bridge_read_tail_kept(h, v, st);
+    v->tuple_ndim = -1; /* any tuples were made from what this fill writes over */
+    if (n <= BRIDGE_INLINE_DIMS)
+      v->m.sizes = v->inline_dims;
+    else if ((rc = bridge_heap_room(v)) != BRIDGE_OK)
+      return rc;
+  }
+  v->m.strides = v->m.sizes + n;
+  return torch_borrow_read_tail(&st->g, &st->t, h, &v->m, NULL);
 }
 
 /* A handle for obj (through the gate already) on path, its metadata read into v. Every
@@ -136,24 +170,27 @@ BRIDGE_INLINE int bridge_read(AtenTensorHandle h, bridge_view* v, const bridge_i
    borrow by itself; the owned and pointer-trick paths through shim_ext's
    torch_borrow_custom_metadata), so from here to the view nothing but C++ runs.
    Everything comes from the one snapshot st; a path it lacks (chosen under another
-   snapshot) is a refusal, never a call through a null pointer. An owned handle that
-   failed a check is left in f->owned, for the caller to delete once the words are made. */
+   snapshot) is a refusal, never a call through a null pointer; ready: the caller found
+   path ready in st itself (bridge_ready), so that is not asked twice. An owned handle
+   that failed a check is left in f->owned, for the caller to delete once the words are
+   made. */
 BRIDGE_INLINE int bridge_acquire_read(PyObject* obj, int path, bridge_view* v,
-                                      const bridge_installed* st, bridge_failure* f) {
+                                      const bridge_installed* st, bridge_failure* f,
+                                      int ready) {
   AtenTensorHandle h;
   int rc;
-  if (__builtin_expect(!st->getters_ok, 0)) return BRIDGE_E_RESOLVING;
-  if (path == BRIDGE_BORROW && st->borrow_fn != NULL) {
+  if (__builtin_expect(!ready && !st->getters_ok, 0)) return BRIDGE_E_RESOLVING;
+  if (path == BRIDGE_BORROW && (ready || st->borrow_fn != NULL)) {
     if (st->borrow_fn(obj, &h)) return BRIDGE_E_BORROW; /* borrowed: THPVariable::cdata */
     return bridge_read(h, v, st);
   }
-  if (path == BRIDGE_FALLBACK && st->fallback_ok && st->custom_metadata != NULL) {
+  if (path == BRIDGE_FALLBACK && (ready || (st->fallback_ok && st->custom_metadata != NULL))) {
     f->layout = -1;
     if ((f->reasons = st->custom_metadata(obj, &f->layout)) != 0) return BRIDGE_E_CUSTOM;
     h = (AtenTensorHandle)((char*)obj + st->fallback_offset); /* borrowed */
     return bridge_read(h, v, st);
   }
-  if (path == BRIDGE_OWNED && st->owned_fn != NULL) {
+  if (path == BRIDGE_OWNED && (ready || st->owned_fn != NULL)) {
     if (st->custom_metadata != NULL) {
       f->layout = -1;
     if ((f->reasons = st->custom_metadata(obj, &f->layout)) != 0) return BRIDGE_E_CUSTOM;
@@ -171,16 +208,23 @@ BRIDGE_INLINE int bridge_acquire_read(PyObject* obj, int path, bridge_view* v,
   return BRIDGE_E_NOT_INSTALLED;
 }
 
-/* Gate (unless gate is 0: the native loop's handle + read alone), handle and read; on
-   a refusal the words (an exception set) and -1. */
+/* What bridge_fill does beyond the handle and the read: the gate (the native loop's
+   handle + read alone go without it), and whether st was found ready for the path. */
+enum { BRIDGE_FILL_GATE = 1, BRIDGE_FILL_READY = 2 };
+
+/* Gate, handle and read (flags: BRIDGE_FILL_*); on a refusal the words (an exception
+   set) and -1. */
 BRIDGE_INLINE int bridge_fill(PyObject* obj, int path, bridge_view* v,
-                              const bridge_installed* st, int gate) {
+                              const bridge_installed* st, int flags) {
   bridge_failure f;
   int rc = BRIDGE_OK;
   f.owned = NULL;
   f.path = path;
-  if ((!gate || __builtin_expect((rc = bridge_gate(obj, path, st)) == BRIDGE_OK, 1)) &&
-      __builtin_expect((rc = bridge_acquire_read(obj, path, v, st, &f)) == BRIDGE_OK, 1))
+  if ((!(flags & BRIDGE_FILL_GATE) ||
+       __builtin_expect((rc = bridge_gate(obj, path, st)) == BRIDGE_OK, 1)) &&
+      __builtin_expect((rc = bridge_acquire_read(obj, path, v, st, &f,
+                                                 flags & BRIDGE_FILL_READY)) == BRIDGE_OK,
+                       1))
     return 0;
   if (rc != BRIDGE_E_RAISED) bridge_cold.refuse(obj, v, rc, &f, st);
   if (f.owned != NULL) st->delete_fn(f.owned);

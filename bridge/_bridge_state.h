@@ -35,8 +35,13 @@ enum {
   BRIDGE_BORROW = 1,
   BRIDGE_FALLBACK = 2,
   BRIDGE_NPATHS = 3,
-  /* Dimensions stored inline in a view; more go to a bytes object it owns. */
-  BRIDGE_INLINE_DIMS = 8,
+  /* Dimensions stored inline in a view; more go to a bytes object it owns. Sixteen, so
+     that no tensor up to 16 dimensions allocates more than its view (which stays one
+     pymalloc block: _bridge_view.h asserts it). */
+  BRIDGE_INLINE_DIMS = 16,
+  /* Up to this many dimensions, the inline room is two rooms, used in turn while the
+     view keeps tuples made from one of them (bridge_view). */
+  BRIDGE_HALF_DIMS = BRIDGE_INLINE_DIMS / 2,
   /* The reader's tables' sizes (torch_borrow/reader.h) */
   BRIDGE_NCODES = TORCH_BORROW_NCODES,
   BRIDGE_NDEVICES = TORCH_BORROW_NDEVICES

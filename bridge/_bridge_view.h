@@ -5,8 +5,8 @@
  * tp_getattro fast path on the interned names, the getset table behind it (dir(),
  * help(), names that are not interned). A freed view on the freelist keeps its shape and
  * strides tuples: the next view made from it returns them again where its sizes and
- * strides are the same values (bridge_tuples_current), so a loop over tensors of one
- * shape builds them once.
+ * strides are the same values (the invariant beside bridge_view's tuple_ndim), so a
+ * loop over tensors of one shape builds them once.
  */
 #ifndef BRIDGE_VIEW_H
 #define BRIDGE_VIEW_H
@@ -30,6 +30,10 @@ static PyTypeObject bridge_view_type;
    would be a write every thread makes). */
 #define BRIDGE_FREELIST 32
 #if !BRIDGE_FREE_THREADED
+/* pymalloc serves requests up to 512 bytes: a view, with its GC header (two pointers),
+   is one such block. */
+_Static_assert(sizeof(bridge_view) + 2 * sizeof(void*) <= 512,
+               "a view must stay a pymalloc block: fewer inline dimensions");
 static bridge_view* bridge_free_views[BRIDGE_FREELIST];
 static int bridge_nfree = 0;
 #endif
@@ -61,6 +65,7 @@ BRIDGE_INLINE bridge_view* bridge_view_alloc(void) {
     v->shape_t = NULL;
     v->strides_t = NULL;
     v->tuple_ndim = -1;
+    v->tuple_half = 0;
     v->st = NULL;
   }
   return v;
@@ -80,9 +85,9 @@ static void bridge_view_dealloc(PyObject* self) {
   Py_CLEAR(v->obj);
 #if !BRIDGE_FREE_THREADED
   if (bridge_nfree < BRIDGE_FREELIST) {
-    /* The tuples stay with the freed view where the next fill can check them against
-       tuple_dims (up to BRIDGE_INLINE_DIMS dimensions): immutable objects, owned by
-       the view on the list. Longer ones, and the heap dims, go. */
+    /* The tuples stay with the freed view, for the next fill into the same room
+       (bridge_view's invariant): immutable objects, owned by the view on the list.
+       Those of more than BRIDGE_INLINE_DIMS dimensions go with the heap room. */
     if (__builtin_expect(v->heap != NULL, 0) || v->tuple_ndim > BRIDGE_INLINE_DIMS)
       bridge_view_release(v);
     bridge_free_views[bridge_nfree++] = v;
@@ -123,12 +128,16 @@ BRIDGE_INLINE PyObject* bridge_view_finish(bridge_view* v, PyObject* obj, int pa
 }
 
 /* One snapshot for the whole view: a concurrent re-resolution publishes another, and
-   this view keeps reading the one it loaded. */
-BRIDGE_INLINE PyObject* bridge_view_on(PyObject* obj, int path) {
+   this view keeps reading the one it loaded (snapshots are never freed): with ready
+   (a constant), st, which the caller found ready for path (bridge_ready); else the one
+   published after the allocation, which the read checks. */
+BRIDGE_INLINE PyObject* bridge_view_on(PyObject* obj, int path, const bridge_installed* st,
+                                       int ready) {
   bridge_view* v = bridge_view_alloc();
+  int flags = BRIDGE_FILL_GATE | (ready ? BRIDGE_FILL_READY : 0);
   if (v == NULL) return NULL;
-  const bridge_installed* st = bridge_installed_state(); /* after the allocation */
-  if (__builtin_expect(bridge_fill(obj, path, v, st, 1) != 0, 0)) {
+  if (!ready) st = bridge_installed_state();
+  if (__builtin_expect(bridge_fill(obj, path, v, st, flags) != 0, 0)) {
     Py_DECREF(v);
     return NULL;
   }
@@ -139,7 +148,7 @@ BRIDGE_INLINE PyObject* bridge_view_on(PyObject* obj, int path) {
 static PyObject* bridge_fn_view(PyObject* module, PyObject* obj) {
   int path = bridge_active_path();
   if (__builtin_expect(path < 0, 0) && (path = bridge_cold.choose()) < 0) return NULL;
-  return bridge_view_on(obj, path);
+  return bridge_view_on(obj, path, NULL, 0);
 }
 
 static inline int bridge_ready(const bridge_installed* st, int path) {
@@ -150,12 +159,16 @@ static inline int bridge_ready(const bridge_installed* st, int path) {
   }
 }
 
+/* A path's own function: readiness is asked once, of the snapshot the view reads;
+   where it is not ready, require resolves (or raises) and the read checks the snapshot
+   it then finds. */
 #define BRIDGE_PATH_FN(name, code)                                                 \
   static PyObject* bridge_fn_##name(PyObject* module, PyObject* obj) {             \
-    if (__builtin_expect(!bridge_ready(bridge_installed_state(), code), 0) &&      \
-        bridge_cold.require(code) < 0)                                             \
-      return NULL;                                                                 \
-    return bridge_view_on(obj, code);                                              \
+    const bridge_installed* st = bridge_installed_state();                        \
+    if (__builtin_expect(bridge_ready(st, code), 1))                               \
+      return bridge_view_on(obj, code, st, 1);                                     \
+    if (bridge_cold.require(code) < 0) return NULL;                                \
+    return bridge_view_on(obj, code, NULL, 0);                                     \
   }
 BRIDGE_PATH_FN(view_owned, BRIDGE_OWNED)
 BRIDGE_PATH_FN(view_borrow, BRIDGE_BORROW)
@@ -176,47 +189,29 @@ static PyObject* bridge_int_tuple(const int64_t* values, int64_t n) {
   return out;
 }
 
-/* The tuples' check: its loop is at most 16 compares, cheaper as it is than set
-   up for vector registers. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define BRIDGE_SCALAR_LOOPS __attribute__((optimize("no-tree-vectorize")))
-#else
-#define BRIDGE_SCALAR_LOOPS
-#endif
-
-/* Whether the view's tuples (those it has) hold this fill's sizes and strides. A view's
-   fill never changes while Python can read it; one made from the freelist holds the
-   tuples of the view it was before, which are this view's where the values agree
-   (tuple_dims: what they were made from). Over BRIDGE_INLINE_DIMS dimensions there is
-   no copy to compare: a freed view drops such tuples (bridge_view_dealloc), so any it
-   has are its own fill's. Asked once per fill: the answer is kept in tuples_checked,
-   which bridge_view_finish clears (every view Python can read went through it after
-   its last fill; a refused fill's view is freed, the native loop's scratch view is
-   never read). */
-BRIDGE_INLINE int bridge_tuples_current(const bridge_view* v) {
-  int64_t n = v->m.ndim;
-  const int64_t* made = v->tuple_dims;
-  const int64_t* now = v->m.sizes; /* the strides follow the sizes (bridge_dims) */
-  uint64_t diff = 0;
-  if (v->tuple_ndim != n) return 0;
-  if (n > BRIDGE_INLINE_DIMS) return 1;
-  for (int64_t i = 0; i < 2 * n; ++i) diff |= (uint64_t)(made[i] ^ now[i]);
-  return diff == 0;
-}
-
-/* The slow half of a tuple's read: where the tuples are another fill's, drop both (a
-   tuple of ints runs no Python code when freed) and record this fill's values; then
-   make the one asked for. A new reference, or NULL with an exception set. */
-__attribute__((noinline)) BRIDGE_SCALAR_LOOPS static PyObject* bridge_view_tuple_make(
-    bridge_view* v, int strides) {
+/* The slow half of a tuple's read, once per fill: whether the tuples the view has are
+   this fill's (bridge_view: their values are still in the room, compared where the fill
+   wrote the other half); if not, drop both (a tuple of ints runs no Python code when
+   freed). Then make the one asked for from this fill. A new reference, or NULL with an
+   exception set. */
+__attribute__((noinline)) static PyObject* bridge_view_tuple_make(bridge_view* v,
+                                                                  int strides) {
   int64_t n = v->m.ndim;
   PyObject** slot = strides ? &v->strides_t : &v->shape_t;
-  if (!bridge_tuples_current(v)) {
+  int current = v->tuple_ndim == n;
+  if (current && n <= BRIDGE_HALF_DIMS) {
+    const int64_t* made = v->inline_dims + v->tuple_half * 2 * BRIDGE_HALF_DIMS;
+    uint64_t diff = 0;
+    for (int64_t i = 0; made != v->m.sizes && i < 2 * n; ++i)
+      diff |= (uint64_t)(made[i] ^ v->m.sizes[i]); /* the strides follow the sizes */
+    current = diff == 0;
+  }
+  if (!current) {
     Py_CLEAR(v->shape_t);
     Py_CLEAR(v->strides_t);
-    if (n <= BRIDGE_INLINE_DIMS) memcpy(v->tuple_dims, v->m.sizes, 2 * (size_t)n * sizeof(int64_t));
-    v->tuple_ndim = n;
+    v->tuple_ndim = (int32_t)n;
   }
+  v->tuple_half = (int8_t)(v->m.sizes != v->inline_dims); /* the next fill writes the other */
   v->tuples_checked = 1; /* until the view's next fill (bridge_view_finish) */
   if (*slot == NULL) *slot = bridge_int_tuple(strides ? v->m.strides : v->m.sizes, n);
   Py_XINCREF(*slot);

@@ -2,6 +2,9 @@
 # Python call and the view object.
 import threading as _threading
 
+#: Dimensions a view stores inline; a tensor with more gives its view a bytes object too.
+VIEW_INLINE_DIMS = INLINE_DIMS
+
 _counts_lock = _threading.Lock()
 # What path_counts() subtracts: the totals at the last reset_path_counts() (under _counts_lock).
 cdef uint64_t _counts_base[NPATHS]

@@ -259,7 +259,7 @@ def test_native_loop_leaves_refcount_and_use_count_unchanged(path):
 
 @pytest.mark.slow
 def test_a_million_native_reads_keep_resident_memory_flat(path):
-    t = torch.randn(9, 2, 1, 1, 1, 1, 1, 1, 1, 1)  # more dimensions than stored inline
+    t = torch.randn((9, 2) + (1,) * _bridge.VIEW_INLINE_DIMS)  # more than a view's inline
     _bridge._native_loop(t, path, 10_000)
     before, rss = counts(t), _rss()
     _bridge._native_loop(t, path, MILLION)
@@ -268,7 +268,7 @@ def test_a_million_native_reads_keep_resident_memory_flat(path):
 
 
 def test_a_view_allocates_its_object_and_nothing_more(view_on, path):
-    """A live view of a tensor of up to ``INLINE_DIMS`` dimensions is one object of
+    """A live view of a tensor of up to ``VIEW_INLINE_DIMS`` dimensions is one object of
     ``TensorView.__basicsize__`` bytes plus CPython's GC header (its shape and strides
     tuples are made on first read), so 10,000 live views cost no more than that each, by
     tracemalloc's count."""

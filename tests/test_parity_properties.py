@@ -104,8 +104,9 @@ def test_random_view_chains_agree(t):
 
 @st.composite
 def many_dim_tensors(draw):
-    """9 to 64 dimensions (past the eight a view stores inline), sizes 1 or 2 with at
-    most ten 2s, randomly permuted, one dimension sliced with a step."""
+    """9 to 64 dimensions (past the eight of one of a view's inline rooms: its one room
+    of 16, then a heap), sizes 1 or 2 with at most ten 2s, randomly permuted, one
+    dimension sliced with a step."""
     dtype = draw(dtypes)
     ndim = draw(st.integers(9, 64))
     twos = set(draw(st.lists(st.integers(0, ndim - 1), max_size=10)))

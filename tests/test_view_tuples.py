@@ -21,11 +21,15 @@ from bridge import _support
 FREE_THREADED = _support.free_threaded()
 
 #: tensors whose sizes / strides collide in every way the check must tell apart: the same
-#: sizes with other strides, the same values under another ndim, 0-d, empty, more
-#: dimensions than a view stores inline (8), large sizes and strides (not small ints).
+#: sizes with other strides, the same values under another ndim, 0-d, empty, the most
+#: dimensions a view compares by a copy (6), by its tuples' items (7 to 16) and more than
+#: it stores inline (17), large sizes and strides (not small ints; over 2**30: not one
+#: digit of CPython's ints).
 def _tensors():
     base = torch.randn(4, 4)
     big = torch.empty(3, 1000)
+    seven = torch.randn(2, 1, 3, 1, 2, 1, 2)
+    huge = seven.as_strided(seven.shape, (12, 2**40, 4, 2**41, 2, 2**35, 1))
     return [
         torch.randn(32, 32),
         torch.randn(32, 32),                  # same values: tuples reused
@@ -36,10 +40,20 @@ def _tensors():
         torch.randn(4, 1),                    # the 1-d values again, as a prefix
         torch.tensor(3.0),                    # 0-d: empty tuples
         torch.randn(0, 5),                    # no elements
-        torch.randn(2, 1, 3, 1, 2, 1, 2, 1),  # 8 dims: the most stored inline
-        torch.randn(2, 1, 3, 1, 2, 1, 2, 1, 2),  # 9: beyond inline
+        torch.randn(2, 1, 3, 1, 2, 1),        # 6 dims: the most compared by a copy
+        seven,                                # 7: compared by the tuples' items
+        seven.transpose(0, 6),
+        huge,                                 # strides of several digits
+        seven.as_strided(seven.shape, (12, 2**40 + 1, 4, 2**41, 2, 2**35, 1)),
+        huge,
+        torch.randn(2, 1, 3, 1, 2, 1, 2, 1),  # 8 dims
+        torch.randn(2, 1, 3, 1, 2, 1, 2, 1, 2),  # 9
         torch.randn(2, 1, 3, 1, 2, 1, 2, 1, 2).transpose(0, 8),
-        torch.randn(2, 1, 3, 1, 2, 1, 2, 1),  # back to 8 after a heap view
+        torch.randn((2,) * 16),               # 16: the most stored inline
+        torch.randn((2,) * 16).transpose(3, 9),
+        torch.randn((2,) * 17),               # 17: beyond inline
+        torch.randn((2,) * 16),               # back to 16 after a heap view
+        torch.randn(2, 1, 3, 1, 2, 1, 2, 1),  # back to 8
         big,
         big.t(),
         big[:, ::7],
@@ -92,8 +106,10 @@ def test_refilled_views_report_their_own_tensor(view_on, order):
             del v
 
 
-def test_the_same_values_give_the_same_tuples_on_a_gil_build(view_on):
-    a, b = torch.randn(6, 5), torch.randn(6, 5)
+@pytest.mark.parametrize("shape", [(6, 5), (2, 1, 3, 1, 2, 1, 2), (2,) * 16],
+                         ids=["2 dims", "7 dims", "16 dims"])
+def test_the_same_values_give_the_same_tuples_on_a_gil_build(view_on, shape):
+    a, b = torch.randn(shape), torch.randn(shape)
     v = view_on(a)
     shape, strides = v.shape, v.strides
     del v
@@ -181,3 +197,46 @@ def test_views_read_by_many_threads_report_their_own_tensor(view_on):
     assert not errors, errors[0]
     for sv, st in shared:  # every shared view read once per thread, one tuple each
         assert sv.shape is sv.shape and sv.strides is sv.strides
+
+
+def test_a_narrow_fill_between_leaves_no_wide_tuples(view_on):
+    """Tuples of a 9 to 16 dimensional tensor are made from the whole of a view's inline
+    room; a view of a narrow tensor made from the same freed view in between (its tuples
+    never read) writes half of that room, so the next wide view must not take the wide
+    tuples back because its values equal the room's: here C differs from A only in the
+    four strides the narrow view B wrote over, with the values B wrote."""
+    a = torch.randn((2,) * 10)
+    b = torch.randn(3, 5)
+    stride_c = a.stride()[:6] + (3, 5, 5, 1)  # B's sizes and strides, where B wrote them
+    c = torch.randn(1024).as_strided((2,) * 10, stride_c)
+    v = view_on(a)
+    assert v.shape == tuple(a.shape) and v.strides == a.stride()
+    del v
+    w = view_on(b)  # no tuple read
+    del w
+    x = view_on(c)
+    _check(x, c)
+
+
+def test_a_wide_fill_between_leaves_no_narrow_tuples(view_on):
+    """Tuples of a narrow tensor are made from one half of a view's inline room; a view
+    of a 10-dimensional tensor made from the same freed view in between (its tuples never
+    read) writes over both halves, so the next narrow view must not take the narrow
+    tuples back because its values equal what the wide view left in that half. Which
+    half the narrow tuples came from depends on the view's history, so each of the two
+    possible leftovers is tried, from either half."""
+    a = torch.randn(3, 5)
+    b = torch.randn((2,) * 10)  # sizes 2 x 10, strides 512 .. 1
+    store = torch.randn(32)
+    leftovers = [store.as_strided((8, 4), (2, 1)),  # b's strides 8, 4, 2, 1 (second half)
+                 store.as_strided((2, 2), (2, 2))]  # b's sizes (first half)
+    for _ in range(2):
+        for c in leftovers:
+            v = view_on(a)
+            assert v.shape == (3, 5) and v.strides == (5, 1)
+            del v
+            w = view_on(b)  # no tuple read
+            del w
+            x = view_on(c)
+            _check(x, c)
+            del x

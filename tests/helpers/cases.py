@@ -103,8 +103,9 @@ def _set_on_shared_storage(d):
     return torch.empty(0, dtype=d).set_(base.untyped_storage(), 5, (3, 4), (1, 3))
 
 
-#: Layouts held to parity for every viewable dtype. Dimension counts go past the eight
-#: a view stores inline, and up to 64 (a view's heap-stored sizes and strides).
+#: Layouts held to parity for every viewable dtype. Dimension counts go past the eight of
+#: one of a view's two inline rooms, past the sixteen it stores inline, and up to 64 (a
+#: view's heap-stored sizes and strides).
 LAYOUTS = [
     Layout("0-d", lambda d: filled((), d)),
     Layout("1-element", lambda d: filled((1,), d)),
@@ -119,6 +120,7 @@ LAYOUTS = [
     Layout("9-dims-permuted", lambda d: filled((2, 1, 3, 1, 2, 1, 1, 2, 1), d).permute(
         8, 0, 7, 1, 6, 2, 5, 3, 4)),
     Layout("16-dims", lambda d: filled(many_dims(16), d)),
+    Layout("17-dims", lambda d: filled(many_dims(17), d)),
     Layout("25-dims-reversed", lambda d: filled(many_dims(25), d).permute(*range(24, -1, -1))),
     Layout("40-dims-sliced", lambda d: filled(many_dims(40), d)[1:]),
     Layout("63-dims", lambda d: filled(many_dims(63), d)),

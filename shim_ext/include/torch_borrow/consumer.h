@@ -1094,7 +1094,7 @@ static inline int torch_borrow__fill(const torch_borrow__api* a, AtenTensorHandl
                               "%lld dimensions: more dimensions than TORCH_BORROW_MAX_DIMS (%d)",
                               (long long)x.ndim, TORCH_BORROW_MAX_DIMS);
   if (__builtin_expect(stage == TORCH_BORROW_READ_OK, 1))
-    stage = torch_borrow_read_tail(&a->g, &a->t, h, &x);
+    stage = torch_borrow_read_tail(&a->g, &a->t, h, &x, NULL);
   return torch_borrow__verdict(a, m, &x, stage);
 }
 
@@ -1182,7 +1182,7 @@ static inline int torch_borrow__dlpack_fill(const torch_borrow__api* a, PyObject
   x.dtype = m->dtype;
   x.itemsize = (int8_t)m->itemsize;
   x.layout = a->t.strided; /* read by no check: DLPack describes strided tensors only */
-  slow = torch_borrow_copy_dims(&x, d.shape, d.strides, &hi);
+  slow = torch_borrow_copy_dims(&x, d.shape, d.strides, &hi, NULL);
   if ((int)d.dtype.bits * (int)d.dtype.lanes != 8 * m->itemsize)
     return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
                               "DLPack reports %d x %d bits per element, the dtype %d bytes",

@@ -171,25 +171,30 @@ TORCH_BORROW_READER_INLINE int torch_borrow_read_head(const torch_borrow_getters
    (a negative term, a size or stride of 2^28 or more, over 64 dimensions, a negative
    offset: the overflow-checked torch_borrow_outside_storage decides), else 0. Below
    those bounds no term reaches 2^56 and no sum of 64 of them 2^62, so the unsigned sum
-   is exact. A size 0 (no elements) is looked for only where a check fails. */
+   is exact. A size 0 (no elements) is looked for only where a check fails. changed:
+   NULL (a constant: the compare is compiled out), or where to store the bits in which
+   the room's values before the copy differ from those after, for a front end that keeps
+   something made from the last values read into the same room (the bridge's tuples). */
 #define TORCH_BORROW_CHEAP_BITS 28
 TORCH_BORROW_READER_INLINE int torch_borrow_copy_dims(torch_borrow_fields* x,
                                                       const int64_t* p, const int64_t* q,
-                                                      int64_t* hi) {
+                                                      int64_t* hi, uint64_t* changed) {
   /* restrict: the front end's room and the TensorImpl's arrays never overlap. */
   int64_t* __restrict sizes = x->sizes;
   int64_t* __restrict strides = x->strides;
   const int64_t* __restrict ps = p;
   const int64_t* __restrict qs = q;
   int64_t n = x->ndim, offset = x->offset, i;
-  uint64_t any = 0, sum = 0;
+  uint64_t any = 0, sum = 0, diff = 0;
   for (i = 0; i < n; ++i) {
     int64_t size = ps[i], stride = qs[i];
+    if (changed != NULL) diff |= (uint64_t)(sizes[i] ^ size) | (uint64_t)(strides[i] ^ stride);
     sizes[i] = size;
     strides[i] = stride;
     any |= (uint64_t)size | (uint64_t)stride;
     sum += ((uint64_t)size - 1) * (uint64_t)stride; /* wraps; used only when exact */
   }
+  if (changed != NULL) *changed = diff;
   if (__builtin_expect((any >> TORCH_BORROW_CHEAP_BITS) != 0 || n > 64 || offset < 0, 0)) {
     *hi = 0; /* unused: the caller takes the checked path */
     return 1;
@@ -245,15 +250,18 @@ TORCH_BORROW_READER_INLINE int torch_borrow_check(const torch_borrow_tables* t,
 
 /* The rest of the read, into the room the front end gave: sizes and strides, dtype,
    device, the conj / neg bits (where g has their functions), the storage's size, then
-   torch_borrow_check. */
+   torch_borrow_check. changed: torch_borrow_copy_dims's (0 where the getters fail
+   before the copy, which then leaves the room as it was). */
 TORCH_BORROW_READER_INLINE int torch_borrow_read_tail(const torch_borrow_getters* g,
                                                       const torch_borrow_tables* t,
                                                       AtenTensorHandle h,
-                                                      torch_borrow_fields* x) {
+                                                      torch_borrow_fields* x,
+                                                      uint64_t* changed) {
   int64_t *p, *q, hi;
   int slow;
+  if (changed != NULL) *changed = 0;
   if (g->sizes(h, &p) || g->strides(h, &q)) return TORCH_BORROW_READ_GETTER;
-  slow = torch_borrow_copy_dims(x, p, q, &hi);
+  slow = torch_borrow_copy_dims(x, p, q, &hi, changed);
   if (g->dtype(h, &x->dtype) || g->device_type(h, &x->device_type) ||
       g->device_index(h, &x->device_index))
     return TORCH_BORROW_READ_GETTER;
