@@ -2,8 +2,8 @@
 
 For every available path (owned / borrow / fallback) this runs
 ``bridge._bridge._native_loop(t, path, n)`` (``t``: a 32x32 float32 CPU tensor) under
-``valgrind --tool=callgrind --toggle-collect='*native_loop*'``: only what that call
-executes is counted, its callees included (the type gate, the handle, the getters,
+``valgrind --tool=callgrind --toggle-collect='__pyx_pw_*_native_loop'``: only what
+that call executes is counted, its callees included (the type gate, the handle, the getters,
 torch's and CPython's code they reach). Instructions, not seconds: the count does not
 depend on the machine's load, only on the binaries (Python, torch, the bridge and its
 compiler), so the file this writes is committed as it comes out.
@@ -60,7 +60,11 @@ HERE = pathlib.Path(__file__).resolve().parent
 PATHS = ("owned", "borrow", "fallback")
 #: the reader values a bridge with a ``reader`` argument may accept
 READERS = ("getters", "batched")
-TOGGLES = ("*native_loop*", "peers_*_loop")
+#: functions whose calls are counted, callees included; each pattern must match one frame
+#: of a call's stack (a second match toggles collection off again): Cython's Python
+#: wrapper of ``_native_loop``, never the implementation it calls, which the compiler
+#: may keep as a function of its own (``__pyx_pf_..._native_loop.constprop.0``)
+TOGGLES = ("__pyx_pw_*_native_loop", "peers_*_loop")
 #: callers kept with each function's cost (the attribution needs the chain up to the
 #: frame that decides a cost's part: at most a few levels above a leaf)
 SEPARATE_CALLERS = 12
@@ -496,9 +500,10 @@ def launcher_section(per_call: dict) -> list[str]:
     lines = ["## A launcher's workload", "",
              "One call views k float32 CPU tensors of distinct shapes (1 to 4 dimensions) and "
              f"reads `{lw.SIX}` of each, the previous call's views still alive; the anchor "
-             f"reads `{lw.FIVE}` of the same tensors (`bench/launcher_workload.py`). "
-             "Instructions per tensor (a call's count divided by k, the Python loop "
-             f"included on both sides). Goal: the ratio at most {lw.GOAL_RATIO:.2f}x at k = "
+             f"reads `{lw.FIVE}` of the same tensors and keeps them as its arguments, "
+             "the same way (`bench/launcher_workload.py`). Instructions per tensor (a call's "
+             "count divided by k, the Python loop and the kept list included on both "
+             f"sides). Goal: the ratio at most {lw.GOAL_RATIO:.2f}x at k = "
              f"{', '.join(map(str, lw.GOAL_KS))}.", "",
              "| k tensors per call | view + six attributes | hand-written five reads | ratio "
              "| goal |", "|---:|---:|---:|---:|---|"]

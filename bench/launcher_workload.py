@@ -4,9 +4,11 @@ Two series beside the single-tensor statements:
 
 - *launch k*: one call views k CPU tensors of distinct shapes (1 to 4 dimensions) and
   reads six attributes of each view, while the previous call's views are still alive (a
-  launcher that keeps its arguments until the next launch); its anchor reads the
-  hand-written five (``data_ptr()``, ``shape``, ``stride()``, ``dtype``, ``device``) of
-  the same tensors. Reported per tensor.
+  launcher that keeps its arguments until the next launch); its anchor is the same
+  launcher reading the hand-written five (``data_ptr()``, ``shape``, ``stride()``,
+  ``dtype``, ``device``) of the same tensors and keeping them, its arguments, the same
+  way (a list per call, replacing the last call's), so that the two differ only in what
+  a launch reads. Reported per tensor.
 - *dims d*: ``view_borrow(t)`` and a view's six attributes for one tensor of d dimensions
   (every size 2), d = 0 to 16: the cost per dimension, and any step in it.
 
@@ -42,10 +44,13 @@ def statements(ks=KS, dims=DIMS) -> dict[str, tuple[str, int]]:
     for k in ks:
         # The views of this call replace the last call's once all are made (held<k>[0]),
         # so k views are alive beside the k new ones, as in a launcher holding its
-        # arguments; a loop, not a comprehension, so that neither side pays a frame.
+        # arguments; the anchor holds its arguments, the tensors, alike (kept<k>[0]): the
+        # list's cost, a large share of a call at k = 1, is the launcher's, not the
+        # view's. A loop, not a comprehension, so that neither side pays a frame.
         out[f"launch_view_{k}"] = (f"views = []\nfor t in ts{k}:\n    v = view(t)\n"
                                    f"    views.append(v)\n    {SIX}\nheld{k}[0] = views", k)
-        out[f"launch_hand_{k}"] = (f"for t in ts{k}: {FIVE}", k)
+        out[f"launch_hand_{k}"] = (f"args = []\nfor t in ts{k}:\n    args.append(t)\n"
+                                   f"    {FIVE}\nkept{k}[0] = args", k)
     for d in dims:
         out[f"dims_view_borrow_{d}"] = (f"view_borrow(td{d})", 1)
         out[f"dims_view_read_{d}"] = (f"v = view(td{d}); {SIX}", 1)
@@ -54,12 +59,14 @@ def statements(ks=KS, dims=DIMS) -> dict[str, tuple[str, int]]:
 
 def namespace(torch, bridge, ks=KS, dims=DIMS) -> dict:
     """The globals the statements run in: ``ts<k>`` (the k tensors), ``held<k>`` (a list
-    holding the views the last call made), ``td<d>`` (a float32 tensor of d dimensions of size 2),
-    ``view`` and ``view_borrow``."""
+    holding the views the last call made), ``kept<k>`` (the anchor's: the tensors it
+    launched with), ``td<d>`` (a float32 tensor of d dimensions of size 2), ``view`` and
+    ``view_borrow``."""
     ns = {"view": bridge.view, "view_borrow": bridge.view_borrow}
     for k in ks:
         ns[f"ts{k}"] = [torch.zeros(s, dtype=torch.float32) for s in launch_shapes(k)]
         ns[f"held{k}"] = [[]]
+        ns[f"kept{k}"] = [[]]
     for d in dims:
         ns[f"td{d}"] = torch.zeros((2,) * d, dtype=torch.float32)
     return ns

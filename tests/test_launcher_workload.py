@@ -39,6 +39,8 @@ def test_the_statements_view_the_right_tensors_and_keep_the_last_calls_views():
         for v, t in zip(views, tensors):
             assert (v.ptr, v.shape, v.strides) == (t.data_ptr(), tuple(t.shape), t.stride())
             assert (v.dtype, v.device_type, v.device_index) == (t.dtype, t.device.type, -1)
+        kept = ns[f"kept{k}"][0]  # the anchor keeps its arguments alike
+        assert len(kept) == k and all(a is b for a, b in zip(kept, tensors))
         first = ns[f"held{k}"][0]
         timeit.Timer(statements[f"launch_view_{k}"][0], globals=ns).timeit(1)
         second = ns[f"held{k}"][0]

@@ -731,7 +731,8 @@ def launcher_table(r: Results) -> list[str]:
         return []
     return ["", "A launcher's workload (`bench/launcher_workload.py`: k tensors of distinct "
             "shapes per call, six attributes of each view read, the last call's views alive; "
-            f"the anchor reads `{lw.FIVE}` of the same tensors):", "",
+            f"the anchor reads `{lw.FIVE}` of the same tensors and keeps them, as the view "
+            "side keeps its views):", "",
             "| k tensors | view + six attributes, per tensor (ns) | hand-written five reads, "
             "per tensor (ns) | view / hand [95% CI] |", "|---:|---:|---:|---:|", *rows]
 
