@@ -56,7 +56,7 @@ module leaves the GIL off on a ``--disable-gil`` build):
 """
 
 cimport cython
-from cpython.mem cimport PyMem_RawMalloc
+from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
 from cpython.exc cimport PyErr_Fetch, PyErr_NormalizeException, PyErr_Occurred
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.ref cimport Py_XDECREF, Py_XINCREF

@@ -206,29 +206,29 @@ def _lookup(name, libraries, hide):
 
 
 def _lookup_prototype(name, libraries, hide):
-    """A function shim_ext prototypes: libtorch's own export wins, else shim_ext's.
+    """A function shim_ext prototypes, found by ``torch_borrow/tables.h``'s rule, the one
+    consumer.h follows too (``_bridge._find_prototyped``): libtorch's own export wins,
+    else shim_ext's, whose ``load()`` refuses a ``_borrow`` built for another torch (its
+    ``THPVariable`` layout is that torch's; its message gives the rebuild command) and
+    registers ``_borrow``'s implementation with ``_entry``, the shape the patches give
+    libtorch and libtorch_python.
 
     Returns ``(Symbol or None, why it is missing)``.
     """
-    sym = _lookup(name, libraries, hide)
-    if sym is not None:
-        return sym, None
-    if HIDE_SHIM_EXT in hide or name in hide:
-        return None, "shim_ext is hidden (fault injection)"
-    try:
-        import shim_ext
+    from bridge import _bridge
 
-        # The entry points live in _entry and reach _borrow through the interface that
-        # load() registers, the shape the patches give libtorch and libtorch_python;
-        # load() refuses a _borrow built for another torch (its THPVariable layout is
-        # that torch's), and its message gives the rebuild command.
-        modules = shim_ext.load()
-    except ImportError as exc:
-        return None, str(exc)
-    libs = [("shim_ext/" + os.path.basename(m.__file__),
-             ctypes.CDLL(m.__file__, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)) for m in modules]
-    sym = _lookup(name, libs, hide)
-    return sym, None if sym else f"{libs[0][0]} does not export {name}"
+    hidden = HIDE_SHIM_EXT in hide or name in hide
+    address, at, why = _bridge._find_prototyped(
+        name, [lib._handle for _, lib in libraries], skip_torch=name in hide,
+        skip_prototype=hidden)
+    if address is None:
+        return None, "shim_ext is hidden (fault injection)" if hidden else why
+    if at >= 0:
+        return Symbol(name, address, libraries[at][0]), None
+    import shim_ext
+
+    module = shim_ext.load()[-1 - at]  # loaded already: the look-up found it there
+    return Symbol(name, address, "shim_ext/" + os.path.basename(module.__file__)), None
 
 
 def prove_fallback_offset(torch, offset, hide=frozenset()):

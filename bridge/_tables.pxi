@@ -19,6 +19,9 @@ cdef extern from "torch_borrow/tables.h":
     enum: TORCH_BORROW_NGUARDS
     void torch_borrow_guards_enter(object torch, PyObject** guards)
     void torch_borrow_guards_exit(PyObject** guards)
+    enum: TORCH_BORROW_FROM_TORCH, TORCH_BORROW_FROM_PROTOTYPE
+    void* torch_borrow_find_prototyped(const char* name, void* const* libs, int nlibs,
+                                       int skip, int* at, char* why, size_t n)
 
 
 #: The device types whose codes the stable ABI exports (``aoti_torch_device_type_<name>``):
@@ -101,3 +104,34 @@ def _guards_exit(tuple entered):
         g[i] = NULL if obj is None else <PyObject*>obj
         Py_XINCREF(g[i])
     torch_borrow_guards_exit(g)
+
+
+def _find_prototyped(name, handles, skip_torch=False, skip_prototype=False):
+    """Where a function shim_ext prototypes comes from, by ``torch_borrow/tables.h``'s
+    rule (``torch_borrow_find_prototyped``, consumer.h's too): the first of ``handles``
+    (dlopen handles of torch's loaded libraries, as ints) that exports ``name``, else
+    shim_ext's (``shim_ext.load()``, which refuses a build for another torch).
+
+    Returns ``(address or None, at, why)``: ``at`` is the index in ``handles`` of the
+    library that had it, -1 for ``shim_ext._entry``, -2 for ``shim_ext._borrow``; ``why``
+    says why the address is None ("" otherwise). ``skip_torch`` / ``skip_prototype``
+    leave a side out (fault injection: as if it lacked ``name``; shim_ext is then not
+    imported). Never raises for a missing function."""
+    cdef Py_ssize_t n = len(handles), i
+    cdef void** libs = <void**>PyMem_RawMalloc((n if n else 1) * sizeof(void*))
+    cdef int at = 0
+    cdef char why[1024]
+    cdef void* fn
+    if libs == NULL:
+        raise MemoryError()
+    try:
+        for i in range(n):
+            libs[i] = <void*><uintptr_t>handles[i]
+        fn = torch_borrow_find_prototyped(
+            name.encode(), libs, <int>n,
+            (TORCH_BORROW_FROM_TORCH if skip_torch else 0)
+            | (TORCH_BORROW_FROM_PROTOTYPE if skip_prototype else 0),
+            &at, why, sizeof(why))
+    finally:
+        PyMem_RawFree(libs)
+    return (None if fn == NULL else <uintptr_t>fn), at, why.decode("utf-8", "replace")

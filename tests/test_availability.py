@@ -42,6 +42,49 @@ def test_borrow_comes_from_libtorch_first_else_shim_ext():
     assert info.origin.startswith(expected), info
 
 
+PROTOTYPED = [("torch_tensor_borrow_from_pyobject", -1), ("torch_is_conj", -1),
+              ("torch_is_neg", -1), ("torch_borrow_custom_metadata", -2)]
+
+
+@pytest.mark.parametrize("name, module", PROTOTYPED)
+def test_a_prototyped_function_is_torchs_own_where_a_torch_library_exports_it(name, module):
+    """torch_borrow/tables.h's rule, which the bridge and consumer.h both call
+    (torch_borrow_find_prototyped): the first library handed in that exports a function
+    wins over shim_ext's, and shim_ext's is found where none does (-1: shim_ext._entry,
+    -2: shim_ext._borrow). A torch that ships the function is played by shim_ext's own
+    library handed in as one of torch's."""
+    import ctypes
+    import os
+
+    import shim_ext
+    from bridge import _bridge
+
+    lib = ctypes.CDLL(shim_ext.load()[-1 - module].__file__, mode=os.RTLD_NOLOAD)
+    want = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+    torch_libs = [h for _, h in _resolve_libs()]
+    assert _bridge._find_prototyped(name, torch_libs) == (want, module, "")
+    assert _bridge._find_prototyped(name, torch_libs + [lib._handle]) == (
+        want, len(torch_libs), "")  # a torch library that exports it: no shim_ext
+    assert _bridge._find_prototyped(name, [lib._handle], skip_torch=True) == (
+        want, module, "")
+    address, _, why = _bridge._find_prototyped(name, torch_libs, skip_prototype=True)
+    assert address is None and why == "shim_ext left out", why
+
+
+def test_a_function_nobody_exports_is_missing_with_the_reason():
+    from bridge import _bridge
+
+    name = "torch_borrow_no_such_function"
+    address, _, why = _bridge._find_prototyped(name, [h for _, h in _resolve_libs()])
+    assert address is None and why == f"shim_ext exports no {name}: rebuild it", why
+
+
+def _resolve_libs():
+    from bridge import _resolve
+
+    return [(origin, lib._handle) for origin, lib in _resolve._loaded_libraries(torch)]
+
+
 def test_shim_ext_is_built_on_every_interpreter():
     """A missing cffi is a build error, never a silent skip: where cffi can build, shim_ext
     is cffi's build (and it loads); where it cannot (free-threaded 3.13), setuptools'

@@ -27,7 +27,10 @@
  * and loads the prototype through shim_ext.load(); 1.1.3 learns its dtype and device
  * tables through torch_borrow/tables.h, the bridge's rules (a refused dtype and a
  * tensor whose metadata is not plain C++ state get the bridge's words; a quantized
- * tensor is refused by its dtype on every route, no longer by its dispatch key).
+ * tensor is refused by its dtype on every route, no longer by its dispatch key); 1.1.4
+ * finds each function shim_ext prototypes by tables.h's rule, the bridge's (libtorch's
+ * own export first, else shim_ext's, each function on its own: the flag getters and the
+ * metadata check no longer depend on the prototype's borrow).
  *
  * --- The routes, and what each one checks -----------------------------------------
  *
@@ -229,7 +232,7 @@
 #ifndef TORCH_BORROW_CONSUMER_H
 #define TORCH_BORROW_CONSUMER_H
 
-#define TORCH_BORROW_CONSUMER_VERSION 10103 /* 1.1.3 */
+#define TORCH_BORROW_CONSUMER_VERSION 10104 /* 1.1.4 */
 
 #ifndef PY_SSIZE_T_CLEAN
 #define PY_SSIZE_T_CLEAN
@@ -366,70 +369,6 @@ static inline int torch_borrow__fail(torch_borrow_meta* m, int status, const cha
 
 static inline void* torch_borrow__sym(void* lib, const char* name) {
   return lib ? dlsym(lib, name) : NULL;
-}
-
-/* The pending Python exception's text after prefix, into buf; cleared. */
-static inline void torch_borrow__take_error(char* buf, size_t n, const char* prefix) {
-  PyObject *type, *value, *tb, *s;
-  const char* u;
-  PyErr_Fetch(&type, &value, &tb);
-  s = value ? PyObject_Str(value) : NULL;
-  u = s ? PyUnicode_AsUTF8(s) : NULL;
-  snprintf(buf, n, "%s (%s)", prefix, u ? u : "unknown error");
-  Py_XDECREF(s);
-  Py_XDECREF(type);
-  Py_XDECREF(value);
-  Py_XDECREF(tb);
-  PyErr_Clear();
-}
-
-/* The loaded library of an extension module (RTLD_NOLOAD: never loads one). */
-static inline void* torch_borrow__module_lib(PyObject* mod) {
-  PyObject* f = PyObject_GetAttrString(mod, "__file__");
-  const char* path = f ? PyUnicode_AsUTF8(f) : NULL;
-  void* lib = path ? dlopen(path, RTLD_NOLOAD | RTLD_LAZY) : NULL;
-  Py_XDECREF(f);
-  PyErr_Clear();
-  return lib;
-}
-
-/* The prototype (shim_ext): shim_ext.load() checks that _borrow was built for the
-   running torch and registers its implementation with _entry (the one registration,
-   the bridge's too); then _entry's and _borrow's symbols. 0: loaded; else why says why
-   (load()'s words: which module does not import, or the torch it was built for and the
-   rebuild command). */
-static inline int torch_borrow__load_prototype(torch_borrow__api* a,
-                                               torch_borrow_from_pyobject_fn* borrow,
-                                               torch_borrow_get_flag_fn* conj,
-                                               torch_borrow_get_flag_fn* neg, char* why,
-                                               size_t n) {
-  PyObject* pkg = PyImport_ImportModule("shim_ext");
-  PyObject* mods = pkg ? PyObject_CallMethod(pkg, "load", NULL) : NULL;
-  void *elib = NULL, *blib = NULL;
-  if (mods && PyTuple_Check(mods) && PyTuple_GET_SIZE(mods) == 2) {
-    elib = torch_borrow__module_lib(PyTuple_GET_ITEM(mods, 0));
-    blib = torch_borrow__module_lib(PyTuple_GET_ITEM(mods, 1));
-  }
-  if (!pkg) torch_borrow__take_error(why, n, "shim_ext does not import");
-  else if (!mods) torch_borrow__take_error(why, n, "shim_ext.load() refused");
-  Py_XDECREF(mods);
-  Py_XDECREF(pkg);
-  if (!elib || !blib) {
-    if (pkg && mods) snprintf(why, n, "shim_ext.load() returned no loaded libraries");
-    return -1;
-  }
-  *borrow = (torch_borrow_from_pyobject_fn)torch_borrow__sym(
-      elib, "torch_tensor_borrow_from_pyobject");
-  *conj = (torch_borrow_get_flag_fn)torch_borrow__sym(elib, "torch_is_conj");
-  *neg = (torch_borrow_get_flag_fn)torch_borrow__sym(elib, "torch_is_neg");
-  a->custom = (torch_borrow_custom_metadata_fn)torch_borrow__sym(
-      blib, "torch_borrow_custom_metadata");
-  if (!*borrow || !*conj || !*neg || !a->custom) {
-    *borrow = NULL, *conj = *neg = NULL, a->custom = NULL;
-    snprintf(why, n, "shim_ext's libraries lack an expected symbol: rebuild it");
-    return -1;
-  }
-  return 0;
 }
 
 /* The device names torch_borrow_device_code knows (aoti_torch_device_type_<name>). */
@@ -739,9 +678,12 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
   void *lib, *cuda_lib;
   torch_borrow__api* a;
   torch_borrow_code_fn strided, meta;
-  torch_borrow_from_pyobject_fn torch_borrow, owned, proto_borrow = NULL;
-  torch_borrow_get_flag_fn conj, neg, proto_conj = NULL, proto_neg = NULL;
-  char proto_why[TORCH_BORROW_MESSAGE_SIZE] = "loaded";
+  torch_borrow_from_pyobject_fn owned, borrow;
+  torch_borrow_get_flag_fn conj, neg;
+  char proto_why[TORCH_BORROW_MESSAGE_SIZE] = "loaded", flags_why[256];
+  char custom_why[TORCH_BORROW_MESSAGE_SIZE];
+  void* libs[1];
+  int at, borrow_at, no_shim_ext;
   char dl_why[TORCH_BORROW_MESSAGE_SIZE] = "ready", owned_why[160] = "";
   char unsettled[TORCH_BORROW_MESSAGE_SIZE] = "";
   PyObject* guards[TORCH_BORROW_NGUARDS];
@@ -832,19 +774,31 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
   getters = a->g.layout && a->g.data_ptr && a->g.storage_offset && a->g.dim && a->g.sizes &&
             a->g.strides && a->g.dtype && a->g.device_type && a->g.device_index && strided &&
             meta && a->g.storage_size;
-  torch_borrow = (torch_borrow_from_pyobject_fn)torch_borrow__sym(
-      lib, "torch_tensor_borrow_from_pyobject");
-  conj = (torch_borrow_get_flag_fn)torch_borrow__sym(lib, "torch_is_conj");
-  neg = (torch_borrow_get_flag_fn)torch_borrow__sym(lib, "torch_is_neg");
   owned = (torch_borrow_from_pyobject_fn)torch_borrow__sym(lib, "torch_tensor_from_pyobject");
   keys_ok = torch_borrow__keys_setup(torch, a) == 0;
-  /* The prototype: its borrow, its flag getters, and its C metadata check (which the
-     owned route uses in place of the Python-level one where it loads). */
-  if (flags & TORCH_BORROW_INIT_NO_SHIM_EXT)
+  /* The functions shim_ext prototypes, each libtorch's own where it exports it, else
+     shim_ext's (tables.h's torch_borrow_find_prototyped): the borrow (from the routes
+     asked for), the flag getters, and the C metadata check (which the owned route uses
+     in place of the Python-level one where it loads). */
+  libs[0] = lib;
+  no_shim_ext = flags & TORCH_BORROW_INIT_NO_SHIM_EXT ? TORCH_BORROW_FROM_PROTOTYPE : 0;
+  borrow = (torch_borrow_from_pyobject_fn)torch_borrow_find_prototyped(
+      "torch_tensor_borrow_from_pyobject", libs, 1,
+      (torch_borrow__want(only, "libtorch") ? 0 : TORCH_BORROW_FROM_TORCH) |
+          (torch_borrow__want(only, "prototype") ? no_shim_ext : TORCH_BORROW_FROM_PROTOTYPE),
+      &borrow_at, proto_why, sizeof proto_why);
+  conj = (torch_borrow_get_flag_fn)torch_borrow_find_prototyped(
+      "torch_is_conj", libs, 1, no_shim_ext, &at, flags_why, sizeof flags_why);
+  neg = conj ? (torch_borrow_get_flag_fn)torch_borrow_find_prototyped(
+                   "torch_is_neg", libs, 1, no_shim_ext, &at, flags_why, sizeof flags_why)
+             : NULL;
+  a->custom = (torch_borrow_custom_metadata_fn)torch_borrow_find_prototyped(
+      "torch_borrow_custom_metadata", libs, 1, no_shim_ext, &at, custom_why,
+      sizeof custom_why);
+  if (!torch_borrow__want(only, "prototype"))
+    snprintf(proto_why, sizeof proto_why, "skipped");
+  else if (no_shim_ext)
     snprintf(proto_why, sizeof proto_why, "shim_ext left out (TORCH_BORROW_INIT_NO_SHIM_EXT)");
-  else
-    torch_borrow__load_prototype(a, &proto_borrow, &proto_conj, &proto_neg, proto_why,
-                                 sizeof proto_why);
   if (!owned)
     snprintf(owned_why, sizeof owned_why,
              "libtorch_cpu exports no torch_tensor_from_pyobject (torch 2.14+)");
@@ -853,11 +807,11 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
              "torch._C._dispatch_keys to refuse tensors whose getters run Python");
   if (!getters) {
     snprintf(a->why, sizeof a->why, "libtorch_cpu lacks an aoti_torch_get_* getter or code");
-  } else if (torch_borrow__want(only, "libtorch") && torch_borrow) {
-    a->route = "libtorch", a->borrow = torch_borrow;
+  } else if (borrow && borrow_at >= 0) {
+    a->route = "libtorch", a->borrow = borrow;
     snprintf(a->why, sizeof a->why, "libtorch: torch exports torch_tensor_borrow_from_pyobject");
-  } else if (torch_borrow__want(only, "prototype") && proto_borrow) {
-    a->route = "prototype", a->borrow = proto_borrow;
+  } else if (borrow) {
+    a->route = "prototype", a->borrow = borrow;
     snprintf(a->why, sizeof a->why, "prototype: torch exports no torch_tensor_borrow_from_"
              "pyobject; shim_ext, built for the running torch, has it");
   } else if (torch_borrow__want(only, "owned") && owned && a->del && !owned_why[0]) {
@@ -900,15 +854,13 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
     snprintf(a->no_flags, sizeof a->no_flags, "the flag getters were left out (flags == 0)");
   } else if (conj && neg) {
     a->g.is_conj = conj, a->g.is_neg = neg;
-  } else if (proto_conj && proto_neg) {
-    a->g.is_conj = proto_conj, a->g.is_neg = proto_neg;
   } else if (keys_ok) {
     /* No flag getters: the key set has the Conjugate and Negative keys; the Python-level
        check runs on every read. */
   } else {
     snprintf(a->no_flags, sizeof a->no_flags,
              "libtorch_cpu exports no torch_is_conj / torch_is_neg, and the prototype: %s",
-             proto_why);
+             flags_why);
   }
   /* The Python-level check runs where no C check judges the metadata or the flags. */
   a->keys_check = a->route && keys_ok &&
@@ -1031,7 +983,7 @@ static inline int torch_borrow__keys_check(const torch_borrow__api* a, PyObject*
   Py_XDECREF(ks);
   if (!raw || PyErr_Occurred()) {
     Py_XDECREF(raw);
-    torch_borrow__take_error(m->message, sizeof m->message,
+    torch_borrow_take_error(m->message, sizeof m->message,
                              "torch._C._dispatch_keys(obj).raw_repr() failed");
     m->status = TORCH_BORROW_REFUSED;
     return TORCH_BORROW_REFUSED;
@@ -1046,7 +998,7 @@ static inline int torch_borrow__keys_check(const torch_borrow__api* a, PyObject*
 
 /* A Python call failed: its text after what, cleared; refused. */
 static inline int torch_borrow__py_failed(torch_borrow_meta* m, const char* what) {
-  torch_borrow__take_error(m->message, sizeof m->message, what);
+  torch_borrow_take_error(m->message, sizeof m->message, what);
   m->status = TORCH_BORROW_REFUSED;
   return TORCH_BORROW_REFUSED;
 }
@@ -1123,17 +1075,17 @@ static inline int torch_borrow__dlpack_fill(const torch_borrow__api* a, PyObject
     dt = nb ? Py_TYPE(a->dtype_attr)->tp_descr_get(a->dtype_attr, obj,
                                                    (PyObject*)Py_TYPE(obj)) : NULL;
   }
-  if (!dt) torch_borrow__take_error(err, sizeof err, "the storage / dtype read failed");
+  if (!dt) torch_borrow_take_error(err, sizeof err, "the storage / dtype read failed");
   if (entered) {
     r = PyObject_CallMethod(guard, "__exit__", "OOO", Py_None, Py_None, Py_None);
-    if (!r && !err[0]) torch_borrow__take_error(err, sizeof err, "DisableTorchFunction");
+    if (!r && !err[0]) torch_borrow_take_error(err, sizeof err, "DisableTorchFunction");
     Py_XDECREF(r);
   }
   m->storage_offset = off ? PyLong_AsLongLong(off) : -1;
   m->storage_nbytes = nb ? PyLong_AsLongLong(nb) : -1;
   code = dt ? PyDict_GetItemWithError(a->dtype_codes, dt) : NULL; /* borrowed */
   m->dtype = code ? (int32_t)PyLong_AsLong(code) : -1;
-  if (PyErr_Occurred() && !err[0]) torch_borrow__take_error(err, sizeof err, "reading failed");
+  if (PyErr_Occurred() && !err[0]) torch_borrow_take_error(err, sizeof err, "reading failed");
   Py_XDECREF(entered);
   Py_XDECREF(guard);
   Py_XDECREF(off);

@@ -2,8 +2,10 @@
  * tables torch_borrow/reader.h's checks compare against: which dtypes have elements a
  * pointer + strides reader can describe (and in how many bytes), and which device types
  * torch names; the guards it learns them under, and the two tests on Python objects the
- * reader's front ends make: a real torch.Tensor, a plain probe. Shared by the bridge (bridge/_tables.pxi,
- * bridge/_bridge_read.h) and torch_borrow/consumer.h, so each rule is written once.
+ * reader's front ends make: a real torch.Tensor, a plain probe; and where a function the
+ * prototype (shim_ext) stands in for comes from. Shared by the bridge
+ * (bridge/_tables.pxi, bridge/_bridge_read.h) and torch_borrow/consumer.h, so each rule
+ * is written once.
  *
  * C99 and C++; needs Python.h (the caller holds the GIL, or an attached thread state on
  * free-threaded CPython) and no torch header. Cold path: called at resolution only.
@@ -12,6 +14,7 @@
 #define TORCH_BORROW_TABLES_H
 
 #include <Python.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -254,6 +257,86 @@ static inline int torch_borrow_each_device(PyObject* torch, torch_borrow_device_
   }
   Py_XDECREF(items);
   return rc ? -1 : visited;
+}
+
+/* --- Where a function shim_ext prototypes comes from ------------------------------
+   The patches add torch_tensor_borrow_from_pyobject, torch_is_conj and torch_is_neg to
+   libtorch; shim_ext prototypes them (and the metadata check
+   torch_borrow_custom_metadata) until they land. The rule, for each name: libtorch's
+   own export first, so a torch that ships it is read through its own code and no build
+   of shim_ext is needed; else shim_ext's, through shim_ext.load(), which refuses a
+   build for another torch than the one imported (its THPVariable layout is that
+   torch's) and registers _borrow's implementation with _entry. */
+enum {
+  TORCH_BORROW_FROM_TORCH = 1,     /* one of the libraries the caller passed */
+  TORCH_BORROW_FROM_PROTOTYPE = 2  /* shim_ext's _entry or _borrow */
+};
+
+/* The pending Python exception's text after prefix, into buf (n > 0 bytes); cleared. */
+static inline void torch_borrow_take_error(char* buf, size_t n, const char* prefix) {
+  PyObject *type, *value, *tb, *s;
+  const char* u;
+  PyErr_Fetch(&type, &value, &tb);
+  s = value ? PyObject_Str(value) : NULL;
+  u = s ? PyUnicode_AsUTF8(s) : NULL;
+  snprintf(buf, n, "%s (%s)", prefix, u ? u : "unknown error");
+  Py_XDECREF(s);
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+  PyErr_Clear();
+}
+
+/* name's address by the rule above: the first of libs[0..nlibs) (dlopen handles) that
+   exports it, unless skip has TORCH_BORROW_FROM_TORCH; else shim_ext's (_entry's, then
+   _borrow's), unless skip has TORCH_BORROW_FROM_PROTOTYPE, in which case shim_ext is
+   not imported. *at: the index in libs of the library that had it, -1 for _entry, -2 for
+   _borrow; why (n > 0 bytes): why the address is NULL (load()'s words, or which module
+   lacks name), "" where it is not. Needs the GIL (it may import shim_ext); leaves no
+   Python exception set. */
+static inline void* torch_borrow_find_prototyped(const char* name, void* const* libs,
+                                                 int nlibs, int skip, int* at, char* why,
+                                                 size_t n) {
+  PyObject *pkg, *mods;
+  void* fn = NULL;
+  int i;
+  why[0] = '\0';
+  *at = 0;
+  if (!(skip & TORCH_BORROW_FROM_TORCH))
+    for (i = 0; i < nlibs; ++i)
+      if (libs[i] && (fn = dlsym(libs[i], name)) != NULL) {
+        *at = i;
+        return fn;
+      }
+  if (skip & TORCH_BORROW_FROM_PROTOTYPE) {
+    snprintf(why, n, "shim_ext left out");
+    return NULL;
+  }
+  pkg = PyImport_ImportModule("shim_ext");
+  mods = pkg ? PyObject_CallMethod(pkg, "load", NULL) : NULL;
+  if (!pkg)
+    torch_borrow_take_error(why, n, "shim_ext does not import");
+  else if (!mods)
+    torch_borrow_take_error(why, n, "shim_ext.load() refused");
+  else if (!PyTuple_Check(mods) || PyTuple_GET_SIZE(mods) != 2)
+    snprintf(why, n, "shim_ext.load() returned no (_entry, _borrow) pair");
+  for (i = 0; mods && !fn && !why[0] && i < 2; ++i) {
+    /* The module's loaded library (RTLD_NOLOAD: never loads one). */
+    PyObject* file = PyObject_GetAttrString(PyTuple_GET_ITEM(mods, i), "__file__");
+    const char* path = file ? PyUnicode_AsUTF8(file) : NULL;
+    void* lib = path ? dlopen(path, RTLD_NOLOAD | RTLD_LAZY) : NULL;
+    Py_XDECREF(file);
+    PyErr_Clear();
+    if (lib) {
+      fn = dlsym(lib, name);
+      dlclose(lib); /* the import keeps it loaded, and fn valid */
+    }
+    *at = -1 - i;
+  }
+  if (!fn && !why[0]) snprintf(why, n, "shim_ext exports no %s: rebuild it", name);
+  Py_XDECREF(mods);
+  Py_XDECREF(pkg);
+  return fn;
 }
 
 #endif /* TORCH_BORROW_TABLES_H */
