@@ -165,7 +165,7 @@ bench-fallback-ops: $(VENVS)/torch-$(TORCH)/.bench  ## the fallback-shim consume
 bench-fallback-ops-quick: $(VENVS)/torch-$(TORCH)/.bench  ## the same briefly, into bench/results/scratch/
 	$(call py,$(TORCH)) -m bench.fallback_ops_run --quick --out bench/results/scratch
 
-findings-fallback-shims: $(VENVS)/torch-$(TORCH)/.bench  ## proposal/findings-fallback-shims.md from the committed bench/results/*fallback-ops*
+findings-fallback-shims: $(VENVS)/torch-$(TORCH)/.bench  ## proposal/findings/fallback-shims.md from the committed bench/results/*fallback-ops*
 	$(call py,$(TORCH)) -m bench.report.fallback_ops_findings --torch $(TORCH)
 
 test: $(addprefix test-,$(TEST_TORCH))  ## the suite on torch 2.15.0, 2.14.1 and 2.13.0 (or TORCH=..., PYTHON=...)
@@ -183,7 +183,7 @@ patch-check: $(VENVS)/torch-2.15.0/.patch  ## apply the patches to PyTorch's bas
 	  --disable-pip-version-check clang-tidy==17.0.1 $(PIP_QUIET)
 	@dpkg -s libgtest-dev >/dev/null 2>&1 || { apt-get update -qq && \
 	  apt-get install -y -qq libgtest-dev=1.12.1-0.2 >/dev/null; }
-	set -o pipefail; $(call py,2.15.0) proposal/patch_check.py 2>&1 | tee $(PATCH_CHECK_LOG)
+	set -o pipefail; $(call py,2.15.0) proposal/tools/patch_check.py 2>&1 | tee $(PATCH_CHECK_LOG)
 
 info: $(VENVS)/torch-$(TORCH)/.built  ## what `python -m bridge info` says on TORCH
 	$(call py,$(TORCH)) -m bridge info
@@ -199,8 +199,8 @@ test-devmode: $(VENVS)/torch-$(TORCH)/.built  ## the suite once under python -X 
 memcheck: $(VENVS)/torch-$(TORCH)/.built  ## views and hostile inputs under valgrind memcheck; fails on an error in our modules
 	$(call py,$(TORCH)) tests/hostile/memcheck.py --python $(call env,$(TORCH))/bin/python
 
-survey: $(VENVS)/torch-2.14.1/.built $(VENVS)/torch-2.15.0/.built  ## torch's own torch_tensor_from_pyobject and DLPack exchange on hostile inputs -> proposal/findings-torch-shim.md
-	$(call py,2.15.0) tests/hostile/torch_shim_survey.py --out proposal/findings-torch-shim.md \
+survey: $(VENVS)/torch-2.14.1/.built $(VENVS)/torch-2.15.0/.built  ## torch's own torch_tensor_from_pyobject and DLPack exchange on hostile inputs -> proposal/findings/torch-shim.md
+	$(call py,2.15.0) tests/hostile/torch_shim_survey.py --out proposal/findings/torch-shim.md \
 	  --python $(call env,2.14.1)/bin/python --python $(call env,2.15.0)/bin/python
 
 # --- CUDA tensors on a GPU machine -----------------------------------------------------------
@@ -276,9 +276,9 @@ with_both = set -e; ft="$$($(CPYTHON_FT) | tail -n 1)"; \
 
 # RACE_ARGS=... passes options to the survey (e.g. --trials 2 --seconds 0.5).
 RACE_ARGS  ?=
-race-survey:  ## readers (borrow, pointer trick, owned, torch's) vs t.data= / set_ / swap_tensors (+ del), free-threaded and GIL -> proposal/findings-free-threaded.md
+race-survey:  ## readers (borrow, pointer trick, owned, torch's) vs t.data= / set_ / swap_tensors (+ del), free-threaded and GIL -> proposal/findings/free-threaded.md
 	$(call with_both,$$FT -P tests/hostile/race_survey.py --python $$FT --python $$GIL \
-	  --out proposal/findings-free-threaded.md $(RACE_ARGS))
+	  --out proposal/findings/free-threaded.md $(RACE_ARGS))
 
 # GIL_PYTHON=python3.13 GIL_TORCH=2.12.0 compares like with like (same CPython, same torch).
 bench-freethreaded:  ## Python-level cost, free-threaded 3.13 vs GIL_PYTHON, 5 fresh processes each -> bench/results/freethreaded/

@@ -34,7 +34,7 @@ class Route:
 
 ROUTES = (
     Route("owned", "owned: torch_tensor_from_pyobject + 7 getters + delete", "today"),
-    # The *_fixed rows keep their labels (proposal/render.py reads them): the patch's code.
+    # The *_fixed rows keep their labels (proposal/tools/render.py reads them): the patch's code.
     Route("owned_fixed", "owned + interpreter fix", "internal fix"),
     Route("owned_fixed_emulation", "owned + interpreter fix (emulation)", "internal fix"),
     Route("dlpack_no_sync", "DLPack dltensor_from_py_object_no_sync", "today"),

@@ -108,7 +108,7 @@ def test_the_built_code_is_the_patched_files(fixes, tmp_path):
     different from the base's, and beside it the header the patch adds, whole, whose
     test is shim_ext's torch_borrow/thread_state.h in C++ spellings (make_patch.py)."""
     spec = importlib.util.spec_from_file_location(
-        "make_patch", patched_interpreter.REPO / "proposal" / "make_patch.py")
+        "make_patch", patched_interpreter.REPO / "proposal" / "tools" / "make_patch.py")
     make_patch = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(make_patch)
     patch = patched_interpreter.interpreter_patch()
@@ -173,7 +173,7 @@ def test_the_guard_is_mains_class_verbatim():
     names, whose bytes BASE.toml's [[excerpt]] row checks."""
     import tomllib
 
-    upstream = patched_interpreter.REPO / "proposal" / "upstream"
+    upstream = patched_interpreter.REPO / "proposal" / "third_party" / "pytorch"
     rows = tomllib.loads((upstream / "BASE.toml").read_text())["excerpt"]
     (row,) = [r for r in rows if r["name"] == "SafeGilScopedAcquire"]
     data = (upstream / "excerpts" / "Exceptions.h.SafeGilScopedAcquire").read_bytes()

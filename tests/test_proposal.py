@@ -1,12 +1,12 @@
 """The upstream patches (proposal/patches/) against what can be checked in the test suite.
 
-- they are git format-patch files on the base proposal/upstream/BASE.toml names;
+- they are git format-patch files on the base proposal/third_party/pytorch/BASE.toml names;
 - the code they add is the prototype's code (shim_ext), so the two cannot drift apart;
 - 0001's Python test passes when run against the prototype shim through a ctypes
-  stand-in (proposal/run_patch_test.py), and fails against a shim that gets the
+  stand-in (proposal/tools/run_patch_test.py), and fails against a shim that gets the
   contract wrong.
 
-`make patch-check` (proposal/patch_check.py, run in CI) goes further: it applies the
+`make patch-check` (proposal/tools/patch_check.py, run in CI) goes further: it applies the
 patches to the assembled base, regenerates them byte for byte, compiles the touched
 C++ at feature version 2.16, checks the symbols' C linkage with nm, builds the test
 module for real and runs upstream's linters.
@@ -46,7 +46,7 @@ WITHDRAWN_NAMES = ("TorchTensorMetadata", "torch_tensor_get_metadata",
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, PROPOSAL / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, PROPOSAL / "tools" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -160,7 +160,7 @@ def test_commit_messages_are_in_pytorchs_style(patches):
     """A summary, the motivation, a Test Plan that says what ran and where, then apart
     what a PyTorch build must still show; what the base is, once; no per-file
     provenance (BASE.toml keeps it), no repeated lines, no path of this repository."""
-    with (PROPOSAL / "upstream" / "BASE.toml").open("rb") as f:
+    with (PROPOSAL / "third_party" / "pytorch" / "BASE.toml").open("rb") as f:
         manifest = tomllib.load(f)
     for name, text in patches.items():
         message = text.split("\n---\n", 1)[0].split("\n\n", 1)[1]
@@ -324,7 +324,7 @@ def test_pyobject_helper_returns_a_view_that_cannot_be_wrapped(patch_text):
 def _patched_py_interpreter(patch: str, tmp_path: pathlib.Path) -> tuple[str, str]:
     """The vendored PyInterpreter.cpp, and the same file with the interpreter fix
     applied alone (git apply)."""
-    base = (PROPOSAL / "upstream" / PY_INTERPRETER).read_text()
+    base = (PROPOSAL / "third_party" / "pytorch" / PY_INTERPRETER).read_text()
     (tmp_path / PY_INTERPRETER).parent.mkdir(parents=True)
     (tmp_path / PY_INTERPRETER).write_text(base)
     (tmp_path / "0001.patch").write_text(patch)
@@ -453,15 +453,15 @@ def test_the_landing_order_is_stated_where_the_ask_is():
 
 
 def test_vendored_copies_match_the_manifest():
-    """Every vendored file under proposal/upstream/ has the SHA-256 BASE.toml records."""
+    """Every vendored file under proposal/third_party/pytorch/ has the SHA-256 BASE.toml records."""
     import hashlib
 
-    with (PROPOSAL / "upstream" / "BASE.toml").open("rb") as f:
+    with (PROPOSAL / "third_party" / "pytorch" / "BASE.toml").open("rb") as f:
         manifest = tomllib.load(f)
     rows = [row for row in manifest["file"] if row["source"] == "vendored"]
     assert PY_INTERPRETER in {row["path"] for row in rows}
     for row in rows:
-        data = (PROPOSAL / "upstream" / row["path"]).read_bytes()
+        data = (PROPOSAL / "third_party" / "pytorch" / row["path"]).read_bytes()
         assert hashlib.sha256(data).hexdigest() == row["sha256"], row["path"]
 
 
@@ -556,7 +556,7 @@ def test_the_patches_regenerate_identically(tmp_path):
     except SystemExit:
         pytest.skip("clang-format is not installed (make patch-check installs it)")
     upstream_base.assemble(tmp_path / "base")
-    subprocess.run([sys.executable, str(PROPOSAL / "make_patch.py"), "--base", str(tmp_path / "base"),
+    subprocess.run([sys.executable, str(PROPOSAL / "tools" / "make_patch.py"), "--base", str(tmp_path / "base"),
                     "--out", str(tmp_path / "out")], check=True, capture_output=True)
     for patch in PATCHES:
         assert (tmp_path / "out" / patch.name).read_bytes() == patch.read_bytes()
@@ -574,7 +574,7 @@ def test_the_patches_regenerate_identically(tmp_path):
 
 @needs_stand_in
 def test_patch_test_passes_against_the_prototype():
-    done = subprocess.run([sys.executable, "-P", str(PROPOSAL / "run_patch_test.py"), "-v"],
+    done = subprocess.run([sys.executable, "-P", str(PROPOSAL / "tools" / "run_patch_test.py"), "-v"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     tests = (PROPOSAL / "patch_src" / "test" / "cpp_extensions" /
@@ -614,11 +614,11 @@ def test_patch_test_fails_against_a_shim_that_breaks_the_contract(patch_text):
     a stale snapshot after the tensor is replaced must fail the patch's test: the test
     is not one that always passes. (A new handle value per call breaks no contract: the
     test does not look.)"""
-    sys.path.insert(0, str(PROPOSAL / "stand_in"))
+    sys.path.insert(0, str(PROPOSAL / "tools" / "stand_in"))
     try:
         from libtorch_agn_2_16 import _interop as real
     finally:
-        sys.path.remove(str(PROPOSAL / "stand_in"))
+        sys.path.remove(str(PROPOSAL / "tools" / "stand_in"))
     broken = types.ModuleType("broken_interop")
     fresh, kept = itertools.count(1), []
     snapshots = {}
@@ -646,11 +646,11 @@ def test_patch_test_fails_against_a_shim_that_breaks_the_contract(patch_text):
 def test_patch_test_fails_against_a_reader_that_lets_python_run_mid_read(patch_text):
     """A reader that makes Python objects (so lets a collection run) between reading the
     sizes and the strides, as the module once did, fails the regression test and only it."""
-    sys.path.insert(0, str(PROPOSAL / "stand_in"))
+    sys.path.insert(0, str(PROPOSAL / "tools" / "stand_in"))
     try:
         from libtorch_agn_2_16 import _interop as real
     finally:
-        sys.path.remove(str(PROPOSAL / "stand_in"))
+        sys.path.remove(str(PROPOSAL / "tools" / "stand_in"))
     broken = types.ModuleType("mixed_interop")
 
     def borrow_metadata(obj):

@@ -444,7 +444,7 @@ def test_mutation_ordered_by_a_lock_gives_exact_views(view_on, mutation):
 @pytest.mark.slow
 @pytest.mark.skipif(FREE_THREADED, reason="not promised without a GIL: a view races a "
                     "concurrent t.data / swap_tensors as torch's own t.shape does (README, "
-                    "proposal/findings-free-threaded.md); the locked variant above is")
+                    "proposal/findings/free-threaded.md); the locked variant above is")
 @pytest.mark.parametrize("mutation", ["data", "swap_tensors"])
 def test_with_the_gil_a_view_is_a_snapshot_while_another_thread_mutates(view_on, mutation):
     """With the GIL, nothing runs between the handle and the copy: while one thread keeps

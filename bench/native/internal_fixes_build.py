@@ -27,7 +27,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 MODULE = "_bench_internal_fixes"
 # main's SafeGilScopedAcquire, verbatim (safe_gil.h includes it), and the one
 # attached-thread test (shim_ext's header, which the patch's header is made from).
-EXCERPTS = HERE.parent.parent / "proposal" / "upstream" / "excerpts"
+EXCERPTS = HERE.parent.parent / "proposal" / "third_party" / "pytorch" / "excerpts"
 SHIM_INCLUDE = HERE.parent.parent / "shim_ext" / "include"
 SOURCES = (HERE / "internal_fixes.cpp", HERE / "patched_interpreter.cpp",
            HERE / "safe_gil.h", EXCERPTS / "Exceptions.h.SafeGilScopedAcquire",

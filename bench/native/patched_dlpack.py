@@ -1,7 +1,7 @@
 """The DLPack fix's own code, cut out of the patched file at build time (benchmark-only).
 
 The DLPack series (``proposal/patches/dlpack/*.patch``, in order) is applied with
-``git apply`` to the base copy of ``torch/csrc/Module.cpp`` in ``proposal/upstream/``,
+``git apply`` to the base copy of ``torch/csrc/Module.cpp`` in ``proposal/third_party/pytorch/``,
 in a temporary folder; out of the patched file, never retyped, come both structs'
 ``DLTensorFromPyObjectNoSync`` (``TorchDLPackExchangeAPI``'s and the read-only
 ``TorchConstDLPackExchangeAPI``'s) and every file-scope function they call, directly or
@@ -27,7 +27,7 @@ import tempfile
 REPO = pathlib.Path(__file__).resolve().parent.parent.parent
 PATCHES = REPO / "proposal" / "patches" / "dlpack"
 REL = "torch/csrc/Module.cpp"
-BASE = REPO / "proposal" / "upstream" / REL
+BASE = REPO / "proposal" / "third_party" / "pytorch" / REL
 INCLUDE_NAME = "patched_dlpack.inc"
 #: The structs whose ``DLTensorFromPyObjectNoSync`` is cut, in the order written out.
 STRUCTS = ("TorchDLPackExchangeAPI", "TorchConstDLPackExchangeAPI")

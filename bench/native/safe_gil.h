@@ -3,7 +3,7 @@
 // the interpreter fix's own incref / decref (patched_interpreter.cpp), which use
 // it and which torch 2.15's headers cannot compile alone: 2.15 has no such class.
 //
-// The class is main's, verbatim: proposal/upstream/excerpts/
+// The class is main's, verbatim: proposal/third_party/pytorch/excerpts/
 // Exceptions.h.SafeGilScopedAcquire, cut from torch/csrc/Exceptions.h at
 // pytorch/pytorch 02d90f320cf11bb96f3ae2165cb9e092f4b6f626 (BASE.toml's
 // [[excerpt]] row checks its bytes). It wraps std::optional<pybind11::

@@ -1,4 +1,4 @@
-"""Render ``proposal/findings-fallback-shims.md`` (``make findings-fallback-shims``): the
+"""Render ``proposal/findings/fallback-shims.md`` (``make findings-fallback-shims``): the
 findings on the consumer that needs a handle, ATen ops called from C through torch's
 generated fallback shims, with every figure taken from the committed JSON:
 
@@ -365,7 +365,7 @@ def main(argv=None) -> int:
                         "the imported torch's)")
     parser.add_argument("--results", type=pathlib.Path, default=REPO / "bench" / "results")
     parser.add_argument("--out", type=pathlib.Path,
-                        default=REPO / "proposal" / "findings-fallback-shims.md")
+                        default=REPO / "proposal" / "findings" / "fallback-shims.md")
     args = parser.parse_args(argv)
     if args.torch is None:
         import torch

@@ -33,7 +33,7 @@ child processes (``subproc.run_python``: a crash is a finding, not a dead survey
   Readers whose path this torch lacks (``view_owned`` before 2.14) are listed as not run,
   with the reason.
 
-Writes the markdown report (``--out``, default ``proposal/findings-free-threaded.md``),
+Writes the markdown report (``--out``, default ``proposal/findings/free-threaded.md``),
 with the interpreters, torch versions and date, and the raw results beside it (the same
 name, ``.json``); ``--render JSON`` redoes the report from those. ``make race-survey``
 runs it.
@@ -460,8 +460,8 @@ def main(argv=None) -> int:
                         help="an interpreter with torch and this package (repeatable)")
     parser.add_argument("--render", metavar="JSON",
                         help="redo the report from a previous run's raw results")
-    parser.add_argument("--out", default="proposal/findings-free-threaded.md",
-                        help="the markdown report (default proposal/findings-free-threaded.md)")
+    parser.add_argument("--out", default="proposal/findings/free-threaded.md",
+                        help="the markdown report (default proposal/findings/free-threaded.md)")
     parser.add_argument("--trials", type=int, default=3,
                         help="children per reader x mutation pair (default 3)")
     parser.add_argument("--seconds", type=float, default=1.0,

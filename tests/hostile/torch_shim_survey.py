@@ -385,7 +385,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--python", action="append", required=True,
                         help="a torch environment's interpreter (repeat for several)")
-    parser.add_argument("--out", default="proposal/findings-torch-shim.md")
+    parser.add_argument("--out", default="proposal/findings/torch-shim.md")
     parser.add_argument("--isolate", action="store_true",
                         help="one child process per case (slower, no shared state)")
     args = parser.parse_args(argv)

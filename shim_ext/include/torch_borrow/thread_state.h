@@ -2,7 +2,7 @@
  *
  * The one attached-thread test of this project: the borrow (shim_ext/borrow.cpp),
  * consumer.h, the benchmarks' emulation of the interpreter fix, and the patches
- * (proposal/make_patch.py copies the function between the BEGIN / END markers, renamed
+ * (proposal/tools/make_patch.py copies the function between the BEGIN / END markers, renamed
  * THPUtils_hasAttachedThreadState, into torch/csrc/utils/attached_thread_state.h, which
  * the interpreter fix adds and the borrow patch includes). C99 and C++; Python.h only.
  *

@@ -18,7 +18,7 @@ never from a rounded value). The inputs, by block:
   ``time-consumer-*.json`` (``ns_per_call``, any key naming a route); numba-cuda's benchmark
   from ``numba-cuda-*.json`` (its absence renders as a placeholder);
 - ``ask``: the same files, as sentences;
-- ``free-threaded``, ``free-threaded-all``: ``proposal/findings-free-threaded.json``
+- ``free-threaded``, ``free-threaded-all``: ``proposal/findings/free-threaded.json``
   (``make race-survey``; per reader and mutation ``crashes``, ``exact``, ``mixed``, ``raised``);
 - ``conj-route``: the timed runs' group ``2b native parts`` (``conj_getter``, ``conj_dispatcher``).
 
@@ -26,7 +26,7 @@ A file, row or key that is not there renders as a placeholder naming it, and is 
 warning on stderr, so both files render today and fill in when the results land.
 ``--check`` exits 1 if either file is not what rendering would produce.
 
-Usage: ``python3 proposal/render.py [--results DIR] [--check]``.
+Usage: ``python3 proposal/tools/render.py [--results DIR] [--check]``.
 """
 
 from __future__ import annotations
@@ -40,12 +40,12 @@ import re
 import statistics
 import sys
 
-HERE = pathlib.Path(__file__).resolve().parent
-ROOT = HERE.parent
-RFC = HERE / "RFC.md"
-APPENDIX = HERE / "appendix.md"
+PROPOSAL = pathlib.Path(__file__).resolve().parent.parent
+ROOT = PROPOSAL.parent
+RFC = PROPOSAL / "RFC.md"
+APPENDIX = PROPOSAL / "appendix.md"
 RESULTS = ROOT / "bench" / "results"
-FREE_THREADED = HERE / "findings-free-threaded.json"
+FREE_THREADED = PROPOSAL / "findings" / "free-threaded.json"
 MARKER = re.compile(r"(<!-- BEGIN generated: ([\w-]+) -->\n)(.*?)(<!-- END generated: \2 -->)",
                     re.S)
 DASH = "\u2014"  # a cell that cannot exist on that setup (its reason is given beside it)
@@ -156,7 +156,7 @@ def rel(path: pathlib.Path) -> str:
 
 def link(path: pathlib.Path) -> str:
     """A markdown link to ``path`` that works from proposal/."""
-    return f"[`{path.name}`]({os.path.relpath(path, HERE)})"
+    return f"[`{path.name}`]({os.path.relpath(path, PROPOSAL)})"
 
 
 def median(values) -> float:
@@ -985,7 +985,7 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(new)
             print(f"rendered {rel(path)}")
     for path in stale:
-        print(f"{rel(path)} is stale: run python3 proposal/render.py", file=sys.stderr)
+        print(f"{rel(path)} is stale: run python3 proposal/tools/render.py", file=sys.stderr)
     return 1 if stale else 0
 
 

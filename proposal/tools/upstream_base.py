@@ -1,10 +1,10 @@
 """Assemble ``proposal/.upstream-base``: the PyTorch files the patches touch or need.
 
-The base is PyTorch's main branch at the commit ``upstream/BASE.toml`` names
+The base is PyTorch's main branch at the commit ``third_party/pytorch/BASE.toml`` names
 (``main_commit``), file by file from one of three sources, each checked against
 the SHA-256 the manifest records, so two checkouts always assemble the same bytes:
 
-- ``vendored``: an unmodified copy under ``proposal/upstream/`` of the file at the
+- ``vendored``: an unmodified copy under ``proposal/third_party/pytorch/`` of the file at the
   commit the manifest names (PyTorch's BSD-3-Clause licence, ``upstream/LICENSE``),
   for files the torch wheel does not ship (``.cpp`` sources, docs, tests, linters;
   ``torch/csrc/PyInterpreter.cpp``, which patch 0001 edits, is one);
@@ -20,7 +20,7 @@ the SHA-256 the manifest records, so two checkouts always assemble the same byte
 ``--from-git DIR`` takes the vendored files from a PyTorch clone instead
 (``git show COMMIT:PATH``), which is how a maintainer re-checks the copies.
 
-Usage: ``python proposal/upstream_base.py [--out DIR] [--from-git PYTORCH_CLONE]``.
+Usage: ``python proposal/tools/upstream_base.py [--out DIR] [--from-git PYTORCH_CLONE]``.
 Run it with the interpreter of the torch 2.15.0 environment (it reads that wheel's
 headers); it exits non-zero, naming the file, if any checksum differs.
 """
@@ -36,9 +36,9 @@ import sys
 import tomllib
 
 HERE = pathlib.Path(__file__).resolve().parent
-UPSTREAM = HERE / "upstream"
+UPSTREAM = HERE.parent / "third_party" / "pytorch"
 MANIFEST = UPSTREAM / "BASE.toml"
-DEFAULT_OUT = HERE / ".upstream-base"
+DEFAULT_OUT = HERE.parent / ".upstream-base"
 
 
 def load_manifest() -> dict:
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="read vendored files from this PyTorch clone at their commits")
     args = parser.parse_args(argv)
     written = assemble(args.out, args.from_git)
-    print(f"{args.out}: {len(written)} files, every sha256 as in {MANIFEST.relative_to(HERE.parent)}")
+    print(f"{args.out}: {len(written)} files, every sha256 as in {MANIFEST.relative_to(HERE.parents[1])}")
     return 0
 
 

@@ -79,7 +79,7 @@ Steps, each printed as it runs; the first failure ends the run with exit status 
    the cut-out functions; then every patch of both series in the landing order
    (``make_patch.LANDING_ORDER``).
 
-Usage: ``python -P proposal/patch_check.py [--work DIR] [--keep]`` with the
+Usage: ``python -P proposal/tools/patch_check.py [--work DIR] [--keep]`` with the
 interpreter of the torch 2.15.0 environment (pyproject's ``patch`` extra
 installed: clang-format, flake8, ruff, expecttest, pytest; and clang-tidy
 17.0.1; the Makefile's ``patch-check`` target installs both).
@@ -101,14 +101,15 @@ import sys
 import sysconfig
 import tempfile
 
-HERE = pathlib.Path(__file__).resolve().parent
-ROOT = HERE.parent
+HERE = pathlib.Path(__file__).resolve().parent  # proposal/tools/
+PROPOSAL = HERE.parent
+ROOT = PROPOSAL.parent
 sys.path.insert(0, str(HERE))
 
 import make_patch  # noqa: E402
 import upstream_base  # noqa: E402
 
-PATCHES = sorted((HERE / "patches").glob("000*.patch"))
+PATCHES = sorted((PROPOSAL / "patches").glob("000*.patch"))
 LIBTORCH_SOURCES = ["torch/csrc/shim_common.cpp", "torch/csrc/PyObjectConversion.cpp",
                     "torch/csrc/PyObjectConversionPythonImpl.cpp"]
 STABLE_HEADERS = ["torch/csrc/stable/pyobject.h", "torch/csrc/stable/tensor.h"]
@@ -127,7 +128,7 @@ TARGET_2_16 = "0x0210000000000000"
 HEADERONLY_VERSION_2_16 = """\
 #pragma once
 // What main's build generates from version.txt (2.16.0a0) with
-// tools/setup_helpers/gen_version_header.py; written by proposal/patch_check.py.
+// tools/setup_helpers/gen_version_header.py; written by proposal/tools/patch_check.py.
 #define TORCH_VERSION_MAJOR 2
 #define TORCH_VERSION_MINOR 16
 #define TORCH_VERSION_PATCH 0
@@ -357,7 +358,7 @@ def compile_one(source: pathlib.Path, obj: pathlib.Path, flags: list[str]) -> bo
 # the null check, then THPVariableClass and PyType_IsSubtype).
 PYTHON_IMPL_ANCHOR = "};\n\n// Registered once when libtorch_python is loaded"
 SUPPLIED_IS_TENSOR_PYOBJECT = """
-  // Supplied by proposal/patch_check.py (not in the patch, not in the stored
+  // Supplied by proposal/tools/patch_check.py (not in the patch, not in the stored
   // base): a stand-in for main's is_tensor_pyobject, which the stored copy
   // predates, as v2.15.0's compiled method behaves.
   bool is_tensor_pyobject(PyObject* obj) const override {
@@ -405,15 +406,15 @@ def safe_gil_header(work: pathlib.Path) -> pathlib.Path:
     """``work/safe_gil_main.h``: main's SafeGilScopedAcquire (the excerpt, checked against
     BASE.toml's SHA-256) inside ``torch::detail``, after the headers it needs."""
     (row,) = [r for r in upstream_base.load_manifest().get("excerpt", []) if r["name"] == EXCERPT]
-    data = (HERE / "upstream" / row["file"]).read_bytes()
+    data = (PROPOSAL / "third_party" / "pytorch" / row["file"]).read_bytes()
     if hashlib.sha256(data).hexdigest() != row["sha256"]:
-        raise CheckFailed(f"upstream/{row['file']}: sha256 differs from BASE.toml's")
+        raise CheckFailed(f"third_party/pytorch/{row['file']}: sha256 differs from BASE.toml's")
     header = work / "safe_gil_main.h"
     header.write_text(
         "#pragma once\n"
-        f"// Written by proposal/patch_check.py: torch::detail::SafeGilScopedAcquire as\n"
+        f"// Written by proposal/tools/patch_check.py: torch::detail::SafeGilScopedAcquire as\n"
         f"// {row['path']} at pytorch/pytorch {row['commit']} defines it (verbatim\n"
-        f"// below, from proposal/upstream/{row['file']}).\n"
+        f"// below, from proposal/third_party/pytorch/{row['file']}).\n"
         "#include <optional>\n#include <c10/util/Logging.h>\n#include <pybind11/pybind11.h>\n"
         "#include <torch/csrc/python_headers.h>\n#include <torch/csrc/utils/pythoncapi_compat.h>\n"
         "namespace torch::detail {\n" + data.decode() + "} // namespace torch::detail\n")
@@ -1046,7 +1047,7 @@ def lint_clang_tidy(tree: pathlib.Path, work: pathlib.Path) -> int:
                   + ", ".join(f"{n} {c}" for c, n in sorted(base.items())))
         total += len(ours)
     for key in sorted(set(TIDY_OPEN) - opened):
-        print(f"  TIDY_OPEN {key} matched nothing: remove it from proposal/patch_check.py")
+        print(f"  TIDY_OPEN {key} matched nothing: remove it from proposal/tools/patch_check.py")
     print(f"  (clang-tidy {CLANG_TIDY_VERSION}, PyTorch's .clang-tidy and "
           "torch/csrc/stable/.clang-tidy, WarningsAsErrors '*')")
     print(CLANG_TIDY_NOT_REACHED)
@@ -1067,9 +1068,9 @@ def describe_run() -> str:
 
     import torch
 
-    commit = run(["git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"],
+    commit = run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                  check=False).stdout.strip() or "unknown"
-    dirty = run(["git", "-C", str(HERE.parent), "status", "--porcelain", "--", "proposal",
+    dirty = run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "proposal",
                  "shim_ext", "bench/native", ":!proposal/patch-check.log"],  # written by this run
                 check=False).stdout.strip()
     gxx = run(["g++", "--version"], check=False).stdout.splitlines()[:1]
@@ -1089,7 +1090,7 @@ def describe_run() -> str:
 # (make_patch.LANDING_ORDER). Module.cpp is not compiled whole: it needs libtorch_python's
 # internal headers, and the fork's copy the base comes from has an unrelated defect
 # (BASE.toml); what is compiled and run is the functions the series changes.
-DLPACK_PATCHES = sorted((HERE / "patches" / "dlpack").glob("000*.patch"))
+DLPACK_PATCHES = sorted((PROPOSAL / "patches" / "dlpack").glob("000*.patch"))
 PATCHED_DLPACK_CPP = ROOT / "bench" / "native" / "patched_dlpack.cpp"
 
 
@@ -1160,7 +1161,7 @@ def run_dlpack_tests(tree: pathlib.Path, lib: pathlib.Path, name: str, tests: li
                           f"functions: {summary}\n{done.stdout[-5000:]}{done.stderr[-2000:]}")
     print(f"{name}: test/test_dlpack.py {', '.join(tests)}: {summary} (against the cut-out "
           "functions, through copies of the wheel's two exchange tables: "
-          "proposal/dlpack_conftest.py, supplied, in neither the patch nor the base)")
+          "proposal/tools/dlpack_conftest.py, supplied, in neither the patch nor the base)")
 
 
 def expect_dlpack_tests_fail(tree: pathlib.Path, lib: pathlib.Path, name: str,

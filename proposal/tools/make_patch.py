@@ -2,7 +2,7 @@
 
 The patches are never edited by hand. This script copies the base tree
 (``--base``; default ``proposal/.upstream-base``, assembled by
-``proposal/upstream_base.py`` from ``proposal/upstream/BASE.toml``) into a
+``proposal/tools/upstream_base.py`` from ``proposal/third_party/pytorch/BASE.toml``) into a
 scratch git repository, commits it, applies each change, runs PyTorch's own
 ``stable_shim_usage_linter.py`` to regenerate ``shim_function_versions.txt``
 exactly as upstream's lint does, commits, and runs ``git format-patch``. The
@@ -11,7 +11,7 @@ ABI), conj/neg, then the borrow. The first two touch no common line and each
 applies alone on the base; the borrow's declarations and registry line follow
 conj/neg's (both join the end of main's 2.16 block), so it applies on top of
 conj/neg. The DLPack fix is a series of its own, ``patches/dlpack/000{1,2,3}``, on
-``torch/csrc/Module.cpp`` (a fork's copy of main: ``upstream/BASE.toml``); it touches
+``torch/csrc/Module.cpp`` (a fork's copy of main: ``third_party/pytorch/BASE.toml``); it touches
 no file of the other series and lands after the interpreter fix (``LANDING_ORDER``).
 The code the patches add comes from the prototype, so the two cannot differ:
 
@@ -70,7 +70,7 @@ Inserted C++ (except the header blocks) is formatted with clang-format and
 PyTorch's root ``.clang-format`` (part of the base), on the inserted lines only. clang-format
 comes from ``$CLANG_FORMAT``, PATH, or the ``clang-format`` PyPI package.
 
-Usage: ``python3 proposal/make_patch.py [--base DIR] [--out DIR]``.
+Usage: ``python3 proposal/tools/make_patch.py [--base DIR] [--out DIR]``.
 """
 
 from __future__ import annotations
@@ -85,9 +85,10 @@ import sys
 import tempfile
 import tomllib
 
-HERE = pathlib.Path(__file__).resolve().parent
-ROOT = HERE.parent
-SRC = HERE / "patch_src"
+HERE = pathlib.Path(__file__).resolve().parent  # proposal/tools/
+PROPOSAL = HERE.parent
+ROOT = PROPOSAL.parent
+SRC = PROPOSAL / "patch_src"
 SNIPPETS = SRC / "snippets"
 SHIM_H = ROOT / "shim_ext" / "include" / "torch_borrow" / "shim.h"
 PYOBJECT_H = ROOT / "shim_ext" / "include" / "torch_borrow" / "pyobject.h"
@@ -496,7 +497,7 @@ LANDING_ORDER = (("", "0001"), ("dlpack", "0001"), ("dlpack", "0002"), ("dlpack"
 
 def dlpack_commit_message(patch: str) -> str:
     """The commit message of DLPack ``patch``: its text, then where Module.cpp comes from."""
-    with (HERE / "upstream" / "BASE.toml").open("rb") as f:
+    with (PROPOSAL / "third_party" / "pytorch" / "BASE.toml").open("rb") as f:
         manifest = tomllib.load(f)
     row = next(r for r in manifest["file"] if r["path"] == MODULE_CPP)
     text = (DLPACK_SRC / f"{patch}-message.txt").read_text()
@@ -561,9 +562,9 @@ def commit_message(patch: str) -> str:
 
     The base is assembled (files from several commits and the torch 2.15.0
     wheel's headers), so the line says so; each file's own commit, source and
-    SHA-256 stay in ``upstream/BASE.toml``.
+    SHA-256 stay in ``third_party/pytorch/BASE.toml``.
     """
-    with (HERE / "upstream" / "BASE.toml").open("rb") as f:
+    with (PROPOSAL / "third_party" / "pytorch" / "BASE.toml").open("rb") as f:
         manifest = tomllib.load(f)
     text = (SRC / f"{patch}-message.txt").read_text()
     return text + (f"\nBase: assembled, see BASE.toml (pytorch/pytorch main at "
@@ -573,12 +574,12 @@ def commit_message(patch: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Build the series; print the patches' paths."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base", type=pathlib.Path, default=HERE / ".upstream-base",
-                        help="the assembled PyTorch base (proposal/upstream_base.py)")
-    parser.add_argument("--out", type=pathlib.Path, default=HERE / "patches")
+    parser.add_argument("--base", type=pathlib.Path, default=PROPOSAL / ".upstream-base",
+                        help="the assembled PyTorch base (proposal/tools/upstream_base.py)")
+    parser.add_argument("--out", type=pathlib.Path, default=PROPOSAL / "patches")
     args = parser.parse_args(argv)
     if not (args.base / "torch/csrc/shim_common.cpp").exists():
-        raise SystemExit(f"no base tree at {args.base}: run proposal/upstream_base.py first")
+        raise SystemExit(f"no base tree at {args.base}: run proposal/tools/upstream_base.py first")
     clang_format = find_clang_format()
 
     with tempfile.TemporaryDirectory(prefix="torch-borrow-patch-") as scratch:

@@ -2,7 +2,7 @@
 
 The patch adds ``test/cpp_extensions/test_libtorch_agnostic_pyobject_borrow.py``
 to PyTorch. This script takes that file's text out of the patch itself (so what
-runs is exactly what the patch proposes), puts ``proposal/stand_in`` first on
+runs is exactly what the patch proposes), puts ``proposal/tools/stand_in`` first on
 ``sys.path`` so that ``import libtorch_agn_2_16`` finds the ctypes stand-in over
 ``shim_ext`` (the prototype) instead of the C++ extension, and runs the test class.
 
@@ -14,7 +14,7 @@ When it is missing, a minimal replacement of the five names the test imports
 installed in ``sys.modules``; the test logic itself is unchanged. The first line
 printed says which one ran.
 
-Usage: ``python -P proposal/run_patch_test.py [--patch PATH]``; exit status 0
+Usage: ``python -P proposal/tools/run_patch_test.py [--patch PATH]``; exit status 0
 when every test passed. Import torch's own environment's Python (``-P``).
 """
 
@@ -28,8 +28,8 @@ import sysconfig
 import types
 import unittest
 
-HERE = pathlib.Path(__file__).resolve().parent
-DEFAULT_PATCH = next(iter(sorted((HERE / "patches").glob(
+HERE = pathlib.Path(__file__).resolve().parent  # proposal/tools/
+DEFAULT_PATCH = next(iter(sorted((HERE.parent / "patches").glob(
     "*-Add-torch_tensor_borrow_from_pyobject.patch"))), None)
 TEST_PATH = "test/cpp_extensions/test_libtorch_agnostic_pyobject_borrow.py"
 
