@@ -8,34 +8,9 @@ torch's and CPython's code they reach). Instructions, not seconds: the count doe
 depend on the machine's load, only on the binaries (Python, torch, the bridge and its
 compiler), so the file this writes is committed as it comes out.
 
-One valgrind process does everything. It starts with instrumentation off (importing
-torch uncounted), switches it on, and dumps the counts after each call into a file of
-its own (valgrind client requests, ``peers_native.c``'s ``peers_callgrind``). Each
-configuration runs with ``n1``, ``n2`` and ``n1`` calls again: instructions per call
-are ``(I(n2) - I(n1)) / (n2 - n1)``, which removes the fixed part (argument parsing,
-the untimed first call, the clock reads), and the two ``n1`` counts must agree (shown
-as the repeat check). ``callgrind_annotate`` splits the per-call count by function
-(self cost, each function's own instructions).
-
-If the installed bridge's ``_native_loop`` takes a ``reader`` argument
-(``reader="getters"|"batched"``: how the metadata is read), every reader it accepts is
-counted as a configuration of its own; an older bridge is called without it.
-
-The routes (``routes.ROUTES``: every route a native consumer has from the Python object
-to the metadata, torch's own functions with and without ``internal_fixes``' interpreter
-fix, the DLPack prototype, the borrow, the pointer trick) are counted the same way, their
-C loops (``peers_*_loop``) being toggled on too. Callgrind runs with
-``--separate-callers``, so each function's self cost comes with the chain of its callers;
-``attribution`` puts every such cost in one part (``PARTS``: the metadata fill, the type
-check, the attached-thread check, allocation, refcount atomics, the PyObject
-incref/decref and its GIL acquisitions, entry points and vtable hops, the consumer's own
-loop) by the rules in ``RULES``, so the parts of a route add up to its total.
-
-The Python-level view statements (``VIEW_STATEMENTS``) are split into a view's parts
-(``VIEW_PARTS``: call, wrapper, allocation, frames, handle, getters, attributes) by
-function, beside the same split of ``results/baseline/<stem>.json`` where it exists (the
-counts of the bridge before its C view type, written by this script on that bridge):
-before and after, per part.
+How the counts are taken and split (one valgrind process, n1 / n2 / n1 calls, the
+routes and their parts, a view's parts): bench/README.md, "How `make callgrind`
+counts".
 
 Writes ``<out>/callgrind-torch-<v>.md`` (``<v>``: torch's version without the local
 tag; ``--stem`` names it otherwise) and prints it, with ``<stem>.json`` beside it (the
@@ -540,11 +515,11 @@ VIEW_STATEMENTS = ("view_borrow", "view_read")
 VIEW_PARTS = {
     "call": "CPython's eval loop and call dispatch (timeit's loop included) and the "
             "attribute look-ups",
-    "wrapper": "the function Python calls (Cython's argument wrapper; the C METH_O "
-               "function with everything inlined into it)",
+    "wrapper": "the function Python calls (the C METH_O view function, bridge_fn_*, "
+               "with the gate, the fill and the reader's checks inlined into it)",
     "allocation": "the view object: allocation, GC tracking, dealloc, freelist",
-    "frames": "the bridge's other functions (Cython's cdef frames: _make, _acquire_read, "
-              "_read, _gate, _check_view, ...)",
+    "frames": "the bridge's functions kept out of line (bridge_read_tail_kept, "
+              "bridge_heap_room, bridge_view_release, ...) and Cython's helpers",
     "handle": "the borrow: its entry point, vtable hop, type / metadata checks and the "
               "attached-thread check",
     "getters": "the aoti_torch_get_* getters, torch_is_conj / torch_is_neg, the copies",

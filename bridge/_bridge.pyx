@@ -17,42 +17,18 @@ Cython keeps the cold paths and the API, one concern a file:
 - ``_native.pxi``: counters, ``_dtype_code``, ``_native_loop``;
 - ``_tables.pxi``: the dtype and device tables, by ``torch_borrow/tables.h``'s rules.
 
-Handle sources (``AtenTensorHandle`` is an ``at::Tensor*``, torch/csrc/inductor/
-aoti_torch/c/shim.h):
+Handle sources (``AtenTensorHandle`` is an ``at::Tensor*``): owned,
+``torch_tensor_from_pyobject`` (torch 2.14+, a new reference, deleted once read);
+borrow, ``torch_tensor_borrow_from_pyobject`` (libtorch's, or shim_ext's prototype);
+fallback, ``THPVariable::cdata`` at ``(char*)obj + sizeof(PyObject)`` (torch 2.10+,
+installed only once ``bridge._resolve`` proved the offset). All three read through the
+same getters behind the same checks, so their views are identical field by field.
 
-- owned: ``torch_tensor_from_pyobject`` (torch 2.14+, new reference), deleted
-  with ``aoti_torch_delete_tensor_object`` once the metadata is read;
-- borrow: ``torch_tensor_borrow_from_pyobject`` (libtorch's, or ``shim_ext``'s
-  prototype), borrowed reference, nothing to delete;
-- fallback: ``(char*)obj + sizeof(PyObject)``, the address of ``THPVariable::cdata``
-  on torch 2.10+, installed only after ``bridge._resolve`` proved the offset for
-  the running torch.
-
-All three read the metadata with the same seven ``aoti_torch_get_*`` getters
-(and the storage offset, which proves the data pointer's base exists), behind the
-same checks, so their views are identical field by field.
-
-Threads and free-threaded CPython (``freethreading_compatible``: importing this
-module leaves the GIL off on a ``--disable-gil`` build):
-
-- What ``_install_symbols`` / ``_install_tables`` set up is one immutable snapshot
-  (``Installed``), published with a single release store and read by a view with one
-  acquire load: a view uses the old snapshot or the new one, never a mix. Snapshots
-  are never freed (a view may still be reading one; they are replaced only when the
-  bridge re-resolves, once per process outside the tests).
-- A view writes nothing shared: the per-path counters are per thread (``path_counts``
-  sums them), the snapshot is only read, and the view object is the caller's own (the
-  freelist of freed views exists only with a GIL).
-- Many threads may view the same tensors at once: each view is exact.
-- A view is *not* atomic with respect to a concurrent change of the same tensor's
-  metadata (``t.data = ...``, ``t.set_(...)``, ``resize_``, in-place view ops,
-  ``torch.utils.swap_tensors``): the getters read the TensorImpl while the mutator
-  rewrites it, which can crash or mix two tensors' fields. torch's own ``t.shape`` /
-  ``t.stride()`` race the same way, and torch's setters take no per-object lock that a
-  reader could share, so the caller must order the mutation and the views (a
-  ``threading.Lock`` around both). A GIL helps only against mutations that hold it
-  throughout (the ``t.data`` setter, ``swap_tensors``): nothing runs between the handle
-  and the copy. ATen's in-place operators (``set_``, ``resize_``) release the GIL.
+Threads: what ``_install_*`` sets up is one immutable snapshot, published with one
+release store, read with one acquire load and never freed; a view writes nothing
+shared (per-thread counters; the freelist only with a GIL). What that promises a
+caller, and what it does not (a concurrent mutation of the same tensor): README.md,
+"Threads and free-threaded CPython".
 """
 
 cimport cython

@@ -1,70 +1,12 @@
 """Build proposal/patches/000{1,2,3}-*.patch with git, from the PyTorch base and shim_ext.
 
-The patches are never edited by hand. This script copies the base tree
-(``--base``; default ``proposal/.upstream-base``, assembled by
-``proposal/tools/upstream_base.py`` from ``proposal/third_party/pytorch/BASE.toml``) into a
-scratch git repository, commits it, applies each change, runs PyTorch's own
-``stable_shim_usage_linter.py`` to regenerate ``shim_function_versions.txt``
-exactly as upstream's lint does, commits, and runs ``git format-patch``. The
-series is in the order a maintainer can land it: the interpreter fix (no new
-ABI), conj/neg, then the borrow. The first two touch no common line and each
-applies alone on the base; the borrow's declarations and registry line follow
-conj/neg's (both join the end of main's 2.16 block), so it applies on top of
-conj/neg. The DLPack fix is a series of its own, ``patches/dlpack/000{1,2,3}``, on
-``torch/csrc/Module.cpp`` (a fork's copy of main: ``third_party/pytorch/BASE.toml``); it touches
-no file of the other series and lands after the interpreter fix (``LANDING_ORDER``).
-The code the patches add comes from the prototype, so the two cannot differ:
-
-0001, outside the stable ABI: ``torch/csrc/PyInterpreter.cpp``'s
-``ConcretePyInterpreterVTable::incref`` / ``decref`` skip the GIL acquisition when
-the calling thread has an attached thread state and Python is not finalizing;
-every other thread takes the existing path. The test is a new header,
-``torch/csrc/utils/attached_thread_state.h`` (``THPUtils_hasAttachedThreadState``):
-the function between the ``attached_thread_state`` markers of shim_ext's
-``torch_borrow/thread_state.h``, in C++ spellings (``ATTACHED_SPELLINGS``), so the
-prototype, consumer.h and the patches test a thread one way. The inserted lines are
-``patch_src/snippets/PyInterpreter-{decref,incref}.cpp.txt``, placed right after
-each method's ``Py_IsInitialized()`` check, and the header's include. The test
-cases are ``test/test_pyinterpreter_threads.py`` (a new file).
-
-0002 ``torch_is_conj`` / ``torch_is_neg``: the ``shim.h conj-neg`` and
-``shim_common.cpp conj-neg`` blocks of shim_ext (after ``torch_has_storage``), the
-``torch::stable::Tensor::is_conj()/is_neg()`` methods (after ``has_storage()``,
-as that 2.14 getter came), an importable ``_interop`` module in
-``libtorch_agn_2_16_extension`` whose ``is_conj`` / ``is_neg`` call those methods
-on the tensor ``tensor_from_pyobject`` returns (no dispatcher call, so no
-Conjugate / Negative fallback touches the tensor first), its test, and the docs.
-
-0003 ``torch_tensor_borrow_from_pyobject`` (shim_ext's markers name each
-patch by what it adds, ``borrow`` and ``conj-neg``, not by number):
-- ``torch/csrc/stable/c/shim.h``: the ``shim.h borrow`` block of
-  ``shim_ext/include/torch_borrow/shim.h``, byte for byte, at the end of main's
-  2.16 block (after 0002's declarations);
-- ``torch/csrc/stable/pyobject.h``: the ``pyobject.h borrow`` block
-  (``torch::stable::BorrowedTensor``, a getters-only view with no destructor and
-  no conversion, which ``tensor_borrow_from_pyobject`` returns, so wrapping a
-  borrowed handle in a ``Tensor`` does not compile; ``to_owned()`` for a Tensor);
-- ``c10/core/TensorImpl.h``: ``TensorImpl::has_custom_metadata()``, the public
-  accessor that shim_ext's ``torch_borrow/metadata_policy.h`` stands in for;
-- ``torch/csrc/PyObjectConversion{.h,.cpp}``: the vtable method, appended at the
-  end of the interface, and its erroring no-op;
-- ``torch/csrc/PyObjectConversionPythonImpl.cpp``: the body of the prototype's
-  ``tensor_borrow_from_pyobject`` (``shim_ext/borrow.cpp``) as a method, with the
-  prototype's spellings replaced by main's (``PROTOTYPE_SPELLINGS``): the
-  attached-thread test by 0001's ``THPUtils_hasAttachedThreadState`` (not the
-  class's ``is_tensor_pyobject``, whose ``PyGILState_Check()`` answers yes on every
-  thread once a subinterpreter exists), its ``has_custom_metadata`` stand-in by the
-  accessor above;
-- ``torch/csrc/shim_common.cpp``: the ``shim_common.cpp borrow`` block of
-  ``shim_ext/entry.cpp``, calling through the vtable, at the end of the Python
-  interop section;
-- the docs, the no-op gtest, and the borrow's functions in 0002's ``_interop``
-  module, with its Python test.
-
-The prototype's batched metadata read (``TorchTensorMetadata``) is in no patch:
-it lives in ``bench/native/batched_read.cpp`` as a measured route; with the DLPack
-no-copy fix, ``dltensor_from_py_object_no_sync`` costs about what the borrow plus
-the batched read cost (``bench/results/callgrind-torch-2.15.0.md``).
+Copies the assembled base (``--base``; default ``proposal/.upstream-base``, written
+by ``tools/upstream_base.py``) into a scratch git repository, applies each change,
+regenerates ``shim_function_versions.txt`` with PyTorch's own usage linter and runs
+``git format-patch``; the DLPack series (``patches/dlpack/``) likewise, on
+``torch/csrc/Module.cpp``. The patches are never edited by hand, and the code they add
+is the prototype's (proposal/README.md: the landing order, ``LANDING_ORDER``, and
+where each patch's code comes from).
 
 Inserted C++ (except the header blocks) is formatted with clang-format and
 PyTorch's root ``.clang-format`` (part of the base), on the inserted lines only. clang-format

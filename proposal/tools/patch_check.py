@@ -1,83 +1,11 @@
 """`make patch-check`: the patches as a PyTorch maintainer would meet them, built for real.
 
-Steps, each printed as it runs; the first failure ends the run with exit status 1:
-
-1. assemble the base (``upstream_base.py``) and commit it as ``main`` of a scratch
-   repository; a clone of it (``origin`` = the base) gets the patches by ``git am``;
-   then the landing order (1b): each patch is applied on the base plus the ones
-   before it, the interpreter fix (0001) and conj/neg (0002) each alone on the
-   base, and after every step upstream's version linter must report nothing on
-   ``shim.h`` and the usage linter must write ``shim_function_versions.txt`` as
-   the tree has it; whether the borrow (0003) applies alone is printed (it is
-   not meant to: it applies on top of conj/neg);
-2. regenerate the patches with ``make_patch.py`` and compare them byte for byte
-   with the committed ones; then build the series on each stored variant of a
-   touched file (BASE.toml's ``variant`` rows: the c10d stack's ``shim.h``):
-   every anchor found, ``git am`` applies, the
-   version linter passes, and the output says whether the committed patches
-   apply there as they are;
-3. compile every touched C++ file of libtorch (``shim_common.cpp``,
-   ``PyObjectConversion.cpp``, ``PyObjectConversionPythonImpl.cpp``), a
-   translation unit including the touched stable headers (``pyobject.h``,
-   ``tensor_struct.h``) and one calling 0003's ``TensorImpl::has_custom_metadata()``
-   (the patched ``c10/core/TensorImpl.h`` comes first on the include path, so
-   every unit is compiled against it) with ``-std=c++20`` against the patched tree, then the
-   torch 2.15.0 wheel's headers, at feature version 2.16 (a
-   ``torch/headeronly/version.h`` for 2.16.0, as main's build generates from
-   ``version.txt``); a missing internal header is reported by name;
-   0001's ``PyInterpreter.cpp`` likewise, where the only errors accepted are the
-   uses of ``torch::detail::SafeGilScopedAcquire``, which the stored copy takes
-   and v2.15.0's headers lack (matched line by line); it is then compiled with that
-   class as ``torch/csrc/Exceptions.h`` defines it at 02d90f32 (BASE.toml's
-   ``[[excerpt]]``, verbatim), and its ``incref`` / ``decref`` must read the thread
-   state (before CPython 3.12, this thread's own too) and test ``Py_IsFinalizing``
-   before any GIL acquisition, and never call ``PyGILState_Check`` (``objdump -dr``);
-4. ``nm`` the objects: the new functions (0002, 0003) must be defined with C linkage
-   (``T torch_tensor_borrow_from_pyobject``), never mangled, and the prototype's
-   withdrawn batched read (``torch_tensor_get_metadata``) must be absent;
-5. execute the patch's own code: link the patched ``shim_common.o``,
-   ``PyObjectConversion.o`` and ``PyObjectConversionPythonImpl.o`` into a test
-   library (``-Bsymbolic``: its references to its own names bind to itself, not
-   to libtorch 2.15's copies; its PythonImpl registers itself when the library is
-   loaded, as libtorch_python's does); build and run the patched gtest
-   (``test_pyobject_conversion.cpp``, GoogleTest from Debian's libgtest-dev)
-   against a library of the libtorch half alone; build the patches' test module
-   (``libtorch_agn_2_16._interop``, abi3, ``TORCH_TARGET_VERSION`` 2.16) linked
-   against the test library first; run the patches' two Python tests under pytest with
-   ``LD_DEBUG=bindings``, and require that the modules bound the new functions to
-   the test library only and that the prototype (shim_ext) was never loaded.
-   The stored ``PyObjectConversionPythonImpl.cpp`` predates 2.15's
-   ``is_tensor_pyobject``, a pure virtual method of the 2.15 interface, so the
-   class does not compile as stored; for the test library only, a stand-in
-   written after v2.15.0's compiled method is supplied (printed as such). Then
-   0001's own test (``test/test_pyinterpreter_threads.py``) against the torch
-   2.15 wheel, three times: with torch's own methods, with the patch's code
-   installed into the interpreter's vtable (``bench/native/internal_fixes.py``)
-   and with a negative control that must fail it; and 0002 applied alone on the
-   base, compiled, linked and its own test run;
-6. run upstream's ``stable_shim_version_linter.py`` and
-   ``stable_shim_usage_linter.py`` on the patched files: no lint message, and
-   the usage linter leaves ``shim_function_versions.txt`` as the patch has it;
-7. lint what the series adds, as PyTorch's lintrunner would: clang-format
-   (pinned, with PyTorch's ``.clang-format``) on every C++ line the patches add,
-   flake8 (``.flake8``) and ruff (``pyproject.toml``'s ``[tool.ruff]``), at the
-   versions PyTorch's ``.lintrunner.toml`` pins, on every Python file they touch:
-   zero messages on the lines the series adds (messages on base lines are
-   printed, not counted); then clang-tidy (pinned 17.0.1) with PyTorch's
-   ``.clang-tidy`` and ``torch/csrc/stable/.clang-tidy`` (part of the base) on
-   the touched libtorch translation units and, through them, the touched
-   headers: zero diagnostics on the lines the series adds; what it could not
-   check is printed;
-8. the DLPack series (``patches/dlpack/``, on ``torch/csrc/Module.cpp``): regenerated
-   byte for byte; each patch applied on the base plus the DLPack patches before it (the
-   first alone), both structs' ``DLTensorFromPyObjectNoSync`` and the helpers they call
-   cut out of the patched file (``bench/native/patched_dlpack.py``) and compiled
-   against the wheel's headers, that patch's ``test/test_dlpack.py`` cases and its
-   predecessors' run against them (``dlpack_conftest.py`` puts them into copies of the
-   wheel's two exchange tables), the next patch's cases failing against them (each case
-   tests its own patch), clang-format / flake8 / ruff clean on its lines; clang-tidy on
-   the cut-out functions; then every patch of both series in the landing order
-   (``make_patch.LANDING_ORDER``).
+Eight steps, each printed as it runs (the first failure ends the run with exit
+status 1): assemble the base and `git am` the series in landing order, regenerate
+the patches byte for byte, compile, `nm`, run the patches' own tests, upstream's
+stable-shim linters, PyTorch's linters on what the series adds, and the DLPack
+series. What each step does and proves: proposal/README.md, "What `make
+patch-check` does".
 
 Usage: ``python -P proposal/tools/patch_check.py [--work DIR] [--keep]`` with the
 interpreter of the torch 2.15.0 environment (pyproject's ``patch`` extra
