@@ -250,12 +250,12 @@ def count(args) -> int:
 def time_it(args) -> int:
     """The four statements interleaved (``protocol.measure``: warm-up, GC off, rounds in
     rotating order), in this process or, with ``--processes K``, in K fresh ones (each its
-    own order seed; ``bench.__main__.fresh_processes``), their rounds pooled. Writes
+    own order seed; ``bench.processes.fresh_processes``), their rounds pooled. Writes
     ``time-consumer-...-<device>.{json,md}``: ``ns_per_call`` ``{statement: [ns per call,
     per round]}`` (``process_rounds``: rounds per process), and renders ``time_md``."""
     import torch
 
-    from bench import __main__ as run
+    from bench import processes
 
     stem = args.stem or (_stem("time-consumer", torch.__version__, sys.version_info)
                          + f"-{args.device}")
@@ -264,7 +264,7 @@ def time_it(args) -> int:
         argv = ["--no-count", "--time", "--device", args.device, "--calls", str(args.calls),
                 "--warmup", str(args.warmup), *([f"--rounds={args.rounds}"] if args.rounds
                                                else [])]
-        rc, paths, seeds = run.fresh_processes("bench.consumer_header", args.processes, stem,
+        rc, paths, seeds = processes.fresh_processes("bench.consumer_header", args.processes, stem,
                                                argv, args.order_seed)
         if rc:
             return rc
@@ -301,10 +301,10 @@ def merge_times(runs: list[dict], seeds: list[str]) -> dict:
     """One ``time_one`` result from several processes' (same statements): per statement
     the rounds concatenated in process order, ``process_rounds`` each process's count,
     ``processes`` the seeds. Raises ``ValueError`` when the statements differ."""
-    from bench import __main__ as run
+    from bench import processes
 
     merged = dict(runs[0])
-    merged["ns_per_call"] = run.pool_rounds([r["ns_per_call"] for r in runs], "statements")
+    merged["ns_per_call"] = processes.pool_rounds([r["ns_per_call"] for r in runs], "statements")
     merged["process_rounds"] = [len(r["ns_per_call"]["view_read"]) for r in runs]
     merged["rounds"] = sum(merged["process_rounds"])
     merged["processes"] = [{"order_seed": seed} for seed in seeds]
@@ -454,13 +454,13 @@ def main(argv=None) -> int:
     parser.add_argument("--warmup", type=int, default=2_000)
     parser.add_argument("--stem", help="--time: the file name stem instead of "
                         "time-consumer-[<tag>]torch-<v>-<device>")
-    from bench import __main__ as run
+    from bench import processes
 
-    run.add_process_options(parser, "30")
+    processes.add_process_options(parser, "30")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--plan", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    run.check_process_options(parser, args)
+    processes.check_process_options(parser, args)
     if args.processes > 1 and not args.time:
         parser.error("--processes takes the --time rows from fresh processes; the "
                      "instruction count needs one (callgrind's counts do not move)")

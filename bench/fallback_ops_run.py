@@ -5,7 +5,7 @@ pytest-benchmark on ``bench/scenarios/fallback_ops_bench.py`` alone (``scenarios
 ``--quick``, ``--device``, ``--rounds``), JSON out, then ``bench.report.fallback_ops`` on it
 (with the instruction counts of ``fallback_ops_callgrind.py`` when ``--callgrind`` names
 their JSON). ``--processes K`` runs it in K fresh interpreters, each its own order seed, and
-pools their rounds (``bench.__main__.fresh_processes`` / ``merge_runs``, as ``python -m
+pools their rounds (``bench.processes.fresh_processes`` / ``merge_runs``, as ``python -m
 bench`` does). Files in ``--out`` (default the git-ignored ``bench/results/scratch/``):
 ``<stem>.json`` (pytest-benchmark's, per-round samples and the mode probe included) and
 ``<stem>.md``; ``<stem>`` is ``fallback-ops-torch-<v>`` (CPU) or
@@ -20,7 +20,8 @@ import os
 import pathlib
 import sys
 
-from bench import __main__ as run
+from bench import processes
+from bench.native import torch_version
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -37,10 +38,10 @@ def main(argv=None) -> int:
                         help="torch's intra-op threads (default 1: on a small shared machine "
                         "an idle pool's spinning and a busy neighbour make a 2-thread op "
                         "stall for milliseconds; 0 leaves torch's default)")
-    run.add_process_options(parser, "the protocol's 30; quick: 3")
+    processes.add_process_options(parser, "the protocol's 30; quick: 3")
     parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments after --")
     args = parser.parse_args(argv)
-    run.check_process_options(parser, args)
+    processes.check_process_options(parser, args)
 
     import pytest
     import torch
@@ -53,17 +54,17 @@ def main(argv=None) -> int:
     if args.threads:
         os.environ[fallback_ops_bench.THREADS_ENV] = str(args.threads)
 
-    version = torch.__version__.split("+")[0]
+    version = torch_version(torch)
     if args.stem:
         stem = args.stem
     elif args.device == "cuda":
-        stem = "fallback-ops-" + run.default_stem(torch, "cuda")
+        stem = "fallback-ops-" + processes.default_stem(torch, "cuda")
     else:
         stem = f"fallback-ops-torch-{version}"
     args.out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = args.out / f"{stem}.json", args.out / f"{stem}.md"
     if args.processes > 1:
-        rc = run.run_processes(args, stem, json_path, module="bench.fallback_ops_run",
+        rc = processes.run_processes(args, stem, json_path, module="bench.fallback_ops_run",
                                extra=("--threads", str(args.threads)))
     else:
         rc = pytest.main([

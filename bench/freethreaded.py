@@ -21,7 +21,8 @@ import sys
 import threading
 import time
 
-from bench import __main__ as run
+from bench import processes
+from bench.native import torch_version
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -141,7 +142,7 @@ def merge(runs: list[dict], seeds: list[str]) -> dict:
     ``process_medians_ns`` each process's own); per thread count the median over
     processes (``threads_by_process``: each process's figure). Raises ``ValueError`` when
     the processes timed other contenders."""
-    pooled_by = run.pool_rounds([{n: x["samples_ns"] for n, x in r["results"].items()}
+    pooled_by = processes.pool_rounds([{n: x["samples_ns"] for n, x in r["results"].items()}
                                  for r in runs])
     merged = dict(runs[0])
     merged["results"] = {}
@@ -169,7 +170,7 @@ def merge(runs: list[dict], seeds: list[str]) -> dict:
 
 def _default_label(support, torch) -> str:
     tag = f"cp{sys.version_info[0]}{sys.version_info[1]}{'t' if support.free_threaded() else ''}"
-    return f"{tag}-torch-{torch.__version__.split('+')[0]}"
+    return f"{tag}-torch-{torch_version(torch)}"
 
 
 def report(files, md_path) -> str:
@@ -279,9 +280,9 @@ def main(argv=None) -> int:
     parser.add_argument("--report", nargs="+", metavar="JSON",
                         help="instead of measuring: tabulate these result files")
     parser.add_argument("--md", help="with --report: write the table here too")
-    run.add_process_options(parser, "30")
+    processes.add_process_options(parser, "30")
     args = parser.parse_args(argv)
-    run.check_process_options(parser, args)
+    processes.check_process_options(parser, args)
     if args.report and args.processes > 1:
         parser.error("--report tabulates saved files; --processes is for measuring")
     if args.report:
@@ -295,7 +296,7 @@ def main(argv=None) -> int:
 
             args.label = _default_label(_support, torch)
         argv = ["--calls", str(args.calls), *([f"--rounds={args.rounds}"] if args.rounds else [])]
-        rc, paths, seeds = run.fresh_processes("bench.freethreaded", args.processes,
+        rc, paths, seeds = processes.fresh_processes("bench.freethreaded", args.processes,
                                                args.label, argv, args.order_seed)
         if rc:
             return rc

@@ -31,6 +31,7 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 from statistics import median
+from bench.native import torch_version
 
 NAMES = string.ascii_lowercase  # 26 arguments, as numba-cuda's benchmark
 CASES = [(1, "dispatch"), (1, "signature"), (26, "dispatch"), (26, "signature")]
@@ -328,9 +329,9 @@ def merge_raw(parts: list[dict]) -> dict:
     """One ``attribution`` / ``ab`` raw result from several processes' (the same
     contenders): every contender's rounds concatenated in process order. Raises
     ``ValueError`` when the processes timed other contenders."""
-    from bench import __main__ as run
+    from bench import processes
 
-    return {**parts[0], "samples_ns": run.pool_rounds([p["samples_ns"] for p in parts])}
+    return {**parts[0], "samples_ns": processes.pool_rounds([p["samples_ns"] for p in parts])}
 
 
 def numba_file(name: str) -> pathlib.Path:
@@ -529,11 +530,11 @@ def main(argv=None) -> int:
                    help="fresh processes per route for numba-cuda's own benchmark file "
                    "(default 1; K > 1: the whole file once, then its two tabulated tests "
                    "K - 1 more times, about 11 s per route and pass)")
-    from bench import __main__ as run
+    from bench import processes
 
-    run.add_process_options(p, "60; quick: 3")
+    processes.add_process_options(p, "60; quick: 3")
     a = p.parse_args(argv)
-    run.check_process_options(p, a)
+    processes.check_process_options(p, a)
     if a.suite_passes < 1:
         p.error("--suite-passes must be at least 1")
     import platform
@@ -550,7 +551,7 @@ def main(argv=None) -> int:
     router = numba_router.Router(torch)
     gpu = torch.cuda.get_device_name(0)
     short = "".join(c for c in gpu.split()[-1].lower() if c.isalnum() or c in "-_.")
-    stem = a.stem or f"numba-cuda-gpu-{short}-torch-{torch.__version__.split('+')[0]}"
+    stem = a.stem or f"numba-cuda-gpu-{short}-torch-{torch_version(torch)}"
     r = {"quick": a.quick, "gpu": gpu, "labels": router.labels,
          "versions": {"torch": torch.__version__, "python": platform.python_version(),
                       **{d: metadata.version(d) for d in ("numba-cuda", "cuda-core", "numpy")}}}
@@ -560,7 +561,7 @@ def main(argv=None) -> int:
         # checks, attribution and the A/B in fresh processes, each its own order seed;
         # their rounds pooled, each process's own median kept (numba-cuda's suite below
         # runs a fresh process per route anyway).
-        rc, paths, seeds = run.fresh_processes(
+        rc, paths, seeds = processes.fresh_processes(
             "bench.numba_bench", a.processes, stem, ["--no-suite", f"--rounds={rounds}"],
             a.order_seed)
         if rc:

@@ -1,6 +1,6 @@
 """The evidence run's several processes, outside any timing: ``protocol.start_order``
 (the list's order without a seed; a reproducible shuffle per seed and per set of
-contenders with one), ``run.merge_runs`` (pooled per-round samples in process order,
+contenders with one), ``processes.merge_runs`` (pooled per-round samples in process order,
 pytest-benchmark's own stats over them, the per-process split kept) and the report's
 per-process figures (each the median of one process's own rounds, checked against
 numpy on made-up samples)."""
@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench import __main__ as run
+from bench import __main__ as bench_main
+from bench import processes
 from bench import protocol
 from bench import report
 
@@ -79,7 +80,7 @@ def test_merge_pools_the_rounds_and_keeps_the_split():
     pytest.importorskip("pytest_benchmark")
     rng = np.random.default_rng(1)
     runs = [one_run(k, rng) for k in range(5)]
-    merged = run.merge_runs(runs, [f"s-{k}" for k in range(5)])
+    merged = processes.merge_runs(runs, [f"s-{k}" for k in range(5)])
     by = {b["extra_info"]["path"]: b for b in merged["benchmarks"]}
     for path in ("borrow", "pointer"):
         b = by[path]
@@ -118,7 +119,7 @@ def test_merge_refuses_runs_of_different_benchmarks():
     a, b = one_run(0, rng), one_run(1, rng)
     b["benchmarks"].pop()
     with pytest.raises(ValueError, match="other benchmarks"):
-        run.merge_runs([a, b], ["s-0", "s-1"])
+        processes.merge_runs([a, b], ["s-0", "s-1"])
 
 
 def test_one_process_says_so():
@@ -131,7 +132,7 @@ def test_one_process_says_so():
 
 def test_quick_runs_stay_one_process():
     with pytest.raises(SystemExit):
-        run.main(["--quick", "--processes", "5"])
+        bench_main.main(["--quick", "--processes", "5"])
 
 
 def test_the_host_note_and_the_stand_in_owned_shim_are_printed(tmp_path):
@@ -149,7 +150,7 @@ def test_the_host_note_and_the_stand_in_owned_shim_are_printed(tmp_path):
     import json
 
     path.write_text(json.dumps(data))
-    run.add_host_note(path, "This host stays on torch 2.11.")
+    processes.add_host_note(path, "This host stays on torch 2.11.")
     line = report.owned_stand_in(report.Results(json.loads(path.read_text())))
     assert line.startswith("_This host stays on torch 2.11._ _torch 2.11.0+cu130: torch "
                            "2.11.0+cu130 exports no torch_tensor_from_pyobject")
@@ -173,8 +174,8 @@ def test_fresh_processes_run_the_module_once_per_seed(tmp_path, monkeypatch):
         "'seed': os.environ.get('BENCH_ORDER_SEED')}))\n"
         "sys.exit(3 if '--fail' in a and stem.endswith('.p1') else 0)\n")
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "mod"))
-    monkeypatch.setattr(run, "PROCESS_DIR", tmp_path / "work")
-    rc, paths, seeds = run.fresh_processes("echo_child", 3, "s", ["--x", "1"], "pre")
+    monkeypatch.setattr(processes, "PROCESS_DIR", tmp_path / "work")
+    rc, paths, seeds = processes.fresh_processes("echo_child", 3, "s", ["--x", "1"], "pre")
     assert rc == 0 and seeds == ["pre-0", "pre-1", "pre-2"]
     import json
 
@@ -182,14 +183,14 @@ def test_fresh_processes_run_the_module_once_per_seed(tmp_path, monkeypatch):
     assert [g["seed"] for g in got] == seeds
     assert got[2]["argv"] == ["--process-only", "--out", str(tmp_path / "work" / "s"),
                               "--stem", "s.p2", "--x", "1"]
-    rc, paths, seeds = run.fresh_processes("echo_child", 3, "t", ["--fail"], "q")
+    rc, paths, seeds = processes.fresh_processes("echo_child", 3, "t", ["--fail"], "q")
     assert rc == 3 and seeds == ["q-0"] and len(paths) == 1
 
 
 def _runners():
     from bench import consumer_header, fallback_ops_run, freethreaded, numba_bench
 
-    return {"bench": run.main, "fallback_ops_run": fallback_ops_run.main,
+    return {"bench": bench_main.main, "fallback_ops_run": fallback_ops_run.main,
             "freethreaded": freethreaded.main, "numba_bench": numba_bench.main,
             "consumer_header": lambda a: consumer_header.main(["--no-count", "--time", *a])}
 

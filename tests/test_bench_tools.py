@@ -14,7 +14,7 @@ import torch
 from bench import callgrind
 from bench.native import peers_bindings
 from bench import report
-from bench import __main__ as run
+from bench import processes
 
 
 def test_a_binding_that_cannot_build_is_unavailable_with_its_reason(monkeypatch):
@@ -225,7 +225,7 @@ def test_pytest_benchmark_tables_go_to_a_file(tmp_path, monkeypatch):
         "bench-torch-2.15.0.json"
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "tables.txt"
-    assert run.pytest_benchmark_tables(source, out, tmp_path / "report.md")
+    assert processes.pytest_benchmark_tables(source, out, tmp_path / "report.md")
     text = out.read_text()
     assert text.startswith("pytest-benchmark's own tables of bench-torch-2.15.0.json")
     assert "benchmark '2 native: handle + metadata per call" in text and "report.md" in text

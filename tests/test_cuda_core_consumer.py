@@ -21,6 +21,7 @@ import torch
 from helpers.cases import LAYOUTS, dtype_name, filled, torch_dtypes
 
 from bench.native import cuda_core_consumer
+from helpers.expect import TORCH as _TORCH_VERSION
 
 if cuda_core_consumer.cuda_core_version() is None:
     pytest.skip("cuda-core is not installed (the bench extra installs it)",
@@ -30,7 +31,7 @@ OURS = ("owned", "owned_prototype", "owned_fixed", "borrow", "pointer", "dlpack"
         "dlpack_fixed")
 DLPACK = ("dlpack", "dlpack_fixed")
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-TORCH_RELEASE = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
+TORCH_RELEASE = _TORCH_VERSION.release[:2]
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +80,7 @@ def test_every_route_is_available_here(consumer):
     for route in ("owned_prototype", "borrow", "pointer"):
         assert consumer.available[route], consumer.reasons.get(route)
     assert consumer.available["owned"] == (TORCH_RELEASE >= (2, 14)), consumer.reasons
-    release = torch.__version__.split("+")[0]
+    release = _TORCH_VERSION.public
     assert consumer.labels["owned_prototype"] == (
         f"owned (2.14's implementation, built for torch {release})")
     # The fixed routes: the interpreter fix on the owned route torch has (its own from

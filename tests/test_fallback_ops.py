@@ -27,6 +27,7 @@ if importlib.util.find_spec("cffi") is None:
                 "prototype and the internal fixes are built with cffi", allow_module_level=True)
 
 from bench.native import fallback_ops as fo
+from helpers.expect import TORCH as _TORCH_VERSION
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 #: ops whose generated device shim calls the kernel directly and whose kernel calls no
@@ -52,7 +53,7 @@ def route(request, consumer):
     return r
 
 
-TORCH = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
+TORCH = _TORCH_VERSION.release[:2]
 
 
 def shim_or_fail(consumer, op, device):

@@ -125,7 +125,7 @@ def test_the_built_code_is_the_patched_files(fixes, tmp_path):
         assert "THPUtils_hasAttachedThreadState() && !Py_IsFinalizing()" in body, name
     assert got["added"] == {make_patch.ATTACHED_H: make_patch.attached_header()}
     assert f"#include <{make_patch.ATTACHED_H}>" in "\n".join(patched)
-    built = peers_native.build_dir(torch.__version__.split("+")[0]) / "patched"
+    built = peers_native.build_dir(torch_version(torch)) / "patched"
     patched_interpreter.write_include(tmp_path)
     for name in (patched_interpreter.INCLUDE_NAME, make_patch.ATTACHED_H):
         assert (built / name).read_text() == (tmp_path / name).read_text(), name
@@ -502,6 +502,7 @@ def test_borrowed_dltensor_refuses_what_is_not_a_tensor(fixes, obj, check):
 
 # --- fixed DLPack: the DLPack patches' own function, cut out of the patched file ------------
 from bench.native import patched_dlpack  # noqa: E402
+from bench.native import torch_version
 
 DLPACK_PIECES = ["DLPackCheckTensor", "DLTensorFromPyObjectNonOwning",
                  "TorchDLPackExchangeAPI::DLTensorFromPyObjectNoSync",
@@ -532,7 +533,7 @@ def test_the_fixed_dlpack_code_is_the_patched_file(fixes, tmp_path):
     helper = got["pieces"][1][2]
     for token in ("THPVariable_Unpack(obj)", "is_conj()", "is_neg()", "is_python_dispatch()"):
         assert token in helper, token
-    built = peers_native.build_dir(torch.__version__.split("+")[0]) / "patched"
+    built = peers_native.build_dir(torch_version(torch)) / "patched"
     patched_dlpack.write_include(tmp_path)
     name = patched_dlpack.INCLUDE_NAME
     assert (built / name).read_text() == (tmp_path / name).read_text()

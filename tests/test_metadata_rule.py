@@ -26,6 +26,7 @@ import bridge
 from bridge import _bridge, _resolve
 from helpers.expect import torch_answer, view_fields
 from helpers.parity import assert_parity, assert_refused_alike, paths_here
+from helpers.expect import TORCH as _TORCH_VERSION
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 CALLS: list[str] = []  # every __torch_dispatch__ / mode call made while a case ran
@@ -311,7 +312,7 @@ def _owned_getters():
     return owned, delete, get
 
 
-TORCH = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
+TORCH = _TORCH_VERSION.release[:2]
 
 
 def _through_owned_handle(t) -> dict:

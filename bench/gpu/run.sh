@@ -165,8 +165,8 @@ else
  [[ $MODE == quick ]] && QUICK=(--quick)
  GPU_STEM=
  if "$PYTHON" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())'; then
-   GPU_STEM=$("$PYTHON" -P -c 'from bench import __main__ as run; import torch
-print(run.default_stem(torch, "cuda").replace("-torch-", "-host-cpu-torch-"))')
+   GPU_STEM=$("$PYTHON" -P -c 'from bench import processes; import torch
+print(processes.default_stem(torch, "cuda").replace("-torch-", "-host-cpu-torch-"))')
  fi
  if [[ $PART == all || $PART == bench ]]; then
   if [[ -n $GPU_STEM ]]; then

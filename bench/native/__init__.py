@@ -17,6 +17,15 @@ import sysconfig
 REPO = pathlib.Path(__file__).resolve().parent.parent.parent
 
 
+def torch_version(torch) -> str:
+    """torch's version without its local tag (``2.15.0+cu132`` -> ``2.15.0``:
+    ``packaging``'s ``Version.public``): what build folders, file stems and build
+    records are keyed by."""
+    from packaging.version import Version
+
+    return Version(torch.__version__).public
+
+
 def build_dir(torch_version: str) -> pathlib.Path:
     """``build/bench-<torch version>-<SOABI>/`` (e.g. ``bench-2.15.0-cpython-312-x86_64-linux-gnu``):
     where the modules of this torch and this interpreter are compiled. Keyed by both, so

@@ -17,6 +17,7 @@ import cffi
 import torch
 
 from bench.native.internal_fixes_build import torch_cpp_options
+from bench.native import torch_version
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -45,4 +46,4 @@ def build(tmpdir: pathlib.Path) -> pathlib.Path:
 if __name__ == "__main__":
     from bench.native import peers_native
 
-    print(build(peers_native.build_dir(torch.__version__.split("+")[0])))
+    print(build(peers_native.build_dir(torch_version(torch))))

@@ -17,7 +17,7 @@ import contextlib
 import pathlib
 import warnings
 
-from bench.native import peers_native
+from bench.native import peers_native, torch_version
 
 #: The routes: ``owned`` (torch's ``torch_tensor_from_pyobject``, 2.14+, + getters +
 #: delete); ``owned_prototype`` (2.14's implementation built for the running torch,
@@ -83,7 +83,7 @@ class Consumer:
         self.cuda_core_version = version
         from bench.native import cuda_core_consumer_build as cb
 
-        out = peers_native.build_dir(torch.__version__.split("+")[0])
+        out = peers_native.build_dir(torch_version(torch))
         try:
             self.module = mod = _built_module(cb, out / f"cuda_core-{version}")
         except cb.BuildUnavailable as exc:
@@ -115,7 +115,7 @@ class Consumer:
 
             proto = _built_module(pb, out)
             built_for = proto.ffi.string(proto.lib.owned_prototype_built_for()).decode()
-            if built_for != torch.__version__.split("+")[0]:
+            if built_for != torch_version(torch):
                 proto_reason = (f"owned_prototype was built for torch {built_for}, "
                                 f"{torch.__version__} is running")
             else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pathlib
 import re
 import shutil
+from bench.native import torch_version
 
 HERE = pathlib.Path(__file__).resolve().parent
 MODULE = "_bench_cuda_core_consumer"
@@ -129,4 +130,4 @@ if __name__ == "__main__":
     import torch
     from bench.native import peers_native
 
-    print(build(peers_native.build_dir(torch.__version__.split("+")[0])))
+    print(build(peers_native.build_dir(torch_version(torch))))

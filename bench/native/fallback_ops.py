@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 
-from bench.native import peers_native
+from bench.native import peers_native, torch_version
 
 OPS = ("add", "amax", "median", "mm_out", "addmm_out")
 #: The routes to the input handles: ``owned`` (torch's ``torch_tensor_from_pyobject`` on
@@ -83,7 +83,7 @@ class Consumer:
         from bridge import _resolve
 
         self.torch = torch
-        out = peers_native.build_dir(torch.__version__.split("+")[0])
+        out = peers_native.build_dir(torch_version(torch))
         try:
             self.module = mod = peers_native.built_module(fb, out)
         except Exception as exc:  # a compiler failure: say which
@@ -171,7 +171,7 @@ class Consumer:
         """``(reason or None, label)`` of 2.14's owned shim built for this torch."""
         from bridge import _resolve
 
-        built_for = torch.__version__.split("+")[0]
+        built_for = torch_version(torch)
         label = f"owned (2.14's implementation, built for torch {built_for})"
         try:
             from bench.native import owned_prototype_build as pb
@@ -204,7 +204,7 @@ class Consumer:
             addresses[key] = int(proto.ffi.cast("uintptr_t",
                                                 proto.ffi.addressof(proto.lib, name)))
         return (f"2.14's torch_tensor_to_pyobject, built for torch "
-                f"{torch.__version__.split('+')[0]} (bench/native/fallback_ops_to_pyobject.cpp)")
+                f"{torch_version(torch)} (bench/native/fallback_ops_to_pyobject.cpp)")
 
     # --- calling ------------------------------------------------------------------------
     def routes(self) -> list[str]:

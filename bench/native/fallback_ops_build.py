@@ -19,6 +19,7 @@ import types
 import torch
 import torch.utils.cpp_extension as cpp_extension
 from packaging.version import Version
+from bench.native import torch_version
 
 HERE = pathlib.Path(__file__).resolve().parent
 MODULE = "_bench_fallback_ops"
@@ -85,4 +86,4 @@ def to_pyobject_builder():
 if __name__ == "__main__":
     from bench.native import peers_native
 
-    print(build(peers_native.build_dir(torch.__version__.split("+")[0])))
+    print(build(peers_native.build_dir(torch_version(torch))))

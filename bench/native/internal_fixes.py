@@ -19,7 +19,7 @@ import contextlib
 import ctypes
 from dataclasses import dataclass
 
-from bench.native import peers_native
+from bench.native import peers_native, torch_version
 
 _PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
 _PyCapsule_GetPointer.restype = ctypes.c_void_p
@@ -83,7 +83,7 @@ class InternalFixes:
     CODES = {"patch": 0, "emulation": 1, "gil-state-check": 2}
 
     def __init__(self, torch):
-        mod = _module(torch.__version__.split("+")[0])
+        mod = _module(torch_version(torch))
         self._ffi, self._lib = mod.ffi, mod.lib
         out = self._ffi.new("int64_t[3]")
         self._lib.fixes_interpreter_layout(out)

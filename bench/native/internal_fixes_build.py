@@ -18,7 +18,7 @@ from __future__ import annotations
 import pathlib
 
 import cffi
-from bench.native import patched_dlpack, patched_interpreter
+from bench.native import patched_dlpack, patched_interpreter, torch_version
 import torch
 import torch.utils.cpp_extension as cpp_extension
 from packaging.version import Version
@@ -121,4 +121,4 @@ def build(tmpdir: pathlib.Path) -> pathlib.Path:
 if __name__ == "__main__":
     from bench.native import peers_native
 
-    print(build(peers_native.build_dir(torch.__version__.split("+")[0])))
+    print(build(peers_native.build_dir(torch_version(torch))))

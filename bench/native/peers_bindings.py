@@ -21,6 +21,7 @@ import sys
 import sysconfig
 from dataclasses import dataclass, field
 from typing import Callable
+from bench.native import torch_version
 
 HERE = pathlib.Path(__file__).resolve().parent
 SOURCES = HERE / "bindings"
@@ -226,7 +227,7 @@ def route(name: str, calls: dict, torch) -> str:
 def load(name: str, torch, device="cpu", quiet: bool = False) -> Binding:
     """Build (if needed), load, check and observe one library; never raises for a
     library that cannot run here (``Binding.info["unavailable"]`` says why)."""
-    version = torch.__version__.split("+")[0]
+    version = torch_version(torch)
     try:
         empty, tensor, describe, info = LOADERS[name](version, quiet)
     except Unavailable as exc:

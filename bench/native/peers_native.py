@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 
 from bench.native import build_dir, built_module  # noqa: F401 (peers_native.built_module)
+from bench.native import torch_version
 
 _PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
 _PyCapsule_GetPointer.restype = ctypes.c_void_p
@@ -42,7 +43,7 @@ def _batched_read(torch, res):
         return f"no {_resolve.BORROW}: {res.paths['borrow'].reason}", [0, 0, 0]
     from bench.native import batched_read_build
 
-    mod = built_module(batched_read_build, build_dir(torch.__version__.split("+")[0]))
+    mod = built_module(batched_read_build, build_dir(torch_version(torch)))
     mod.lib.batched_read_init(borrow.address)
     lib = ctypes.CDLL(mod.__file__, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
     addr = [ctypes.cast(getattr(lib, name), ctypes.c_void_p).value for name in (
@@ -67,7 +68,7 @@ class NativePeers:
         from bridge import _resolve
         from bridge import _bridge as core
 
-        mod = _module(torch.__version__.split("+")[0])
+        mod = _module(torch_version(torch))
         self._ffi, self._lib = mod.ffi, mod.lib
         self._tensor_type = torch.Tensor
         self._type_addr = id(torch.Tensor)

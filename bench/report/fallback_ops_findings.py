@@ -22,7 +22,7 @@ import sys
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 
-from bench.native import fallback_ops as fo  # noqa: E402
+from bench.native import fallback_ops as fo, torch_version  # noqa: E402
 from bench.report import fallback_ops as fr  # noqa: E402
 
 #: the public sources read for "who would use it" (repository, path, commit)
@@ -370,7 +370,7 @@ def main(argv=None) -> int:
     if args.torch is None:
         import torch
 
-        args.torch = torch.__version__.split("+")[0]
+        args.torch = torch_version(torch)
     cg = json.loads((args.results / f"callgrind-fallback-ops-torch-{args.torch}.json").read_text())
     timed = args.results / f"fallback-ops-torch-{args.torch}.json"
     run = fr.Run(json.loads(timed.read_text())) if timed.exists() else None
