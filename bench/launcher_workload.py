@@ -8,7 +8,8 @@ Two series beside the single-tensor statements:
   launcher reading the hand-written five (``data_ptr()``, ``shape``, ``stride()``,
   ``dtype``, ``device``) of the same tensors and keeping them, its arguments, the same
   way (a list per call, replacing the last call's), so that the two differ only in what
-  a launch reads. Reported per tensor.
+  a launch reads. Reported per tensor, beside the launch alone (the anchor's loop and
+  argument list, reading nothing: what both sides pay) and the ratio of what remains.
 - *dims d*: ``view_borrow(t)`` and a view's six attributes for one tensor of d dimensions
   (every size 2), d = 0 to 16: the cost per dimension, and any step in it.
 
@@ -38,8 +39,9 @@ def launch_shapes(k: int) -> list[tuple[int, ...]]:
 
 
 def statements(ks=KS, dims=DIMS) -> dict[str, tuple[str, int]]:
-    """``{name: (timeit source, tensors per call)}``: ``launch_view_<k>`` and
-    ``launch_hand_<k>`` per k, ``dims_view_borrow_<d>`` and ``dims_view_read_<d>`` per d."""
+    """``{name: (timeit source, tensors per call)}``: ``launch_view_<k>``,
+    ``launch_hand_<k>`` and ``launch_bare_<k>`` (the anchor less its reads) per k,
+    ``dims_view_borrow_<d>`` and ``dims_view_read_<d>`` per d."""
     out = {}
     for k in ks:
         # The views of this call replace the last call's once all are made (held<k>[0]),
@@ -51,6 +53,8 @@ def statements(ks=KS, dims=DIMS) -> dict[str, tuple[str, int]]:
                                    f"    views.append(v)\n    {SIX}\nheld{k}[0] = views", k)
         out[f"launch_hand_{k}"] = (f"args = []\nfor t in ts{k}:\n    args.append(t)\n"
                                    f"    {FIVE}\nkept{k}[0] = args", k)
+        out[f"launch_bare_{k}"] = (f"args = []\nfor t in ts{k}:\n    args.append(t)\n"
+                                   f"kept{k}[0] = args", k)
     for d in dims:
         out[f"dims_view_borrow_{d}"] = (f"view_borrow(td{d})", 1)
         out[f"dims_view_read_{d}"] = (f"v = view(td{d}); {SIX}", 1)
@@ -74,17 +78,21 @@ def namespace(torch, bridge, ks=KS, dims=DIMS) -> dict:
 
 def launch_rows(per_call: dict, ks=KS) -> list[dict]:
     """Per k, from ``{"py:<name>": instructions per call}``: the view's and the anchor's
-    instructions per tensor and their ratio (rows whose statements were not counted are
-    left out)."""
+    instructions per tensor and their ratio; the launch alone per tensor (``bare``) and
+    the ratio of what each side adds to it (``reads_ratio``), None where the bare launch
+    was not counted. Rows whose statements were not counted are left out."""
     rows = []
     for k in ks:
         view, hand = per_call.get(f"py:launch_view_{k}"), per_call.get(f"py:launch_hand_{k}")
         if view is None or not hand:
             continue
         ratio = view / hand
+        bare = per_call.get(f"py:launch_bare_{k}")
+        reads = None if bare is None or hand <= bare else (view - bare) / (hand - bare)
         rows.append({"k": k, "view": view / k, "hand": hand / k, "ratio": ratio,
                      "status": ("met" if ratio <= GOAL_RATIO else "missed") if k in GOAL_KS
-                     else "reported"})
+                     else "reported",
+                     "bare": None if bare is None else bare / k, "reads_ratio": reads})
     return rows
 
 

@@ -41,6 +41,9 @@ def test_the_statements_view_the_right_tensors_and_keep_the_last_calls_views():
             assert (v.dtype, v.device_type, v.device_index) == (t.dtype, t.device.type, -1)
         kept = ns[f"kept{k}"][0]  # the anchor keeps its arguments alike
         assert len(kept) == k and all(a is b for a, b in zip(kept, tensors))
+        # the launch alone is the anchor, less its reads and nothing else
+        assert statements[f"launch_bare_{k}"][0] == statements[f"launch_hand_{k}"][0].replace(
+            f"    {lw.FIVE}\n", "")
         first = ns[f"held{k}"][0]
         timeit.Timer(statements[f"launch_view_{k}"][0], globals=ns).timeit(1)
         second = ns[f"held{k}"][0]
@@ -56,6 +59,7 @@ def _made_up_counts():
     for k in lw.KS:
         per_call[f"py:launch_view_{k}"] = 2000.0 * k + 500
         per_call[f"py:launch_hand_{k}"] = 4000.0 * k
+        per_call[f"py:launch_bare_{k}"] = 100.0 * k + 400
     for d in lw.DIMS:
         cliff = 150 if d >= 9 else 0
         per_call[f"py:dims_view_borrow_{d}"] = 800.0 + 13 * d + cliff
@@ -68,6 +72,7 @@ def test_launch_rows_are_per_tensor_with_the_goal_at_its_ks():
     assert [r["k"] for r in rows] == list(lw.KS)
     one = rows[0]
     assert one["view"] == 2500.0 and one["hand"] == 4000.0 and one["ratio"] == 2500 / 4000
+    assert one["bare"] == 500.0 and one["reads_ratio"] == (2500 - 500) / (4000 - 500)
     assert [r["status"] for r in rows] == ["missed", "met", "met", "reported"]
 
 
