@@ -31,8 +31,9 @@ import subprocess
 import sys
 import tempfile
 
+from bridge import PATHS
+
 HERE = pathlib.Path(__file__).resolve().parent
-PATHS = ("owned", "borrow", "fallback")
 #: the reader values a bridge with a ``reader`` argument may accept
 READERS = ("getters", "batched")
 #: functions whose calls are counted, callees included; each pattern must match one frame

@@ -3,7 +3,9 @@ is worthless, so each contender's answer is compared with torch's own first."""
 
 from __future__ import annotations
 
-VIEWERS = ("owned", "borrow", "fallback")
+from bridge import PATHS
+
+VIEWERS = PATHS
 
 
 def viewer(bridge, path: str):

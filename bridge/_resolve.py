@@ -310,18 +310,20 @@ def resolve(pyobject_size, hide=frozenset()):
     offset); ``hide`` names symbols (or ``HIDE_*`` tokens) to treat as missing, for fault
     injection in tests. Returns a ``Resolution``; never raises for a missing symbol.
     """
+    from bridge import _bridge
+
     torch = torch_module(hide)
     if torch is None:
         reason = "torch is not imported yet: `import torch` before using the bridge"
         return Resolution(None, paths={p: PathInfo(False, None, reason)
-                                       for p in ("owned", "borrow", "fallback")},
+                                       for p in _bridge.PATHS},
                           final=False)
     res = Resolution(torch.__version__, tensor_type=torch.Tensor,
                      shim_ext_built_for=shim_ext_built_for())
     libs = _loaded_libraries(torch)
     if not libs:
         reason = "none of torch's libraries is loaded in this process"
-        res.paths = {p: PathInfo(False, None, reason) for p in ("owned", "borrow", "fallback")}
+        res.paths = {p: PathInfo(False, None, reason) for p in _bridge.PATHS}
         return res
     for name in (*GETTERS, OWNED, DELETE, WHAT):
         sym = _lookup(name, libs, hide)

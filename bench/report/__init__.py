@@ -17,6 +17,7 @@ import json
 import pathlib
 import sys
 
+from bridge import PATHS
 from bench.report.stats import (  # noqa: F401 (the report's names, one namespace)
     fmt_ci,
     fmt_x,
@@ -159,10 +160,10 @@ def markdown(r: Results, chart_name: str | None) -> str:
     if chart_name:
         parts += [f"![{CHART_ALT}]({chart_name})", ""]
     parts += ["## 1. Seed protocol (Python level)", "",
-              group_table(r, SEED, ("owned", "borrow", "fallback"), "fallback"), "",
+              group_table(r, SEED, PATHS, "fallback"), "",
               seed_comparison(r), "",
               "## 2. Native per-call cost (C loops)", "",
-              group_table(r, NATIVE, ("owned", "borrow", "fallback",
+              group_table(r, NATIVE, (*PATHS,
                                       (ROUTES, "route_dlpack_no_sync"),
                                       (ROUTES, "route_dlpack_managed"), "typecheck"), "borrow"),
               "", "Parts (same interleaved run):", "",
@@ -189,7 +190,7 @@ def markdown(r: Results, chart_name: str | None) -> str:
               routes_table(r), "",
               "## 3. Peers (Python level)", "",
               group_table(r, PEERS, r.peer_names(
-                  ("empty", "owned", "borrow", "fallback", "data_ptr", "python_attrs", "view_read",
+                  ("empty", *PATHS, "data_ptr", "python_attrs", "view_read",
                    "to_dlpack", "dunder_dlpack", "cuda_core", "nanobind_empty",
                    "nanobind_ndarray", "tvm_ffi_empty", "tvm_ffi_tensor")), "borrow"), "",
               "### The binding libraries: what receiving one tensor costs", "",

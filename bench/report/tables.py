@@ -14,6 +14,7 @@ from bench.report.results import (
     PARTS, PEERS, ROUTES, Results, SEED, WORK, entry, label,
 )
 from bench.report.stats import fmt_ci, fmt_x, median_ci, ns, paired, verdict
+from bridge import PATHS
 
 
 # The binding libraries' pairs (bench/native/peers_bindings.py): (library, empty call, tensor call).
@@ -72,7 +73,7 @@ def seed_comparison(r: Results, excerpt: pathlib.Path = SEED_EXCERPT) -> str:
     theirs = {m.group(1): (float(m.group(2)), float(m.group(3))) for m in SEED_LINE.finditer(text)}
     env = [l.split(";")[0].strip().rstrip(":") for l in text.splitlines()
            if l.startswith(("Env:", "Same env"))]
-    ours = {p: r.get(SEED, p) for p in ("owned", "borrow", "fallback")}
+    ours = {p: r.get(SEED, p) for p in PATHS}
     where = "CPU" if not r.cuda else f"CUDA ({r.device.get('name')})"
     lines = [
         "**What differs from the seed's figures.** The seed measured under this protocol a "
@@ -279,7 +280,7 @@ def launch_section(r: Results) -> str:
     step = r.samples(WORK, "decode_step")
     if step is not None:
         shares = []
-        for name in ("owned", "borrow", "fallback"):
+        for name in PATHS:
             s = r.samples(WORK, name)
             if s is not None:
                 shares.append(f"{LABELS.get(name, name)} {float(np.median(s / step * 100)):.2f}%")
@@ -682,7 +683,7 @@ def bindings_table(r: Results) -> str:
 
 
 def scaling_tables(r: Results) -> str:
-    paths = [p for p in ("owned", "borrow", "fallback") if r.get(NDIM, p, ndim=0)]
+    paths = [p for p in PATHS if r.get(NDIM, p, ndim=0)]
     out = ["| ndim | " + " | ".join(f"{p} median (ns)" for p in paths) +
            " | borrow - fallback [95% CI] |",
            "|---:|" + "---:|" * (len(paths) + 1)]
@@ -751,7 +752,7 @@ def workload_table(r: Results) -> str:
            f"({w.get('torch_threads', '?')} torch threads), in the same interleaved rounds.", "",
            "| contender | best (us/step) | median (us/step) | stdev (us/step) | median per op (ns) |",
            "|---|---:|---:|---:|---:|"]
-    for name in ("empty", "owned", "borrow", "fallback", "decode_step"):
+    for name in ("empty", *PATHS, "decode_step"):
         b = r.get(WORK, name)
         if b is None:
             continue

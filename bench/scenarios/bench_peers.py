@@ -18,11 +18,12 @@ from bench.native import cuda_core_peer
 from bench import protocol as interleave
 from bench.native import peers_bindings
 from bench import views
+from bridge import PATHS
 
 GROUP = "3 peers: Python level, 32x32 float32"
 #: The contenders; a capsule or view made in a round is freed in that round (its deleter
 #: is timed too).
-NAMES = ("empty", "owned", "borrow", "fallback", "data_ptr", "python_attrs", "view_read",
+NAMES = ("empty", *PATHS, "data_ptr", "python_attrs", "view_read",
          "to_dlpack", "dunder_dlpack", "cuda_core", "cuda_array_interface",
          *(n for pair in peers_bindings.NAMES.values() for n in pair))
 
