@@ -8,6 +8,7 @@ or a view equal to torch's own accessors, never a crash.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import pathlib
@@ -430,6 +431,25 @@ def test_contiguity_and_dtype_names_are_torchs(built, route):
         assert c.codes("no_such_dtype", "no_such_device") == (-1, -1)
     finally:
         c._resolve()
+
+
+@needs_route
+def test_device_codes_by_name_are_the_bridges_list(built):
+    """torch_borrow_device_code knows the names of tables.h's torch_borrow_stable_devices,
+    the bridge's _bridge.STABLE_DEVICES: each answers torch's aoti_torch_device_type_<name>()
+    where libtorch exports it, else -1; a name outside the list is -1."""
+    c = load_extension("borrow_consumer_c", built)
+    lib = ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"),
+                      mode=os.RTLD_NOLOAD)
+    # torch 2.15's six first; [1] is "cuda", which torch_borrow_current_stream relies on
+    assert bridge._bridge.STABLE_DEVICES[:6] == ("cpu", "cuda", "meta", "xpu", "mps",
+                                                 "privateuse1")
+    for name in bridge._bridge.STABLE_DEVICES:
+        fn = getattr(lib, f"aoti_torch_device_type_{name}", None)
+        if fn is not None:
+            fn.restype = ctypes.c_int32
+        assert c.codes("float32", name)[1] == (fn() if fn is not None else -1), name
+    assert c.codes("float32", "hpu")[1] == -1
 
 
 @needs_route

@@ -345,7 +345,7 @@ typedef struct torch_borrow__api {
   int32_t dl_device[32]; /* DLDeviceType -> aoti device code, -1: none */
   void* cuda_stream;     /* aoti_torch_get_current_cuda_stream (libtorch_cuda), or NULL */
   int (*dl_stream)(int32_t, int32_t, void**); /* the exchange API's current_work_stream */
-  int32_t device_code[8]; /* torch_borrow__device_names' codes, -1: none */
+  int32_t device_code[TORCH_BORROW_NSTABLE_DEVICES]; /* torch_borrow_stable_devices' codes, -1: none */
   double init_seconds;   /* what the resolution took (wall clock) */
 } torch_borrow__api;
 
@@ -370,10 +370,6 @@ static inline int torch_borrow__fail(torch_borrow_meta* m, int status, const cha
 static inline void* torch_borrow__sym(void* lib, const char* name) {
   return lib ? dlsym(lib, name) : NULL;
 }
-
-/* The device names torch_borrow_device_code knows (aoti_torch_device_type_<name>). */
-static const char* const torch_borrow__device_names[8] = {
-    "cpu", "cuda", "meta", "xpu", "mps", "privateuse1", "hip", "mtia"};
 
 static inline int torch_borrow__device_known(void* ctx, int code, const char* lower) {
   (void)lower;
@@ -753,10 +749,10 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
     snprintf(a->dtype_name[c], sizeof a->dtype_name[c], "%s", dtypes[i]);
   }
   torch_borrow__devices(torch, lib, a);
-  for (i = 0; i < 8; ++i) {
+  for (i = 0; i < TORCH_BORROW_NSTABLE_DEVICES; ++i) {
     char fn[64];
     torch_borrow_code_fn code;
-    snprintf(fn, sizeof fn, "aoti_torch_device_type_%s", torch_borrow__device_names[i]);
+    snprintf(fn, sizeof fn, "aoti_torch_device_type_%s", torch_borrow_stable_devices[i]);
     code = (torch_borrow_code_fn)torch_borrow__sym(lib, fn);
     a->device_code[i] = code ? code() : -1;
   }
@@ -1275,8 +1271,8 @@ static inline int32_t torch_borrow_device_code(const char* name) {
   const torch_borrow__api* a = torch_borrow__current();
   size_t i;
   if (!a || !name) return -1;
-  for (i = 0; i < 8; ++i)
-    if (strcmp(torch_borrow__device_names[i], name) == 0) return a->device_code[i];
+  for (i = 0; i < TORCH_BORROW_NSTABLE_DEVICES; ++i)
+    if (strcmp(torch_borrow_stable_devices[i], name) == 0) return a->device_code[i];
   return -1;
 }
 
@@ -1299,6 +1295,7 @@ static inline int torch_borrow_current_stream(torch_borrow_meta* m, void** strea
   *stream = NULL;
   if (!a)
     return torch_borrow__fail(m, TORCH_BORROW_UNAVAILABLE, "no read has resolved torch yet");
+  /* device_code[1]: "cuda", torch_borrow_stable_devices' second */
   if (m->device_type != a->device_code[1] || a->device_code[1] < 0)
     return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
                               "device type code %d is not CUDA: no CUDA stream",

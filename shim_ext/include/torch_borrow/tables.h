@@ -18,11 +18,13 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The device types whose codes the stable ABI exports (aoti_torch_device_type_<name>):
-   the known ones where torch binds no c10::DeviceType enum. */
-#define TORCH_BORROW_NSTABLE_DEVICES 6
+/* The device types whose codes the stable ABI exports or may export
+   (aoti_torch_device_type_<name>; torch 2.15 has the first six), each looked up and
+   skipped where torch lacks it: the known ones where torch binds no c10::DeviceType
+   enum, and the names consumer.h's torch_borrow_device_code answers. */
+#define TORCH_BORROW_NSTABLE_DEVICES 8
 static const char* const torch_borrow_stable_devices[TORCH_BORROW_NSTABLE_DEVICES] = {
-    "cpu", "cuda", "meta", "xpu", "mps", "privateuse1"};
+    "cpu", "cuda", "meta", "xpu", "mps", "privateuse1", "hip", "mtia"};
 
 /* Whether obj's real type (Py_TYPE: an assigned __class__ does not count) is
    torch.Tensor (tensor_tp) or a subclass of it; parameter_tp (torch.nn.Parameter, or
