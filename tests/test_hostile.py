@@ -46,7 +46,7 @@ def _params():
             yield pytest.param(case, path, id=f"{case.name}-{path}", marks=marks)
 
 
-@pytest.mark.parametrize("case, path", _params())
+@pytest.mark.parametrize("case, path", list(_params()))
 def test_hostile_input(outcome, case, path):
     assert case.name not in outcome.crashes, str(outcome.crashes[case.name])
     assert case.name not in outcome.build_errors, outcome.build_errors[case.name]
