@@ -61,9 +61,20 @@ def built_module(builder, out: pathlib.Path):
     """Load ``builder.MODULE`` from ``out``, building it first (``builder.build(out)``)
     when it is missing or older than any of ``builder.SOURCES``. Every benchmark module
     compiled at first use (the peers' loops, the internal fixes, the consumer, the owned
-    prototype) loads this way."""
-    built = sorted(out.glob(f"{builder.MODULE}{importlib.machinery.EXTENSION_SUFFIXES[0]}"))
-    newest_source = max(p.stat().st_mtime for p in builder.SOURCES)
-    if not built or built[0].stat().st_mtime < newest_source:
-        builder.build(out)
-    return load_extension(builder.MODULE, out)
+    prototype) loads this way.
+
+    The check and the build hold an exclusive ``flock`` on ``out/.<MODULE>.lock``: test
+    workers running side by side (pytest-xdist) share ``out``, and a second compiler
+    writing the same files would leave a torn module."""
+    import fcntl
+
+    if builder.MODULE in sys.modules:
+        return sys.modules[builder.MODULE]
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / f".{builder.MODULE}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        built = sorted(out.glob(f"{builder.MODULE}{importlib.machinery.EXTENSION_SUFFIXES[0]}"))
+        newest_source = max(p.stat().st_mtime for p in builder.SOURCES)
+        if not built or built[0].stat().st_mtime < newest_source:
+            builder.build(out)
+        return load_extension(builder.MODULE, out)
