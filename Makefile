@@ -59,7 +59,7 @@ help:  ## list the targets
 	@echo "Targets marked * create a virtual environment of several GB per torch (.venv/,"
 	@echo "once; make clean removes them). All targets:"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 19 | \
-	  sed -E 's/^((bench|bench-evidence|bench-quick|bench-report|callgrind|test|patch-check|info|test-devmode|memcheck|survey|test-freethreaded|test-pythons|race-survey|bench-freethreaded|bench-freethreaded-quick) )/* \1/; t; s/^/  /'
+	  sed -E 's/^((bench|bench-evidence|bench-quick|bench-report|callgrind|test|patch-check|info|test-devmode|memcheck|survey|test-freethreaded|test-pythons|race-survey|bench-freethreaded|bench-freethreaded-quick|envs-ahead) )/* \1/; t; s/^/  /'
 
 # --- environments ------------------------------------------------------------------------
 # pyproject's optional-dependency group $(2), read by environment $(1)'s python.
@@ -82,14 +82,18 @@ $(VENVS)/torch-%/.ready:
 	@touch $@
 
 # The build: the cffi shim against this torch's headers, and the Cython bridge. flock
-# keeps two makes that share a checkout from installing into one environment at once.
+# keeps two makes that share a checkout from installing into one environment at once, and
+# from building at once at all (the build writes into the checkout: bridge/_bridge.c,
+# *.egg-info); creating environments (.ready, downloads) may overlap.
 # Then the one setting of the import path: a .pth in site-packages that appends the
 # checkout's root after site-packages, so `python -P -m bench` and the tests import the
 # benchmark package from the checkout while `bridge` stays the installed build.
 $(VENVS)/torch-%/.built: $(VENVS)/torch-%/.ready $(SOURCES)
 	@echo ">>> building shim_ext and bridge against torch $* (about 1.5 min)"
+	@mkdir -p build
 	set -o pipefail; PIP_CONSTRAINT=$(CURDIR)/$(call env,$*)/constraints.txt \
-	  flock $(call env,$*)/.lock $(call env,$*)/bin/pip install -q --disable-pip-version-check --no-build-isolation \
+	  flock build/.build.lock flock $(call env,$*)/.lock \
+	  $(call env,$*)/bin/pip install -q --disable-pip-version-check --no-build-isolation \
 	  ".[test]" $(PIP_QUIET)
 	$(call env,$*)/bin/python -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_path("purelib"), \
 	  "torch_borrow_bridge_checkout.pth").write_text("$(CURDIR)\n")'
@@ -170,9 +174,17 @@ findings-fallback-shims: $(VENVS)/torch-$(TORCH)/.bench  ## proposal/findings/fa
 
 test: $(addprefix test-,$(TEST_TORCH))  ## the suite on torch 2.15.0, 2.14.1 and 2.13.0 (or TORCH=..., PYTHON=...)
 
+# The suite runs in PYTEST_JOBS worker processes (pytest-xdist; 0: in this process): one
+# per core, at most 4 (each imports torch, about 0.8 GB). Most of its time is child
+# processes and compilers, which workers overlap; test times differ by a thousandfold, so
+# an idle worker steals queued tests (worksteal). PYTHONSAFEPATH keeps the workers, which
+# pytest-xdist starts without -P, off the source tree's bridge/ too.
+PYTEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n < 4 ? n : 4 )))
+pytest = PYTHONSAFEPATH=1 $(call py,$(1)) -m pytest -n $(PYTEST_JOBS) --dist worksteal $(PYTEST_ARGS)
+
 $(addprefix test-,$(sort $(TORCH_VERSIONS) $(TEST_TORCH))): test-%: $(VENVS)/torch-%/.built
 	@echo ">>> tests on torch $* ($(PYTAG))"
-	$(call py,$*) -m pytest $(PYTEST_ARGS)
+	$(call pytest,$*)
 
 # The patches' base takes headers from the torch 2.15.0 wheel, so this always runs there.
 # Its output also goes to PATCH_CHECK_LOG, committed, so a reader sees what ran.
@@ -192,9 +204,9 @@ clean:  ## remove the environments and build directories
 	rm -rf $(VENVS) build *.egg-info bridge/_bridge.c .pytest_cache .hypothesis
 
 # --- hardening ---------------------------------------------------------------------------
-test-devmode: $(VENVS)/torch-$(TORCH)/.built  ## the suite once under python -X dev with PYTHONMALLOC=debug (TORCH=...)
+test-devmode: $(VENVS)/torch-$(TORCH)/.built  ## the suite once in dev mode (PYTHONDEVMODE=1, as -X dev) with PYTHONMALLOC=debug (TORCH=...)
 	@echo ">>> tests on torch $(TORCH) in dev mode, debug allocator"
-	PYTHONMALLOC=debug $(call py,$(TORCH)) -X dev -m pytest $(PYTEST_ARGS)
+	PYTHONDEVMODE=1 PYTHONMALLOC=debug $(call pytest,$(TORCH))
 
 memcheck: $(VENVS)/torch-$(TORCH)/.built  ## views and hostile inputs under valgrind memcheck; fails on an error in our modules
 	$(call py,$(TORCH)) tests/hostile/memcheck.py --python $(call env,$(TORCH))/bin/python
@@ -243,7 +255,16 @@ find_python     = $(lastword $(sort $(wildcard $(PYENV_ROOT_DIR)/versions/$(1).*
 OTHER_PYTHONS  ?= $(strip $(foreach m,$(OTHER_MINORS),$(call find_python,$(m))))
 OTHER_TORCH    ?= 2.15.0
 
-.PHONY: test-pythons
+.PHONY: test-pythons envs-ahead
+# Every environment test-pythons and test-freethreaded use, made without running anything
+# (.ci/run makes them in the background while the suite runs: mostly downloads).
+envs-ahead:  ## make the environments of test-pythons and test-freethreaded (and the free-threaded CPython)
+	set -e; for py in $(OTHER_PYTHONS); do \
+	  $(MAKE) --no-print-directory env-bench PYTHON=$$py TORCH=$(OTHER_TORCH); \
+	done
+	set -o pipefail; ft="$$($(CPYTHON_FT) | tail -n 1)" && \
+	  $(MAKE) --no-print-directory env PYTHON="$$ft" TORCH=$(FT_TORCH)
+
 test-pythons:  ## the suite + bench-quick on torch 2.15.0 with CPython 3.12 and 3.13 (pyenv's; ~5 GB each)
 	@for m in $(OTHER_MINORS); do \
 	  case " $(OTHER_PYTHONS) " in *"/python$$m "*) ;; \
@@ -256,10 +277,12 @@ test-pythons:  ## the suite + bench-quick on torch 2.15.0 with CPython 3.12 and 
 	  $(MAKE) --no-print-directory bench-quick PYTHON=$$py TORCH=$(OTHER_TORCH); \
 	done
 
-# The environment of PYTHON and TORCH, built if needed (env), and its interpreter (env-python):
-# the building blocks of the targets below, which use two interpreters at once.
-.PHONY: env env-python race-survey bench-freethreaded bench-freethreaded-quick
+# The environment of PYTHON and TORCH, built if needed (env; env-bench: with the bench
+# extra), and its interpreter (env-python): the building blocks of the targets below, which
+# use two interpreters at once.
+.PHONY: env env-bench env-python race-survey bench-freethreaded bench-freethreaded-quick
 env: $(VENVS)/torch-$(TORCH)/.built
+env-bench: $(VENVS)/torch-$(TORCH)/.bench
 env-python:
 	@echo "$(CURDIR)/$(call env,$(TORCH))/bin/python"
 
