@@ -1,8 +1,8 @@
 """The benchmark runners' shared machinery: several fresh processes pooled into one
 JSON, the process options every runner takes, the default file stem, and
 pytest-benchmark's own tables. ``python -P -m bench`` (``bench/__main__.py``) and the
-side runners (``bench.fallback_ops_run``, ``bench.consumer_header``, ``bench.freethreaded``,
-``bench.numba_bench``) import it.
+side runners (``bench.fallback_ops.run``, ``bench.consumer_header``, ``bench.freethreaded``,
+``bench.numba_cuda.run``) import it.
 """
 
 from __future__ import annotations

@@ -188,7 +188,9 @@ def test_fresh_processes_run_the_module_once_per_seed(tmp_path, monkeypatch):
 
 
 def _runners():
-    from bench import consumer_header, fallback_ops_run, freethreaded, numba_bench
+    from bench import consumer_header, freethreaded
+    from bench.numba_cuda import run as numba_bench
+    from bench.fallback_ops import run as fallback_ops_run
 
     return {"bench": bench_main.main, "fallback_ops_run": fallback_ops_run.main,
             "freethreaded": freethreaded.main, "numba_bench": numba_bench.main,
@@ -251,7 +253,7 @@ def fallback_run(processes: int, rng):
 
 def test_scenario_f_gives_each_process_its_own_difference():
     pytest.importorskip("scipy")
-    from bench.report import fallback_ops as fr
+    from bench.fallback_ops import report as fr
 
     rng = np.random.default_rng(5)
     f = fr.figures(fr.Run(fallback_run(4, rng)))["add"][32]["routes"]["owned"]
@@ -300,7 +302,7 @@ def test_consumer_header_pools_its_processes_rounds():
 def test_numba_bench_pools_its_processes_rounds():
     """numba-cuda's A/B and attribution from raw rounds (no numba needed): merged in
     process order, each process's own median ratio kept, refused when they differ."""
-    from bench import numba_bench as nb
+    from bench.numba_cuda import run as nb
 
     routes = ["shipped", "borrow", "owned", "device_array"]
 
@@ -388,7 +390,7 @@ def test_numba_suite_takes_each_routes_pair_from_every_pass(tmp_path, monkeypatc
     import pathlib
     import types
 
-    from bench import numba_bench as nb
+    from bench.numba_cuda import run as nb
 
     (tmp_path / "src").mkdir()
     src = tmp_path / "src" / "test_kernel_launch.py"
@@ -422,7 +424,7 @@ def test_numba_suite_takes_each_routes_pair_from_every_pass(tmp_path, monkeypatc
 
 
 def test_numba_markdown_tabulates_the_suites_processes():
-    from bench import numba_bench as nb
+    from bench.numba_cuda import run as nb
 
     pair = [[200e3, 100e3], [210e3, 100e3], [190e3, 100e3]]
     r = {"versions": {"numba-cuda": "0.30", "cuda-core": "1.2", "torch": "2.11",

@@ -1,4 +1,4 @@
-"""The fallback-shim consumer (``bench/native/fallback_ops.cpp``): ATen ops called from C
+"""The fallback-shim consumer (``bench/fallback_ops/fallback_ops.cpp``): ATen ops called from C
 through torch's generated C shims on tensors from Python, input handles by each route.
 
 Results equal torch's (``torch.equal``) for every op and route on CPU and, where present,
@@ -26,7 +26,7 @@ if importlib.util.find_spec("cffi") is None:
     pytest.skip("no cffi in this environment (free-threaded CPython 3.13): the owned "
                 "prototype and the internal fixes are built with cffi", allow_module_level=True)
 
-from bench.native import fallback_ops as fo
+from bench.fallback_ops import consumer as fo
 from helpers.expect import TORCH as _TORCH_VERSION
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])

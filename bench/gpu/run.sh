@@ -18,7 +18,7 @@
 #   --bench-only build and the benchmarks, no tests (with --tests-only in a second
 #                command: the same run in two shorter parts)
 #   --shims-only build and, of the benchmarks, consumer.h's timed row and scenario F only
-#   --numba-only build and numba-cuda's launches per route only (bench/numba_bench.py,
+#   --numba-only build and numba-cuda's launches per route only (bench/numba_cuda/run.py,
 #                its timed tables from $PROCESSES fresh processes too; the full run does
 #                it last, where numba-cuda is installed)
 #
@@ -29,7 +29,7 @@
 #     gpu-<gpu>-host-cpu-torch-<v>.{...}   the same benchmarks, CPU tensors, same host
 #     time-consumer-<py>-torch-<v>-<device>.{json,md}   consumer.h's row, timed
 #     fallback-ops-gpu-<gpu>[-host-cpu]-torch-<v>.{json,md}   ATen ops through the C
-#                                          fallback shims (bench/fallback_ops_run.py)
+#                                          fallback shims (bench/fallback_ops/run.py)
 #     numba-cuda-gpu-<gpu>-torch-<v>.{json,md}   numba-cuda's launches, per route
 #   (unpack into bench/results/: tar -xzf gpu-results.tar.gz -C bench/results)
 #
@@ -196,12 +196,12 @@ print(processes.default_stem(torch, "cuda").replace("-torch-", "-host-cpu-torch-
   # with the host's CPU tensors.
   if [[ -n $GPU_STEM ]]; then
     step "fallback shims: scenario F, CUDA tensors (${QUICK[*]})"
-    "$PYTHON" -P -m bench.fallback_ops_run "${QUICK[@]}" --device cuda --out "$RESULTS" \
+    "$PYTHON" -P -m bench.fallback_ops.run "${QUICK[@]}" --device cuda --out "$RESULTS" \
       || FAILED+=(fallback-ops-cuda)
     bundle
   fi
   step "fallback shims: scenario F, CPU tensors on the same host (${QUICK[*]})"
-  "$PYTHON" -P -m bench.fallback_ops_run "${QUICK[@]}" --out "$RESULTS" \
+  "$PYTHON" -P -m bench.fallback_ops.run "${QUICK[@]}" --out "$RESULTS" \
     ${GPU_STEM:+--stem "fallback-ops-$GPU_STEM"} || FAILED+=(fallback-ops-cpu)
   bundle
  fi
@@ -221,7 +221,7 @@ if [[ $PART == numba || ( $PART == all && $MODE != two-gpu ) ]]; then
     fi
     NUMBA_QUICK=(--processes "$PROCESSES" --rounds "$ROUNDS" --suite-passes "$SUITE_PASSES")
     [[ $MODE == quick ]] && NUMBA_QUICK=(--quick)
-    PYTHONPATH=${NP_PATH:+$NP_PATH:}$PYTHONPATH "$PYTHON" -P -m bench.numba_bench \
+    PYTHONPATH=${NP_PATH:+$NP_PATH:}$PYTHONPATH "$PYTHON" -P -m bench.numba_cuda.run \
       "${NUMBA_QUICK[@]}" --out "$RESULTS" || FAILED+=(numba-cuda)
     bundle
   else

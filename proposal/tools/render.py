@@ -89,7 +89,7 @@ PROTOTYPE_NOTE = (f"{PROTOTYPE_MARK}: timed before the DLPack series existed, wi
                   "hand-written prototype (no conj/neg refusal, an attached-thread check of "
                   "its own); the instruction counts are the series' code; `make "
                   "bench-evidence` and the GPU script re-time it")
-OPS = ("add", "amax", "median", "mm_out", "addmm_out")  # bench/native/fallback_ops.py's order
+OPS = ("add", "amax", "median", "mm_out", "addmm_out")  # bench/fallback_ops/consumer.py's order
 LEAD_OP = "addmm_out"  # the fallback-shim row's op: the most tensor arguments (4)
 BOOTSTRAP = 2000
 
@@ -527,7 +527,7 @@ def numba_where(data: dict, s: dict | None = None) -> str:
 
 
 def numba_rows(r: Render, data: dict) -> list[str]:
-    """numba-cuda's own launch path (``bench/numba_bench.py``): one row per NUMBA_CASES case,
+    """numba-cuda's own launch path (``bench/numba_cuda/run.py``): one row per NUMBA_CASES case,
     us per launch from the in-process A/B; the saving column is the paired per-round ratio
     of the cheapest route without new ABI to the borrow, with its 95% interval."""
     rows = []

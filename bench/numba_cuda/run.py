@@ -1,7 +1,7 @@
 """numba-cuda's launch cost with torch arguments, per route (needs a CUDA device).
 
-    python -P -m bench.numba_bench --out DIR [--quick] [--processes K --rounds R]
-                                   [--suite-passes K]
+    python -P -m bench.numba_cuda.run --out DIR [--quick] [--processes K --rounds R]
+                                      [--suite-passes K]
 
 with ``bench`` importable (a make environment, or the GPU script's ``PYTHONPATH``). Writes
 ``numba-cuda-gpu-<gpu>-torch-<v>.{json,md}`` into DIR. Steps, each printed as it runs:
@@ -13,7 +13,7 @@ in-process A/B (every route interleaved round by round with ``protocol.measure``
 order seed, their rounds pooled and each process's own median kept), then
 numba-cuda's own ``tests/benchmarks/test_kernel_launch.py`` (copied out of the
 installed package: pytest does not collect it with ``--pyargs``) and its tests that take
-torch tensors, once per route in a fresh process through ``scenarios/numba_router_plugin``.
+torch tensors, once per route in a fresh process through ``router_plugin``.
 """
 
 from __future__ import annotations
@@ -356,7 +356,7 @@ def pytest_route(route: str, args: list[str], tmp: pathlib.Path, cwd=None) -> di
     counts, junit = tmp / f"counts-{route}.json", tmp / f"junit-{route}.xml"
     env = dict(os.environ, TORCH_BORROW_NUMBA_ROUTE=route,
                TORCH_BORROW_NUMBA_COUNTS=str(counts))
-    cmd = [sys.executable, "-P", "-m", "pytest", "-p", "bench.scenarios.numba_router_plugin", "-p",
+    cmd = [sys.executable, "-P", "-m", "pytest", "-p", "bench.numba_cuda.router_plugin", "-p",
            "no:cacheprovider", "-q", "-rs", f"--junitxml={junit}", *args]
     proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
     tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
@@ -545,7 +545,7 @@ def main(argv=None) -> int:
     from importlib import metadata
     from numba import cuda
 
-    from bench.scenarios import numba_router
+    from bench.numba_cuda import router as numba_router
 
     say("router: building the consumer's routes for CUDA tensors")
     router = numba_router.Router(torch)
@@ -562,7 +562,7 @@ def main(argv=None) -> int:
         # their rounds pooled, each process's own median kept (numba-cuda's suite below
         # runs a fresh process per route anyway).
         rc, paths, seeds = processes.fresh_processes(
-            "bench.numba_bench", a.processes, stem, ["--no-suite", f"--rounds={rounds}"],
+            "bench.numba_cuda.run", a.processes, stem, ["--no-suite", f"--rounds={rounds}"],
             a.order_seed)
         if rc:
             return rc

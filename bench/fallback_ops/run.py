@@ -1,9 +1,9 @@
-"""Run scenario F (``fallback_ops_bench.py``: ATen ops through torch's C fallback shims,
+"""Run scenario F (``scenario.py``: ATen ops through torch's C fallback shims,
 their input handles by route) and write its evidence: ``make bench-fallback-ops``.
 
-pytest-benchmark on ``bench/scenarios/fallback_ops_bench.py`` alone (``scenarios/conftest.py``:
-``--quick``, ``--device``, ``--rounds``), JSON out, then ``bench.report.fallback_ops`` on it
-(with the instruction counts of ``fallback_ops_callgrind.py`` when ``--callgrind`` names
+pytest-benchmark on ``scenario.py`` alone (this folder's ``conftest.py``, the
+scenarios' own: ``--quick``, ``--device``, ``--rounds``), JSON out, then ``bench.fallback_ops.report`` on it
+(with the instruction counts of ``callgrind.py`` when ``--callgrind`` names
 their JSON). ``--processes K`` runs it in K fresh interpreters, each its own order seed, and
 pools their rounds (``bench.processes.fresh_processes`` / ``merge_runs``, as ``python -m
 bench`` does). Files in ``--out`` (default the git-ignored ``bench/results/scratch/``):
@@ -29,11 +29,11 @@ HERE = pathlib.Path(__file__).resolve().parent
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="briefly: checks the code runs")
-    parser.add_argument("--out", type=pathlib.Path, default=HERE / "results" / "scratch")
+    parser.add_argument("--out", type=pathlib.Path, default=HERE.parent / "results" / "scratch")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--stem", help="file name stem instead of the default")
     parser.add_argument("--callgrind", type=pathlib.Path,
-                        help="fallback_ops_callgrind.py's JSON, for the instruction columns")
+                        help="callgrind.py's JSON, for the instruction columns")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch's intra-op threads (default 1: on a small shared machine "
                         "an idle pool's spinning and a busy neighbour make a 2-thread op "
@@ -48,8 +48,8 @@ def main(argv=None) -> int:
 
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: torch.cuda.is_available() is false on this machine")
-    from bench.scenarios import fallback_ops_bench
-    from bench.report import fallback_ops as fallback_ops_report
+    from bench.fallback_ops import scenario as fallback_ops_bench
+    from bench.fallback_ops import report as fallback_ops_report
 
     if args.threads:
         os.environ[fallback_ops_bench.THREADS_ENV] = str(args.threads)
@@ -64,13 +64,13 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = args.out / f"{stem}.json", args.out / f"{stem}.md"
     if args.processes > 1:
-        rc = processes.run_processes(args, stem, json_path, module="bench.fallback_ops_run",
+        rc = processes.run_processes(args, stem, json_path, module="bench.fallback_ops.run",
                                extra=("--threads", str(args.threads)))
     else:
         rc = pytest.main([
-            str(HERE / "scenarios" / "fallback_ops_bench.py"), "-p", "no:cacheprovider",
+            str(HERE / "scenario.py"), "-p", "no:cacheprovider",
             "--import-mode=importlib",
-            "-o", "python_files=fallback_ops_bench.py", "-o", "python_functions=test_*",
+            "-o", "python_files=scenario.py", "-o", "python_functions=test_*",
             "--rootdir", str(HERE), "-q", "-rs", "--benchmark-quiet",
             f"--benchmark-json={json_path}", *(["--bench-quick"] if args.quick else []),
             *(["--bench-device", args.device] if args.device != "cpu" else []),

@@ -1,8 +1,8 @@
 """Scenario F: ATen ops through torch's C fallback shims, their input handles by route.
 
-Run by ``python -P -m bench.fallback_ops_run`` (``make bench-fallback-ops``), not by
-``make bench`` (the file name does not match ``bench_*.py``), with this folder's
-``conftest.py``. Per op of ``fallback_ops.OPS`` and size, interleaved rounds of the handles
+Run by ``python -P -m bench.fallback_ops.run`` (``make bench-fallback-ops``), not by
+``make bench`` (which runs ``bench/scenarios/``), with this folder's ``conftest.py``.
+Per op of ``consumer.OPS`` and size, interleaved rounds of the handles
 alone, the whole call and the op alone in C (``loops_run``) and, at 32x32, the
 Python-level call (``calls_run``). torch's intra-op threads: ``$FALLBACK_OPS_THREADS``
 when set (the runner sets 1), recorded in the JSON. Every route's result is checked
@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from bench.native import fallback_ops as fo
+from bench.fallback_ops import consumer as fo
 from bench import protocol as interleave
 
 SIZES = (32, 1024)

@@ -1,13 +1,13 @@
 """Instructions per call of scenario F (ATen ops through torch's C fallback shims),
 counted by callgrind: ``make callgrind-fallback-ops`` (also run by ``make callgrind``).
 
-Per op of ``fallback_ops.OPS`` on 32x32 float32 CPU tensors, in one valgrind process
+Per op of ``consumer.OPS`` on 32x32 float32 CPU tensors, in one valgrind process
 (``bench/callgrind.py``'s method: ``n1, n2, n1`` calls per configuration, per call
 ``(I(n2) - I(n1)) / (n2 - n1)``, the two ``n1`` counts the repeat check), the same loops
 as the timed scenario (``child``: ``handles:<route>`` split by part, ``op`` with one
 intra-op thread, ``ccall:<route>``, the Python-level ``call:<route>``). Writes
 ``<out>/<stem>.json`` (every figure) and ``<stem>.md``, ``<stem>`` defaulting to
-``callgrind-fallback-ops-torch-<v>``. Run with ``python -P -m bench.fallback_ops_callgrind``.
+``callgrind-fallback-ops-torch-<v>``. Run with ``python -P -m bench.fallback_ops.callgrind``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def child(args) -> int:
     import torch
 
     import bridge  # noqa: F401  (the package the borrow's symbols come from)
-    from bench.native import fallback_ops as fo
+    from bench.fallback_ops import consumer as fo
     from bench.native import peers_native
 
     torch.set_num_threads(1)
@@ -109,7 +109,7 @@ def summarize(plan: dict, dumps: dict, attribute: bool = True) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=pathlib.Path, default=HERE / "results")
+    parser.add_argument("--out", type=pathlib.Path, default=HERE.parent / "results")
     parser.add_argument("--stem", help="default callgrind-fallback-ops-torch-<v>")
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--keep", type=pathlib.Path, help="keep the dumps in this folder")
@@ -124,7 +124,7 @@ def main(argv=None) -> int:
 
     import bridge
     from bench import callgrind as cg
-    from bench.native import fallback_ops as fo
+    from bench.fallback_ops import consumer as fo
     from bench import machine_info
     from bench.native import peers_native
 
@@ -164,7 +164,7 @@ def main(argv=None) -> int:
             "num_threads": plan["num_threads"], "to_pyobject": plan["to_pyobject"],
             "n": {"handles": N_HANDLES, "ops": N_OPS}, "per_call": figures}
     (args.out / f"{stem}.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    from bench.report import fallback_ops as fallback_ops_report
+    from bench.fallback_ops import report as fallback_ops_report
 
     text = fallback_ops_report.instructions_md(data)
     (args.out / f"{stem}.md").write_text(text + "\n")

@@ -1,7 +1,7 @@
 """ATen ops through torch's C fallback shims, on tensors from Python: a consumer that
 needs a tensor handle for more than reading metadata (``fallback_ops.cpp``).
 
-``Consumer(torch)`` builds the extension at first use (``fallback_ops_build.py``), resolves
+``Consumer(torch)`` builds the extension at first use (``consumer_build.py``), resolves
 every address with ``bridge._resolve`` and installs them. Each op of ``OPS`` calls the
 shim ``SHIMS`` names on CPU or CUDA tensors; its input handles come by one of ``ROUTES``;
 a new result handle becomes a Python tensor through ``torch_tensor_to_pyobject`` (2.14+,
@@ -77,7 +77,7 @@ class Consumer:
         """``prototypes``: use 2.14's owned shim and ``torch_tensor_to_pyobject`` built for
         this torch even where torch exports its own (what a torch < 2.14 gets; the tests
         run that path on every torch)."""
-        from bench.native import fallback_ops_build as fb
+        from bench.fallback_ops import consumer_build as fb
 
         from bridge import _bridge as core
         from bridge import _resolve
@@ -190,7 +190,7 @@ class Consumer:
 
     @staticmethod
     def _to_pyobject_prototype(torch, out, addresses) -> str:
-        from bench.native import fallback_ops_build as fb
+        from bench.fallback_ops import consumer_build as fb
 
         builder = fb.to_pyobject_builder()
         try:
@@ -204,7 +204,7 @@ class Consumer:
             addresses[key] = int(proto.ffi.cast("uintptr_t",
                                                 proto.ffi.addressof(proto.lib, name)))
         return (f"2.14's torch_tensor_to_pyobject, built for torch "
-                f"{torch_version(torch)} (bench/native/fallback_ops_to_pyobject.cpp)")
+                f"{torch_version(torch)} (bench/fallback_ops/to_pyobject.cpp)")
 
     # --- calling ------------------------------------------------------------------------
     def routes(self) -> list[str]:

@@ -34,14 +34,14 @@
 //
 // A new result handle (add, amax, median) is turned into a Python tensor with
 // torch_tensor_to_pyobject (2.14+; it does not steal the handle) or, on an older
-// torch, 2.14's implementation built for it (bench/native/fallback_ops_build.py), then
+// torch, 2.14's implementation built for it (bench/fallback_ops/consumer_build.py), then
 // deleted. Every failure raises a Python exception carrying torch's own message
 // (torch_exception_get_what_without_backtrace, 2.13+; the prototype's own message for
 // the owned prototype) and releases every handle taken so far: a refused tensor is an
 // exception, never a crash.
 //
 // No torch library is linked: every function is called through an address from
-// bridge._resolve (bench/native/fallback_ops.py), so one build serves CPU and CUDA wheels.
+// bridge._resolve (bench/fallback_ops/consumer.py), so one build serves CPU and CUDA wheels.
 // The function types are checked against torch's own headers where the build says
 // they declare them (FALLBACK_OPS_CHECK_SIGNATURES, torch 2.15+).
 
@@ -344,7 +344,7 @@ PyObject* py_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 }
 
 // Loops timed in C (the GIL held throughout, as in a call): functions of their own,
-// so callgrind can toggle collection on them (bench/fallback_ops_callgrind.py).
+// so callgrind can toggle collection on them (bench/fallback_ops/callgrind.py).
 extern "C" __attribute__((noinline)) double fallback_ops_handles_loop(
     int route, long n, PyObject* const* objs, int k) {
   AtenTensorHandle h[kMaxTensors];
@@ -373,7 +373,7 @@ extern "C" __attribute__((noinline)) double fallback_ops_op_loop(
 // The whole call in C, n times: handles by `route`, the op, the result handle deleted
 // (not wrapped: that is the same for every route), the handles released. Where the
 // op's kernel copies an input at::Tensor, that copy's cost depends on the route (see
-// the module comment of bench/native/fallback_ops.py), which handles_loop alone cannot show.
+// the module comment of bench/fallback_ops/consumer.py), which handles_loop alone cannot show.
 extern "C" __attribute__((noinline)) double fallback_ops_call_loop(
     int op, int route, long n, PyObject* const* objs) {
   const int k = kArity[op];
@@ -467,7 +467,7 @@ PyMethodDef methods[] = {
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "_bench_fallback_ops",
-                      "ATen ops through torch's C fallback shims (bench/native/fallback_ops.cpp).", -1,
+                      "ATen ops through torch's C fallback shims (bench/fallback_ops/fallback_ops.cpp).", -1,
                       methods};
 
 }  // namespace

@@ -11,7 +11,7 @@ for an explicit signature is not typed at launch) and when it prepares it
 ``StridedMemoryView`` filled by that route) and orders the launch stream after torch's
 current stream with cuda.core's own ``sync_torch_stream``, as cuda.core's tensor bridge
 does; every other call and attribute goes to cuda.core's class. No file of numba-cuda or
-cuda.core is edited. ``numba_router_plugin.py`` does the same inside a pytest run.
+cuda.core is edited. ``router_plugin.py`` does the same inside a pytest run.
 """
 
 from __future__ import annotations

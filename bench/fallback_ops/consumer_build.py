@@ -1,13 +1,13 @@
 """Build ``_bench_fallback_ops`` (``fallback_ops.cpp``: a CPython extension calling
 torch's C fallback shims) and, for a torch without ``torch_tensor_to_pyobject``
-(< 2.14), ``_bench_fallback_to_pyobject`` (``fallback_ops_to_pyobject.cpp``: 2.14's
+(< 2.14), ``_bench_fallback_to_pyobject`` (``to_pyobject.cpp``: 2.14's
 implementation built for it, with cffi like ``owned_prototype_build.py``).
 
 ``fallback_ops.cpp`` includes only torch's C shim headers (``aoti_torch/c/shim.h``; with
 torch 2.15+ also the generated ``c_shim_cpu.h`` / ``c_shim_cuda.h`` / ``c_shim_aten.h``
 and ``stable/c/shim.h``, to check every function type it calls through against torch's
 own declaration: ``FALLBACK_OPS_CHECK_SIGNATURES``). It links no torch library: the
-addresses come from ``fallback_ops.py``. C++17 before torch 2.14, C++20 from 2.14 (the
+addresses come from ``consumer.py``. C++17 before torch 2.14, C++20 from 2.14 (the
 headers' own needs). Both modules go into ``peers_native.build_dir(...)`` (git-ignored).
 """
 
@@ -55,6 +55,7 @@ def build(out: pathlib.Path) -> pathlib.Path:
 def _to_pyobject_builder():
     import cffi
 
+    from bench.native import internal_fixes_build
     from bench.native.internal_fixes_build import torch_cpp_options
 
     decls = """
@@ -64,7 +65,7 @@ def _to_pyobject_builder():
     """
     ffibuilder = cffi.FFI()
     ffibuilder.cdef("struct AtenTensorOpaque;" + decls)
-    cpp = HERE / "fallback_ops_to_pyobject.cpp"
+    cpp = HERE / "to_pyobject.cpp"
     ffibuilder.set_source("_bench_fallback_to_pyobject", **torch_cpp_options(
         cpp, "struct AtenTensorOpaque;\n" + decls))
 
@@ -74,7 +75,7 @@ def _to_pyobject_builder():
 
     return types.SimpleNamespace(
         MODULE="_bench_fallback_to_pyobject", build=build,
-        SOURCES=(cpp, pathlib.Path(__file__).resolve(), HERE / "internal_fixes_build.py"))
+        SOURCES=(cpp, pathlib.Path(__file__).resolve(), pathlib.Path(internal_fixes_build.__file__).resolve()))
 
 
 def to_pyobject_builder():

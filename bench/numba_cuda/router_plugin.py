@@ -1,7 +1,7 @@
 """A pytest plugin that runs numba-cuda's own tests and benchmarks on one route.
 
-``python -P -m pytest -p bench.scenarios.numba_router_plugin ...`` (``bench`` importable) and
-``TORCH_BORROW_NUMBA_ROUTE`` naming a ``numba_router.Router`` route (default ``shipped``):
+``python -P -m pytest -p bench.numba_cuda.router_plugin ...`` (``bench`` importable) and
+``TORCH_BORROW_NUMBA_ROUTE`` naming a ``router.Router`` route (default ``shipped``):
 the route is put in place before the first test and, at the end, the number of torch
 tensors viewed through it goes to the JSON file ``TORCH_BORROW_NUMBA_COUNTS`` names (if
 set), with the route's label. A rebound route that viewed no tensor fails the session.
@@ -18,7 +18,7 @@ _state = {}
 def pytest_configure(config):
     import torch
 
-    from bench.scenarios import numba_router
+    from bench.numba_cuda import router as numba_router
 
     route = os.environ.get("TORCH_BORROW_NUMBA_ROUTE", "shipped")
     router = numba_router.Router(torch)
@@ -39,4 +39,4 @@ def pytest_sessionfinish(session, exitstatus):
             json.dump({"route": route, "label": router.labels[route], "views": count}, f)
     if route != "shipped" and count == 0 and exitstatus == 0:
         session.exitstatus = 1
-        print(f"\nnumba_router_plugin: route {route} viewed no torch tensor")
+        print(f"\nbench.numba_cuda.router_plugin: route {route} viewed no torch tensor")

@@ -1,0 +1,11 @@
+"""Scenario F, the consumer that needs a handle: ATen ops called from C through torch's
+generated fallback shims on tensors from Python, its input handles owned, owned with the
+interpreter fix, or borrowed.
+
+- ``fallback_ops.cpp``, ``to_pyobject.cpp``, ``consumer_build.py``, ``consumer.py``: the
+  consumer (a CPython extension) and its build; ``Consumer(torch)`` loads it.
+- ``scenario.py`` (with ``conftest.py``), ``run.py``: the timed run
+  (``make bench-fallback-ops``); ``callgrind.py``: its instruction counts
+  (``make callgrind-fallback-ops``); ``report.py``: both as markdown;
+  ``findings.py``: ``proposal/findings/fallback-shims.md`` (``make findings-fallback-shims``).
+"""
