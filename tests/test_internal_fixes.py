@@ -32,6 +32,7 @@ if importlib.util.find_spec("cffi") is None:
 
 from bench.native import internal_fixes
 from bench.native import patched_interpreter
+from bench import native
 from bench.native import peers_native
 
 N = 10**6
@@ -125,7 +126,7 @@ def test_the_built_code_is_the_patched_files(fixes, tmp_path):
         assert "THPUtils_hasAttachedThreadState() && !Py_IsFinalizing()" in body, name
     assert got["added"] == {make_patch.ATTACHED_H: make_patch.attached_header()}
     assert f"#include <{make_patch.ATTACHED_H}>" in "\n".join(patched)
-    built = peers_native.build_dir(torch_version(torch)) / "patched"
+    built = native.build_dir(torch_version(torch)) / "patched"
     patched_interpreter.write_include(tmp_path)
     for name in (patched_interpreter.INCLUDE_NAME, make_patch.ATTACHED_H):
         assert (built / name).read_text() == (tmp_path / name).read_text(), name
@@ -533,7 +534,7 @@ def test_the_fixed_dlpack_code_is_the_patched_file(fixes, tmp_path):
     helper = got["pieces"][1][2]
     for token in ("THPVariable_Unpack(obj)", "is_conj()", "is_neg()", "is_python_dispatch()"):
         assert token in helper, token
-    built = peers_native.build_dir(torch_version(torch)) / "patched"
+    built = native.build_dir(torch_version(torch)) / "patched"
     patched_dlpack.write_include(tmp_path)
     name = patched_dlpack.INCLUDE_NAME
     assert (built / name).read_text() == (tmp_path / name).read_text()

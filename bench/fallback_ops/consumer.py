@@ -15,7 +15,8 @@ from __future__ import annotations
 import contextlib
 import ctypes
 
-from bench.native import peers_native, torch_version
+from bench import native
+from bench.native import torch_version
 
 OPS = ("add", "amax", "median", "mm_out", "addmm_out")
 #: The routes to the input handles: ``owned`` (torch's ``torch_tensor_from_pyobject`` on
@@ -83,9 +84,9 @@ class Consumer:
         from bridge import _resolve
 
         self.torch = torch
-        out = peers_native.build_dir(torch_version(torch))
+        out = native.build_dir(torch_version(torch))
         try:
-            self.module = mod = peers_native.built_module(fb, out)
+            self.module = mod = native.built_module(fb, out)
         except Exception as exc:  # a compiler failure: say which
             raise Unavailable(f"fallback_ops.cpp does not build: {type(exc).__name__}: "
                               f"{exc}") from exc
@@ -176,7 +177,7 @@ class Consumer:
         try:
             from bench.native import owned_prototype_build as pb
 
-            proto = peers_native.built_module(pb, out)
+            proto = native.built_module(pb, out)
         except Exception as exc:
             return f"owned_prototype does not build or load: {type(exc).__name__}: {exc}", label
         addr = int(proto.ffi.cast("uintptr_t", proto.ffi.addressof(proto.lib, pb.FUNCTION)))
@@ -194,7 +195,7 @@ class Consumer:
 
         builder = fb.to_pyobject_builder()
         try:
-            proto = peers_native.built_module(builder, out)
+            proto = native.built_module(builder, out)
         except Exception as exc:
             raise Unavailable(f"torch {torch.__version__} exports no torch_tensor_to_pyobject "
                               f"and 2.14's does not build here: {type(exc).__name__}: "

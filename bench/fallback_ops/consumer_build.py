@@ -8,7 +8,7 @@ torch 2.15+ also the generated ``c_shim_cpu.h`` / ``c_shim_cuda.h`` / ``c_shim_a
 and ``stable/c/shim.h``, to check every function type it calls through against torch's
 own declaration: ``FALLBACK_OPS_CHECK_SIGNATURES``). It links no torch library: the
 addresses come from ``consumer.py``. C++17 before torch 2.14, C++20 from 2.14 (the
-headers' own needs). Both modules go into ``peers_native.build_dir(...)`` (git-ignored).
+headers' own needs). Both modules go into ``bench.native.build_dir(...)`` (git-ignored).
 """
 
 from __future__ import annotations
@@ -19,44 +19,33 @@ import types
 import torch
 import torch.utils.cpp_extension as cpp_extension
 from packaging.version import Version
-from bench.native import torch_version
+from bench.native import toolchain
 
 HERE = pathlib.Path(__file__).resolve().parent
 MODULE = "_bench_fallback_ops"
 CPP = HERE / "fallback_ops.cpp"
 SOURCES = (CPP, pathlib.Path(__file__).resolve())
 _RELEASE = Version(torch.__version__).release
-_CXX_STD = "c++20" if _RELEASE >= (2, 14) else "c++17"
+
 #: the torch releases whose headers declare every function the consumer calls
 CHECK_SIGNATURES = _RELEASE >= (2, 15)
 
 
 def build(out: pathlib.Path) -> pathlib.Path:
     """Compile ``_bench_fallback_ops`` into ``out``; returns the module's path."""
-    from setuptools import Distribution, Extension
+    from setuptools import Extension
 
-    out.mkdir(parents=True, exist_ok=True)
     macros = [("FALLBACK_OPS_CHECK_SIGNATURES", None)] if CHECK_SIGNATURES else []
     ext = Extension(MODULE, [str(CPP)], language="c++",
                     include_dirs=cpp_extension.include_paths(), define_macros=macros,
-                    extra_compile_args=[f"-std={_CXX_STD}", "-O2", "-fvisibility=hidden",
+                    extra_compile_args=[f"-std={toolchain.CXX_STD}", "-O2", "-fvisibility=hidden",
                                         "-Wall", "-Wno-unused-function"])
-    tmp = out / "fallback-ops-tmp"
-    dist = Distribution({"ext_modules": [ext]})
-    cmd = dist.get_command_obj("build_ext")
-    cmd.build_lib = str(out)
-    cmd.build_temp = str(tmp)
-    cmd.inplace = False
-    cmd.ensure_finalized()
-    cmd.run()
-    return pathlib.Path(cmd.get_ext_fullpath(MODULE))
+    return toolchain.build_extensions([ext], out, out / "fallback-ops-tmp")[0]
 
 
 def _to_pyobject_builder():
     import cffi
 
-    from bench.native import internal_fixes_build
-    from bench.native.internal_fixes_build import torch_cpp_options
 
     decls = """
         typedef struct AtenTensorOpaque* AtenTensorHandle;
@@ -66,25 +55,19 @@ def _to_pyobject_builder():
     ffibuilder = cffi.FFI()
     ffibuilder.cdef("struct AtenTensorOpaque;" + decls)
     cpp = HERE / "to_pyobject.cpp"
-    ffibuilder.set_source("_bench_fallback_to_pyobject", **torch_cpp_options(
+    ffibuilder.set_source("_bench_fallback_to_pyobject", **toolchain.torch_cpp_options(
         cpp, "struct AtenTensorOpaque;\n" + decls))
 
     def build(tmpdir: pathlib.Path) -> pathlib.Path:
-        tmpdir.mkdir(parents=True, exist_ok=True)
-        return pathlib.Path(ffibuilder.compile(tmpdir=str(tmpdir), verbose=False))
+        return toolchain.compile_ffi(ffibuilder, tmpdir)
 
     return types.SimpleNamespace(
         MODULE="_bench_fallback_to_pyobject", build=build,
-        SOURCES=(cpp, pathlib.Path(__file__).resolve(), pathlib.Path(internal_fixes_build.__file__).resolve()))
+        SOURCES=(cpp, pathlib.Path(__file__).resolve(), pathlib.Path(toolchain.__file__).resolve()))
 
 
 def to_pyobject_builder():
     """The builder (``MODULE``, ``SOURCES``, ``build``) of ``_bench_fallback_to_pyobject``
-    for ``peers_native.built_module``; its function is ``fallback_ops_to_pyobject``."""
+    for ``bench.native.built_module``; its function is ``fallback_ops_to_pyobject``."""
     return _to_pyobject_builder()
 
-
-if __name__ == "__main__":
-    from bench.native import peers_native
-
-    print(build(peers_native.build_dir(torch_version(torch))))

@@ -1,7 +1,7 @@
 // 2.14's torch_tensor_to_pyobject, built against the running torch for a torch that
 // does not export it (< 2.14): how bench/fallback_ops/fallback_ops.cpp turns a shim's new result
 // handle into a Python tensor there. Benchmark-only; bench/fallback_ops/consumer_build.py builds
-// it with cffi into peers_native.build_dir(...).
+// it with cffi into bench.native.build_dir(...).
 //
 // The same body as upstream's (torch/csrc/shim_common.cpp at 2.14/2.15, read in the
 // stored pytorch/pytorch sources): THPVariable_Wrap of the handle's at::Tensor, a new

@@ -3,7 +3,7 @@ metadata read (``batched_read.h``), withdrawn from the proposal and kept as a me
 route.
 
 Like ``owned_prototype_build.py``: compiled against the installed torch's headers into
-``peers_native.build_dir``. ``batched_read_init(address)`` registers the borrow it
+``bench.native.build_dir``. ``batched_read_init(address)`` registers the borrow it
 reads through (``torch_tensor_borrow_from_pyobject``, resolved by the bridge); the
 two read functions are called from the native loops by address (dlsym on the built
 module), with the GIL held.
@@ -14,16 +14,14 @@ from __future__ import annotations
 import pathlib
 
 import cffi
-import torch
 
-from bench.native.internal_fixes_build import torch_cpp_options
-from bench.native import torch_version
+from bench.native import toolchain
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 MODULE = "_bench_batched_read"
 SOURCES = (HERE / "batched_read.cpp", HERE / "batched_read.h", pathlib.Path(__file__).resolve(),
-           HERE / "internal_fixes_build.py", ROOT / "shim_ext" / "include" / "torch_borrow" / "abi.h")
+           HERE / "toolchain.py", ROOT / "shim_ext" / "include" / "torch_borrow" / "abi.h")
 
 # Only what Python calls: the struct and the two reads are batched_read.h's, found by
 # address (dlsym on the built module) by the native loops' wrapper.
@@ -32,18 +30,12 @@ _DECLS = """
 """
 ffibuilder = cffi.FFI()
 ffibuilder.cdef(_DECLS)
-_options = torch_cpp_options(HERE / "batched_read.cpp", _DECLS, '"batched_read.h"')
+_options = toolchain.torch_cpp_options(HERE / "batched_read.cpp", _DECLS, '"batched_read.h"')
 _options["include_dirs"].append(str(ROOT / "shim_ext" / "include"))
 ffibuilder.set_source(MODULE, **_options)
 
 
 def build(tmpdir: pathlib.Path) -> pathlib.Path:
     """Compile ``_bench_batched_read`` into ``tmpdir``; returns the built module's path."""
-    tmpdir.mkdir(parents=True, exist_ok=True)
-    return pathlib.Path(ffibuilder.compile(tmpdir=str(tmpdir), verbose=False))
+    return toolchain.compile_ffi(ffibuilder, tmpdir)
 
-
-if __name__ == "__main__":
-    from bench.native import peers_native
-
-    print(build(peers_native.build_dir(torch_version(torch))))

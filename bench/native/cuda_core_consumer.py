@@ -2,7 +2,7 @@
 each of our routes (``cuda_core_consumer.pyx``, built by ``cuda_core_consumer_build.py``
 at first use), beside the view cuda.core itself makes (``cuda_core_peer``).
 
-``Consumer(torch)`` builds what is missing into ``peers_native.build_dir(...)/cuda_core-<v>/``
+``Consumer(torch)`` builds what is missing into ``bench.native.build_dir(...)/cuda_core-<v>/``
 (one folder per cuda-core version: the module writes into its struct layout), resolves
 every address with ``bridge._resolve`` and installs them. Its routes (``ROUTES``) are
 functions ``view(t) -> StridedMemoryView``; ``available[route]``, ``reasons[route]`` and
@@ -17,7 +17,8 @@ import contextlib
 import pathlib
 import warnings
 
-from bench.native import peers_native, torch_version
+from bench import native
+from bench.native import torch_version
 
 #: The routes: ``owned`` (torch's ``torch_tensor_from_pyobject``, 2.14+, + getters +
 #: delete); ``owned_prototype`` (2.14's implementation built for the running torch,
@@ -49,7 +50,7 @@ class Unavailable(RuntimeError):
 
 
 def _built_module(builder, out: pathlib.Path):
-    return peers_native.built_module(builder, out)
+    return native.built_module(builder, out)
 
 
 def _load_fixes(torch):
@@ -68,6 +69,12 @@ def cuda_core_version() -> str | None:
         return None
 
 
+def build_folder(torch, version: str) -> pathlib.Path:
+    """Where the consumer for cuda-core ``version`` is built: ``cuda_core-<version>/`` in
+    ``bench.native.build_dir`` (one build per cuda-core release, whose ``.pxd`` it reads)."""
+    return native.build_dir(torch_version(torch)) / f"cuda_core-{version}"
+
+
 class Consumer:
     """The consumer module with every address installed (``ROUTES``)."""
 
@@ -83,9 +90,9 @@ class Consumer:
         self.cuda_core_version = version
         from bench.native import cuda_core_consumer_build as cb
 
-        out = peers_native.build_dir(torch_version(torch))
+        out = native.build_dir(torch_version(torch))
         try:
-            self.module = mod = _built_module(cb, out / f"cuda_core-{version}")
+            self.module = mod = _built_module(cb, build_folder(torch, version))
         except cb.BuildUnavailable as exc:
             raise Unavailable(f"cuda-core {version}: {exc}") from exc
         except Exception as exc:  # Cython or the compiler refused this cuda-core's .pxd

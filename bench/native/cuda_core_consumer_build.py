@@ -11,7 +11,8 @@ from __future__ import annotations
 import pathlib
 import re
 import shutil
-from bench.native import torch_version
+
+from bench.native import toolchain
 
 HERE = pathlib.Path(__file__).resolve().parent
 MODULE = "_bench_cuda_core_consumer"
@@ -99,7 +100,7 @@ def build(out: pathlib.Path) -> pathlib.Path:
     (``reduced_cuda_utils``), keeping what ``_layout.pxd`` uses verbatim."""
     try:
         from Cython.Build import cythonize
-        from setuptools import Distribution, Extension
+        from setuptools import Extension
     except ImportError as exc:
         raise BuildUnavailable(f"Cython and setuptools are needed to build it ({exc})") from exc
     pxd_src = cuda_core_pxd_dir()
@@ -116,18 +117,4 @@ def build(out: pathlib.Path) -> pathlib.Path:
     tmp = out / "cython-tmp"
     exts = cythonize([ext], include_path=[str(stage), str(root)], build_dir=str(tmp), quiet=True,
                      compiler_directives={"language_level": 3}, force=True)
-    dist = Distribution({"ext_modules": exts})
-    cmd = dist.get_command_obj("build_ext")
-    cmd.build_lib = str(out)
-    cmd.build_temp = str(tmp)
-    cmd.inplace = False
-    cmd.ensure_finalized()
-    cmd.run()
-    return pathlib.Path(cmd.get_ext_fullpath(MODULE))
-
-
-if __name__ == "__main__":
-    import torch
-    from bench.native import peers_native
-
-    print(build(peers_native.build_dir(torch_version(torch))))
+    return toolchain.build_extensions(exts, out, tmp)[0]

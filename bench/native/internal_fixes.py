@@ -19,7 +19,8 @@ import contextlib
 import ctypes
 from dataclasses import dataclass
 
-from bench.native import peers_native, torch_version
+from bench import native
+from bench.native import torch_version
 
 _PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
 _PyCapsule_GetPointer.restype = ctypes.c_void_p
@@ -51,7 +52,7 @@ class DLTensorFields:
 def _module(torch_version: str):
     from bench.native import internal_fixes_build
 
-    return peers_native.built_module(internal_fixes_build, peers_native.build_dir(torch_version))
+    return native.built_module(internal_fixes_build, native.build_dir(torch_version))
 
 
 def torch_dlpack_api(torch) -> int:

@@ -2,7 +2,7 @@
 // does not export it (< 2.14): the owned route of the seed's consumer
 // (bench/native/cuda_core_consumer.pyx), labelled "owned (2.14's implementation, built for
 // torch X)" wherever it appears. Benchmark-only; bench/native/owned_prototype_build.py builds
-// it with cffi into peers_native.build_dir(...).
+// it with cffi into bench.native.build_dir(...).
 //
 // The same shape as upstream (torch/csrc/shim_common.cpp's torch_tensor_from_pyobject
 // and torch/csrc/PyObjectConversionPythonImpl.cpp's ConcretePyObjectConversion, copied

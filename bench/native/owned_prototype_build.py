@@ -3,7 +3,7 @@
 
 Like ``internal_fixes_build.py``: out-of-line API mode, compiled against the installed
 torch's headers, linking ``libtorch_python`` (``THPVariableClass``) and ``libtorch_cpu``
-/ ``libc10`` into ``tmpdir`` (``peers_native.build_dir``: ``build/bench-<torch
+/ ``libc10`` into ``tmpdir`` (``bench.native.build_dir``: ``build/bench-<torch
 version>-<SOABI>/``, git-ignored). Benchmark-only: nothing the bridge imports. The
 function's address (``ffi.addressof(lib, ...)``) is called from Cython with the GIL held
 (cffi's ``lib.`` call would release it, and the function refuses to run without it).
@@ -14,15 +14,13 @@ from __future__ import annotations
 import pathlib
 
 import cffi
-import torch
 
-from bench.native.internal_fixes_build import torch_cpp_options
-from bench.native import torch_version
+from bench.native import toolchain
 
 HERE = pathlib.Path(__file__).resolve().parent
 MODULE = "_bench_owned_prototype"
 SOURCES = (HERE / "owned_prototype.cpp", pathlib.Path(__file__).resolve(),
-           HERE / "internal_fixes_build.py")
+           HERE / "toolchain.py")
 FUNCTION = "owned_prototype_tensor_from_pyobject"
 
 _DECLS = """
@@ -33,17 +31,11 @@ _DECLS = """
 """
 ffibuilder = cffi.FFI()
 ffibuilder.cdef("struct AtenTensorOpaque;" + _DECLS)
-ffibuilder.set_source(MODULE, **torch_cpp_options(HERE / "owned_prototype.cpp",
-                                                  "struct AtenTensorOpaque;\n" + _DECLS))
+ffibuilder.set_source(MODULE, **toolchain.torch_cpp_options(HERE / "owned_prototype.cpp",
+                                                            "struct AtenTensorOpaque;\n" + _DECLS))
 
 
 def build(tmpdir: pathlib.Path) -> pathlib.Path:
     """Compile ``_bench_owned_prototype`` into ``tmpdir``; returns the built module's path."""
-    tmpdir.mkdir(parents=True, exist_ok=True)
-    return pathlib.Path(ffibuilder.compile(tmpdir=str(tmpdir), verbose=False))
+    return toolchain.compile_ffi(ffibuilder, tmpdir)
 
-
-if __name__ == "__main__":
-    from bench.native import peers_native
-
-    print(build(peers_native.build_dir(torch_version(torch))))

@@ -59,10 +59,10 @@ class Binding:
 
 
 def build_dir(torch_version: str) -> pathlib.Path:
-    """``peers_native.build_dir``: one folder per torch and interpreter, shared."""
-    from bench.native import peers_native
+    """``bench.native.build_dir``: one folder per torch and interpreter, shared."""
+    from bench import native
 
-    return peers_native.build_dir(torch_version)
+    return native.build_dir(torch_version)
 
 
 def _version(dist: str) -> str:

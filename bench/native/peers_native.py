@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ctypes
 
-from bench.native import build_dir, built_module  # noqa: F401 (peers_native.built_module)
+from bench.native import build_dir, built_module
 from bench.native import torch_version
 
 _PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer

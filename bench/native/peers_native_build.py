@@ -2,7 +2,7 @@
 
 Out-of-line API mode, like ``shim_ext/borrow_build.py``: ``ffibuilder`` holds the
 cdef and the source (``peers_native.c``); ``build(tmpdir)`` compiles it against the
-installed torch's ``ATen/dlpack.h`` into ``tmpdir`` (``peers_native.build_dir``,
+installed torch's ``ATen/dlpack.h`` into ``tmpdir`` (``bench.native.build_dir``,
 git-ignored). The C is plain C: ``dlpack.h`` needs no C++ and no torch library, and
 the aoti functions are called through addresses resolved at run time by ``bridge``.
 """
@@ -13,6 +13,8 @@ import pathlib
 
 import cffi
 import torch.utils.cpp_extension as cpp_extension
+
+from bench.native import toolchain
 
 HERE = pathlib.Path(__file__).resolve().parent
 MODULE = "_bench_peers"
@@ -58,11 +60,4 @@ ffibuilder.set_source(
 
 def build(tmpdir: pathlib.Path) -> pathlib.Path:
     """Compile ``_bench_peers`` into ``tmpdir``; returns the path of the built module."""
-    tmpdir.mkdir(parents=True, exist_ok=True)
-    return pathlib.Path(ffibuilder.compile(tmpdir=str(tmpdir), verbose=False))
-
-
-if __name__ == "__main__":
-    import torch
-
-    print(build(HERE.parent.parent / "build" / f"bench-{torch.__version__}"))
+    return toolchain.compile_ffi(ffibuilder, tmpdir)
