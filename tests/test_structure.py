@@ -1,0 +1,111 @@
+"""The import structure of the Python packages (``shim_ext``, ``bridge``, ``bench``): no
+import circle, and no arrow from a lower part back up (``shim_ext`` below ``bridge``,
+both below ``bench``). Imports inside functions count: a lazy import is still an arrow."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGES = ("shim_ext", "bridge", "bench")
+#: compiled modules (no ``.py``), each a leaf: ``_bridge.pyx`` imports no package module
+COMPILED = ("bridge._bridge", "shim_ext._entry", "shim_ext._borrow")
+#: each package's rank: an import may only go to a package of the same or a lower rank
+RANK = {"shim_ext": 0, "bridge": 1, "bench": 2}
+
+
+def modules() -> dict[str, pathlib.Path | None]:
+    """Every module of ``PACKAGES``, dotted name -> its file (None: compiled)."""
+    found: dict[str, pathlib.Path | None] = dict.fromkeys(COMPILED)
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            if {"results", "examples"} & set(parts[:-1]):  # evidence, code to copy
+                continue
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found[name] = path
+    return found
+
+
+def import_graph(mods: dict[str, pathlib.Path | None]) -> dict[str, set[str]]:
+    """module -> the package modules it imports (at module level or inside functions)."""
+    graph: dict[str, set[str]] = {name: set() for name in mods}
+    for name, path in mods.items():
+        if path is None:
+            continue
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    kept = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(kept + ([base] if base else []))
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base
+                           for a in node.names]
+            else:
+                continue
+            graph[name].update(t for t in targets if t in mods and t != name)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return import_graph(modules())
+
+
+def test_the_graph_sees_the_packages(graph):
+    # the graph is not empty by accident: the known arrows are there
+    assert "bridge._select" in graph["bridge"]
+    assert "shim_ext" in graph["bridge._resolve"]
+    assert "bench.native.toolchain" in graph["bench.native.internal_fixes_build"]
+
+
+def test_no_import_circle(graph):
+    assert cycles(graph) == []
+
+
+def test_no_arrow_back_up(graph):
+    upward = sorted((a, b) for a, targets in graph.items() for b in targets
+                    if RANK[b.split(".")[0]] > RANK[a.split(".")[0]])
+    assert upward == []
+
+
+def test_the_circle_check_finds_a_circle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
