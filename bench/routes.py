@@ -67,6 +67,31 @@ ROUTES = (
     Route("getters7", "7 getters alone (through a borrowed handle)", "today", part=True),
 )
 BY_NAME = {r.name: r for r in ROUTES}
+#: The native group's rows beside the routes (``scenarios/bench_native.py``): each
+#: path's ``_native_loop`` (one stable-ABI getter per field after the metadata-policy
+#: check), the floors and the parts that are no route.
+NATIVE_LABELS = {
+    "owned": "owned: torch_tensor_from_pyobject + getters + delete",
+    "borrow": "borrow: torch_tensor_borrow_from_pyobject + getters",
+    "fallback": "pointer trick (THPVariable offset) + getters",
+    "typecheck": "real-type check alone (floor)",
+    "handle_borrow_direct": "handle alone: the borrow's implementation called directly (no vtable)",
+    "conj_getter": "conj bit: torch_is_conj (patch 0002)",
+    "conj_dispatcher": "conj bit: new owning handle + torch_call_dispatcher(aten::is_conj)",
+    "meta_offset": "batched (withdrawn): (char*)obj + sizeof(PyObject) + torch_tensor_get_metadata",
+    "gil_check": "PyGILState_Check() alone",
+}
+#: A route's row name in the native group: ``route_<Route.name>``.
+ROUTE_PREFIX = "route_"
+
+
+def label(name: str) -> str | None:
+    """The label a native row carries into the JSON: a route's (``route_<name>``; a
+    part's marked so) or ``NATIVE_LABELS``'; None for a name neither knows."""
+    if name.startswith(ROUTE_PREFIX):
+        route = BY_NAME.get(name.removeprefix(ROUTE_PREFIX))
+        return None if route is None else route.label + (" (part)" if route.part else "")
+    return NATIVE_LABELS.get(name)
 
 
 def contenders(t, peers, fixes, paths: dict[str, bool],

@@ -34,7 +34,6 @@ from bench.report.results import (  # noqa: F401 (the report's names, one namesp
     LABELS,
     LAUNCH,
     NATIVE,
-    NATIVE_LABELS,
     NDIM,
     NTENS,
     OWNED_HANDLE,

@@ -93,16 +93,10 @@ LABELS = {
     "cuda_array_interface": "t.__cuda_array_interface__",
     "dlpack_dltensor": "DLPack dltensor_from_py_object_no_sync",
     "dlpack_managed": "DLPack managed_tensor_from_py_object_no_sync + deleter",
-    "typecheck": "real-type check alone (floor)",
     "handle_owned": "handle alone: torch_tensor_from_pyobject + delete",
     "handle_borrow": "handle alone: torch_tensor_borrow_from_pyobject",
     "handle_fallback": "handle alone: (char*)obj + sizeof(PyObject)",
     "getters7": "seven aoti_torch_get_* alone",
-    "conj_getter": "conj bit: torch_is_conj (patch 0002)",
-    "conj_dispatcher": "conj bit: new owning handle + torch_call_dispatcher(aten::is_conj)",
-    "gil_check": "PyGILState_Check() alone",
-    "handle_borrow_direct": "handle alone: the same, its implementation called directly (no vtable)",
-    "meta_offset": "batched (withdrawn): (char*)obj + sizeof(PyObject) + torch_tensor_get_metadata",
     "meta_borrow": "batched: torch_tensor_borrow_from_pyobject + torch_tensor_get_metadata",
     "meta_from_pyobject": "batched: torch_tensor_borrow_metadata_from_pyobject (one call)",
     "nanobind_empty": "nanobind: empty() (no argument)",
@@ -112,30 +106,17 @@ LABELS = {
 }
 
 
-# The native loop's rows (``bench_native.py``): the bridge's ``_native_loop`` on each path,
-# reading with one stable-ABI getter per field after the metadata-policy check.
-NATIVE_LABELS = {
-    "owned": "owned: torch_tensor_from_pyobject + getters + delete",
-    "borrow": "borrow: torch_tensor_borrow_from_pyobject + getters",
-    "fallback": "pointer trick (THPVariable offset) + getters",
-}
-
-
 def label(r: "Results", group: str, name: str) -> str:
     """The human label of contender ``name`` of ``group``: the tables' and the chart's.
     The label recorded with the result (``extra_info["label"]``) where the run has one."""
     b = r.get(group, name)
     if b is not None and b["extra_info"].get("label"):
         return b["extra_info"]["label"]
-    if name.startswith("route_"):
-        from bench import routes
+    from bench import routes
 
-        route = routes.BY_NAME.get(name.removeprefix("route_"))
-        if route is not None:
-            return route.label + (" (part)" if route.part else "")
-    if group == NATIVE and name in NATIVE_LABELS:
-        return NATIVE_LABELS[name]
-    return LABELS.get(name, name)
+    if group in (NATIVE, ROUTES) and routes.label(name) is not None:
+        return routes.label(name)  # the native rows' own (bench/routes.py)
+    return LABELS.get(name) or routes.label(name) or name
 
 
 def entry(group: str, item) -> tuple[str, str]:

@@ -25,20 +25,8 @@ PATH_NAMES = views.VIEWERS
 PEER_NAMES = ("typecheck",)
 PART_NAMES = ("handle_borrow_direct", "conj_getter", "conj_dispatcher", "meta_offset",
               "gil_check")
-#: The label of each row outside the routes (theirs are ``routes.Route.label``).
-LABELS = {
-    "owned": "owned: torch_tensor_from_pyobject + getters + delete",
-    "borrow": "borrow: torch_tensor_borrow_from_pyobject + getters",
-    "fallback": "pointer trick (THPVariable offset) + getters",
-    "typecheck": "real-type check alone (floor)",
-    "handle_borrow_direct": "handle alone: the borrow's implementation called directly (no vtable)",
-    "conj_getter": "conj bit: torch_is_conj (patch 0002)",
-    "conj_dispatcher": "conj bit: new owning handle + torch_call_dispatcher(aten::is_conj)",
-    "meta_offset": "batched (withdrawn): (char*)obj + sizeof(PyObject) + torch_tensor_get_metadata",
-    "gil_check": "PyGILState_Check() alone",
-}
 ROUTES_GROUP = "2c routes: Python object to metadata, every route, C loop, 32x32 float32"
-ROUTE_PREFIX = "route_"
+ROUTE_PREFIX = routes.ROUTE_PREFIX
 
 
 @pytest.fixture(scope="module")
@@ -85,10 +73,9 @@ def native_run(torch, bridge, available, native_peers, protocol, notes, device):
 
 
 def _label(name: str) -> str:
-    if name.startswith(ROUTE_PREFIX):
-        route = routes.BY_NAME[name.removeprefix(ROUTE_PREFIX)]
-        return route.label + (" (part)" if route.part else "")
-    return LABELS[name]
+    text = routes.label(name)
+    assert text is not None, f"{name}: no label in bench/routes.py"
+    return text
 
 
 def _record(benchmark, run, protocol, notes, name, group):
