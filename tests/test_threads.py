@@ -20,6 +20,7 @@ import bridge
 from bridge import _bridge, _resolve, _select, _support
 from helpers.expect import auto_path, expected_paths, torch_answer, view_fields
 from helpers.parity import VIEWS
+from helpers.threads import run_threads
 
 THREADS = 8
 VIEWS_PER_THREAD = 100_000
@@ -45,22 +46,17 @@ def _hammer(view, tensors, allowed):
     bridge.reset_path_counts()
     stop = threading.Event()
     seen = [dict.fromkeys(bridge.PATHS, 0) for _ in range(THREADS)]
-    errors = []
     switches = [0]
 
     def worker(i):
         t = tensors[i]
         ptr, shape, strides = _expected(t)
         counts = seen[i]
-        try:
-            for _ in range(VIEWS_PER_THREAD):
-                v = view(t)
-                if v.ptr != ptr or v.shape != shape or v.strides != strides or v.obj is not t:
-                    errors.append(f"thread {i}: wrong view {v!r}")
-                    return
-                counts[v.path] += 1
-        except BaseException as exc:  # reported below, with the thread that saw it
-            errors.append(f"thread {i}: {type(exc).__name__}: {exc}")
+        for _ in range(VIEWS_PER_THREAD):
+            v = view(t)
+            if v.ptr != ptr or v.shape != shape or v.strides != strides or v.obj is not t:
+                raise AssertionError(f"wrong view {v!r}")
+            counts[v.path] += 1
 
     def switcher():
         while not stop.is_set():
@@ -68,15 +64,7 @@ def _hammer(view, tensors, allowed):
                 bridge.set_path(p)
                 switches[0] += 1
 
-    workers = [threading.Thread(target=worker, args=(i,)) for i in range(THREADS)]
-    switch = threading.Thread(target=switcher)
-    switch.start()
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    stop.set()
-    switch.join()
+    errors = run_threads([lambda i=i: worker(i) for i in range(THREADS)], [switcher], stop)
     total = {p: sum(s[p] for s in seen) for p in bridge.PATHS}
     assert not errors, errors[:5]
     assert set(p for p, n in total.items() if n) <= set(allowed), total
@@ -109,9 +97,7 @@ def test_per_path_views_ignore_set_path(path):
 
 def _view_in_thread(t):
     box = []
-    th = threading.Thread(target=lambda: box.append(bridge.view(t).path))
-    th.start()
-    th.join()
+    assert run_threads([lambda: box.append(bridge.view(t).path)]) == []
     return box[0]
 
 
@@ -125,9 +111,7 @@ def test_set_path_in_one_thread_changes_the_next_view_of_another():
 def test_set_path_from_another_thread_is_seen_here():
     t = torch.ones(2)
     for path in AVAILABLE:
-        th = threading.Thread(target=bridge.set_path, args=(path,))
-        th.start()
-        th.join()
+        assert run_threads([lambda: bridge.set_path(path)]) == []
         assert bridge.view(t).path == path
         assert bridge.requested_path() == path
 
@@ -241,28 +225,19 @@ def test_many_threads_view_shared_tensors_exactly(path, view_on):
     answers = [torch_answer(t) for t in tensors]
     rounds = 1000
     barrier = threading.Barrier(THREADS)
-    errors = []
 
     def worker(i):
         order = list(range(len(tensors)))
         order = order[i % len(order):] + order[:i % len(order)]
-        try:
-            barrier.wait()
-            for _ in range(rounds):
-                for k in order:
-                    v = view_on(tensors[k])
-                    if v.obj is not tensors[k] or view_fields(v) != answers[k]:
-                        errors.append(f"thread {i}: {view_fields(v)} != {answers[k]}")
-                        return
-        except BaseException as exc:
-            errors.append(f"thread {i}: {type(exc).__name__}: {exc}")
+        barrier.wait()
+        for _ in range(rounds):
+            for k in order:
+                v = view_on(tensors[k])
+                if v.obj is not tensors[k] or view_fields(v) != answers[k]:
+                    raise AssertionError(f"{view_fields(v)} != {answers[k]}")
 
     bridge.reset_path_counts()
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(THREADS)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    errors = run_threads([lambda i=i: worker(i) for i in range(THREADS)])
     assert not errors, errors[:5]
     assert bridge.path_counts()[path] == THREADS * rounds * len(tensors)
 
@@ -280,11 +255,7 @@ def test_one_view_read_by_many_threads_at_once():
             barrier.wait()
             got.append((v.shape, v.strides))
 
-        threads = [threading.Thread(target=reader) for _ in range(THREADS)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
+        assert run_threads([reader] * THREADS) == []
         assert all(g == ((7, 5), (1, 7)) for g in got), got
         assert len({(id(a), id(b)) for a, b in got}) == 1  # one tuple each, made once
 
@@ -300,25 +271,17 @@ def test_first_choice_is_race_free():
         bridge.set_path("auto")
         _bridge._activate(-1)  # un-chosen: the next view chooses
         barrier = threading.Barrier(THREADS + 1)
-        seen, errors = [], []
+        seen = []
 
         def viewer():
             barrier.wait()
-            try:
-                seen.append(bridge.view(t).path)
-            except BaseException as exc:
-                errors.append(repr(exc))
+            seen.append(bridge.view(t).path)
 
         def chooser():
             barrier.wait()
             bridge.set_path(explicit)
 
-        threads = [threading.Thread(target=viewer) for _ in range(THREADS)]
-        threads.append(threading.Thread(target=chooser))
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
+        errors = run_threads([viewer] * THREADS + [chooser])
         assert not errors, errors
         assert set(seen) <= allowed, seen
         assert bridge.requested_path() == explicit
@@ -339,7 +302,6 @@ def test_views_during_re_resolution_see_one_installed_state():
     answer = torch_answer(t)
     stop = threading.Event()
     outcomes = [dict(view=0, retry=0) for _ in range(THREADS)]
-    errors = []
     resolutions = [0]
 
     def resolver():
@@ -348,41 +310,27 @@ def test_views_during_re_resolution_see_one_installed_state():
                 _select._resolve_again(hide={_resolve.HIDE_FALLBACK_CHECK}
                                        if resolutions[0] % 2 else ())
                 resolutions[0] += 1
-        except BaseException as exc:
-            errors.append(f"resolver: {type(exc).__name__}: {exc}")
         finally:
             _select._resolve_again()
 
     def viewer(i):
-        try:
-            # Until the resolver has installed RESOLUTIONS states (or 20,000 views): what
-            # the test needs is views interleaved with many installs, not a fixed count.
-            for k in range(20_000):
-                if resolutions[0] >= RESOLUTIONS and outcomes[i]["view"]:
-                    break
-                try:
-                    v = (bridge.view, bridge.view_fallback)[k % 2](t)
-                except (RuntimeError, bridge.PathUnavailableError) as exc:
-                    if not isinstance(exc, bridge.PathUnavailableError):
-                        assert "re-resolved" in str(exc), exc
-                    outcomes[i]["retry"] += 1
-                    continue
-                if view_fields(v) != answer:
-                    errors.append(f"viewer {i}: {view_fields(v)} != {answer}")
-                    return
-                outcomes[i]["view"] += 1
-        except BaseException as exc:
-            errors.append(f"viewer {i}: {type(exc).__name__}: {exc}")
+        # Until the resolver has installed RESOLUTIONS states (or 20,000 views): what
+        # the test needs is views interleaved with many installs, not a fixed count.
+        for k in range(20_000):
+            if resolutions[0] >= RESOLUTIONS and outcomes[i]["view"]:
+                break
+            try:
+                v = (bridge.view, bridge.view_fallback)[k % 2](t)
+            except (RuntimeError, bridge.PathUnavailableError) as exc:
+                if not isinstance(exc, bridge.PathUnavailableError):
+                    assert "re-resolved" in str(exc), exc
+                outcomes[i]["retry"] += 1
+                continue
+            if view_fields(v) != answer:
+                raise AssertionError(f"{view_fields(v)} != {answer}")
+            outcomes[i]["view"] += 1
 
-    res = threading.Thread(target=resolver)
-    viewers = [threading.Thread(target=viewer, args=(i,)) for i in range(THREADS)]
-    res.start()
-    for th in viewers:
-        th.start()
-    for th in viewers:
-        th.join()
-    stop.set()
-    res.join()
+    errors = run_threads([lambda i=i: viewer(i) for i in range(THREADS)], [resolver], stop)
     assert not errors, errors[:5]
     assert resolutions[0] >= RESOLUTIONS or all(
         o["view"] + o["retry"] == 20_000 for o in outcomes), (resolutions, outcomes)
@@ -410,7 +358,6 @@ def test_mutation_ordered_by_a_lock_gives_exact_views(view_on, mutation):
     lock = threading.Lock()
     current = [0]
     stop = threading.Event()
-    errors = []
 
     def mutator():
         k = 0
@@ -426,27 +373,15 @@ def test_mutation_ordered_by_a_lock_gives_exact_views(view_on, mutation):
                     k = 1 - current[0]  # t now holds what other held
                 current[0] = k
 
-    def viewer(i):
-        try:
-            for _ in range(5_000):
-                with lock:
-                    v = view_on(t)
-                    k = current[0]
-                if view_fields(v) != answers[k]:
-                    errors.append(f"viewer {i}: {view_fields(v)} != {answers[k]}")
-                    return
-        except BaseException as exc:
-            errors.append(f"viewer {i}: {type(exc).__name__}: {exc}")
+    def viewer():
+        for _ in range(5_000):
+            with lock:
+                v = view_on(t)
+                k = current[0]
+            if view_fields(v) != answers[k]:
+                raise AssertionError(f"{view_fields(v)} != {answers[k]}")
 
-    mut = threading.Thread(target=mutator)
-    viewers = [threading.Thread(target=viewer, args=(i,)) for i in range(4)]
-    mut.start()
-    for th in viewers:
-        th.start()
-    for th in viewers:
-        th.join()
-    stop.set()
-    mut.join()
+    errors = run_threads([viewer] * 4, [mutator], stop)
     assert not errors, errors[:5]
 
 
@@ -466,7 +401,6 @@ def test_with_the_gil_a_view_is_a_snapshot_while_another_thread_mutates(view_on,
     other = candidates[1].clone()
     other.data = candidates[1]
     stop = threading.Event()
-    errors = []
 
     def mutator():
         k = 0
@@ -477,25 +411,13 @@ def test_with_the_gil_a_view_is_a_snapshot_while_another_thread_mutates(view_on,
             else:
                 torch.utils.swap_tensors(t, other)
 
-    def viewer(i):
-        try:
-            for _ in range(20_000):
-                fields = view_fields(view_on(t))
-                if fields not in answers:
-                    errors.append(f"viewer {i}: a view of no candidate: {fields}")
-                    return
-        except BaseException as exc:
-            errors.append(f"viewer {i}: {type(exc).__name__}: {exc}")
+    def viewer():
+        for _ in range(20_000):
+            fields = view_fields(view_on(t))
+            if fields not in answers:
+                raise AssertionError(f"a view of no candidate: {fields}")
 
-    mut = threading.Thread(target=mutator)
-    viewers = [threading.Thread(target=viewer, args=(i,)) for i in range(4)]
-    mut.start()
-    for th in viewers:
-        th.start()
-    for th in viewers:
-        th.join()
-    stop.set()
-    mut.join()
+    errors = run_threads([viewer] * 4, [mutator], stop)
     assert not errors, errors[:5]
 
 
@@ -520,9 +442,7 @@ def test_a_view_writes_nothing_another_thread_writes():
         blocks.append((before, _bridge._counts_block()))
         barrier.wait()
 
-    threads = [threading.Thread(target=work) for _ in range(THREADS)]
-    [th.start() for th in threads]
-    [th.join() for th in threads]
+    assert run_threads([work] * THREADS) == []
     assert all(before == 0 and after != 0 for before, after in blocks), blocks
     addresses = [after for _, after in blocks]
     assert len(set(addresses)) == THREADS, addresses
