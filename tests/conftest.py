@@ -41,3 +41,12 @@ def hidden():
         yield hide
     finally:
         _select._resolve_again()
+
+
+@pytest.fixture(scope="session")
+def built_examples(tmp_path_factory):
+    """The folder of the consumer examples (``shim_ext/examples/``), built once per test
+    process against the installed ``torch_borrow/consumer.h``."""
+    from helpers.consumers import build_examples
+
+    return build_examples(tmp_path_factory.mktemp("consumer_examples"))

@@ -26,9 +26,8 @@ import bridge
 from bench.native import load_extension
 import shim_ext
 from helpers import cases as parity_cases
-from test_consumer_example import (ROUTES, _unreadable, build, expected_route,
-                                   expected_route_without_shim_ext, expected_tuple, force,
-                                   needs_route)
+from helpers.consumers import (ROUTES, build, expected_route, expected_route_without_shim_ext,
+                               expected_tuple, force, make, needs_route, unreadable)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "shim_ext" / "examples"
@@ -36,14 +35,8 @@ CONSUMERS = ("minimal", "borrow_consumer", "borrow_consumer_c")
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    out = tmp_path_factory.mktemp("consumer_header")
-    for src in build.EXAMPLES:
-        try:
-            build.build(src, out)
-        except subprocess.CalledProcessError as exc:
-            pytest.fail(f"{' '.join(exc.cmd)}\n{exc.stdout}{exc.stderr}")
-    return out
+def built(built_examples):
+    return built_examples
 
 
 # --- the header, installed -----------------------------------------------------------------
@@ -122,8 +115,6 @@ def test_readme_shows_the_minimal_consumer_verbatim():
 @pytest.mark.parametrize("case", ["contiguous", "transposed, storage offset", "0-d",
                                   "expanded", "plain subclass", "complex64", "cuda"])
 def test_minimal_consumer_equals_torch(built, case):
-    from test_consumer_example import make
-
     minimal = load_extension("minimal", built)
     t = make(case)
     assert minimal.view(t) == expected_tuple(t)[:4]
@@ -304,7 +295,7 @@ CHILD = textwrap.dedent("""
 """)
 
 
-@pytest.mark.skipif(_unreadable() is not None, reason=str(_unreadable()))
+@pytest.mark.skipif(unreadable() is not None, reason=str(unreadable()))
 def test_hostile_catalogue_through_the_consumers(built):
     """Every case of the catalogue, in a child process (a crash fails the test with its
     output): the expected exception type, or a view equal to the real tensor's."""
@@ -419,8 +410,8 @@ def test_contiguity_and_dtype_names_are_torchs(built, route):
     c = load_extension("borrow_consumer_c", built)
     force(c, route)
     try:
-        for name, make in CONTIGUITY.items():
-            t = make()
+        for name, build_tensor in CONTIGUITY.items():
+            t = build_tensor()
             assert c.describe(t) == (t.is_contiguous(), "float32"), name
         for dtype in (torch.float16, torch.bfloat16, torch.int64, torch.bool,
                       torch.complex64, torch.uint8, torch.float8_e4m3fn):
@@ -520,7 +511,7 @@ def test_cython_cimports_the_pxd(tmp_path):
     assert path.exists()
     assert (pathlib.Path(shim_ext.get_include()) / "torch_borrow" / "consumer.pxd").is_file()
     t = torch.randn(5, 6)[1:, ::2]
-    if _unreadable() is None:
+    if unreadable() is None:
         assert cy.view(t) == expected_tuple(t)
         assert cy.route()[0] == expected_route()
         cy.check(torch.randn(3, 4))
@@ -607,7 +598,7 @@ def test_readme_cython_block_compiles_and_reads(tmp_path):
         assert proc.returncode == 0, proc.stdout + proc.stderr
     mod = load_extension("readme_cython", tmp_path)
     t = torch.randn(4, 6)[1:, ::2]
-    if _unreadable() is None:
+    if unreadable() is None:
         assert mod.view(t) == (t.data_ptr(), tuple(t.shape))
     with pytest.raises(TypeError, match="expected a torch.Tensor"):
         mod.view("x")

@@ -24,13 +24,12 @@ context.
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
 from helpers.child import run_ok
 from helpers.expect import expected_paths
-from test_consumer_example import build, expected_route
+from helpers.consumers import expected_route
 
 CONTEXTS = ("none", "torch_function_mode", "torch_dispatch_mode", "fake_tensor_mode",
             "functionalize", "vmap", "compile")
@@ -179,13 +178,8 @@ def _run(context: str, first: str, built: str = "", unguarded: bool = False) -> 
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    out = tmp_path_factory.mktemp("first_use_consumer")
-    try:
-        build.build("consumer.c", out)
-    except subprocess.CalledProcessError as exc:
-        pytest.fail(f"{' '.join(exc.cmd)}\n{exc.stdout}{exc.stderr}")
-    return str(out)
+def built(built_examples):
+    return str(built_examples)
 
 
 _reference = {}
