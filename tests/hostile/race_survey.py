@@ -1,42 +1,8 @@
-"""What torch's own accessors and the bridge do when a tensor changes under them, with and without a GIL.
-
-For each interpreter given (``--python``; each with torch and this package installed),
-child processes (``subproc.run_python``: a crash is a finding, not a dead survey) run:
-
-- facts: ``sys._is_gil_enabled()`` after ``import torch`` and after ``import bridge``;
-  ``sizeof(PyObject)`` as compiled into the bridge, ``torch.Tensor.__basicsize__`` and
-  the fallback's offset proof; which paths exist and why not;
-- the counters: ``THREADS`` threads x 100,000 views, ``path_counts()`` against the
-  views made (plain increments lost counts without the GIL before the counters became atomic);
-- ``PyGILState_Check()`` (through ``ctypes.pythonapi``, which keeps the thread state
-  attached) in a thread A around a C call that never detaches it, and in a thread B
-  looping meanwhile: what each gets, and how long B stalls (all of A's call with a GIL;
-  a scheduler slice without one, whatever the machine's load);
-- whether torch's setters and getters wait for a per-object critical section another
-  thread holds on the tensor (free-threaded builds; ``list.append`` is the control);
-- whether torch's Python bindings take per-object critical sections at all: the
-  ``PyCriticalSection*`` / ``PyMutex*`` symbols ``libtorch_python.so`` imports;
-- the race: reader threads read a tensor ``t`` while one thread mutates it, for each
-  reader x mutation pair, ``--trials`` children each (``--seconds`` each):
-  readers: torch's ``t.shape``, ``t.stride()``, the three Python-level reads a consumer
-  makes one after another (``t.data_ptr()``, ``t.shape``, ``t.stride()``), and
-  ``bridge.view_<path>(t)`` for each available path; mutations: ``t.data = x``,
-  ``t.set_(x)``, ``torch.utils.swap_tensors(t, u)``, each cycling through tensors of
-  different shapes (one with more dimensions than fit inline in a TensorImpl), and
-  ``swap_tensors(t, u); del u`` with a fresh clone ``u`` each time: the mutator thread
-  frees the TensorImpl (and storage) ``t`` held, so a borrowed handle's (or the pointer
-  trick's) tensor is freed under a reader; plus the controls: readers with no mutator,
-  the mutator alone, and both under one lock (the documented rule).
-  Each read is judged against torch's answers for the candidates: exact (one
-  candidate's pointer, shape and strides; shape and strides alone for the freeing
-  mutation, whose tensors are fresh each time), or mixed (fields of two), or it raised.
-  Readers whose path this torch lacks (``view_owned`` before 2.14) are listed as not run,
-  with the reason.
-
-Writes the markdown report (``--out``, default ``proposal/findings/free-threaded.md``),
-with the interpreters, torch versions and date, and the raw results beside it (the same
-name, ``.json``); ``--render JSON`` redoes the report from those. ``make race-survey``
-runs it.
+"""What torch's own accessors and the bridge do when a tensor changes under them, with and
+without a GIL: facts per interpreter, the counters, ``PyGILState_Check()`` across threads,
+torch's critical sections, and every reader against every mutation, each in child
+processes. ``make race-survey`` -> ``proposal/findings/free-threaded.md`` (and its JSON);
+``--render JSON`` redoes the report. What each step does: ``tests/hostile/README.md``.
 """
 
 from __future__ import annotations

@@ -1,25 +1,9 @@
-"""Feed the hostile-input catalogue to torch's own ``torch_tensor_from_pyobject``.
+"""Feed the hostile-input catalogue to torch's own conversion functions and classify each outcome.
 
-For each torch interpreter given (``--python``), every case of ``cases.py`` goes to
-``runner.py --target torch-shim`` in a child process (batched; a crash ends only its
-child, and a new one resumes after the crashing case; ``--isolate`` gives each case a
-child of its own). Each outcome is classified:
-
-- crash: the child died (the signal, and the call it died in);
-- error: rc 1 and torch's message (the clean outcome for a non-tensor);
-- handle: rc 0, then what the stable ABI's getters said about the handle, judged
-  against the truth: a correct handle for a control, a forged one for a non-tensor,
-  and for a tensor without a pointer + strides description whether a consumer that
-  reads the getters can tell (layout, data pointer error) or gets plain-looking
-  metadata (conjugate / negative bits, null data pointer with elements, a data
-  pointer fabricated from a null base and the storage offset).
-
-Then torch's DLPack C exchange functions (``dltensor_from_py_object_no_sync`` and
-``managed_tensor_from_py_object_no_sync``) on a tensor and on objects that claim
-``torch.Tensor``: ``dlpack_exchange_repro.py``, one child per function x input; a child
-that dies is rerun under gdb (where there is one) for the frames it died in.
-
-Writes the markdown report (``--out``), with the torch versions and the date.
+Each case goes to ``torch_tensor_from_pyobject`` and to torch's DLPack exchange functions
+in a child process; an outcome is a crash, an error, or a handle judged against the
+truth. ``make survey`` writes ``--out`` (``proposal/findings/torch-shim.md``); how each
+outcome is judged: ``tests/hostile/README.md``.
 """
 
 from __future__ import annotations
