@@ -1,30 +1,9 @@
 """Fill the generated sections of proposal/RFC.md and proposal/appendix.md from committed JSON.
 
-Neither file holds a measured figure typed by hand. Each piece of evidence lives between
-``<!-- BEGIN generated: NAME -->`` and ``<!-- END generated: NAME -->`` and is rebuilt, on
-every run, from the raw values of the committed JSON (never from a rendered markdown table,
-never from a rounded value). The inputs, by block:
-
-- ``routes``, ``routes-all``: ``bench/results/callgrind-torch-<v>.json``,
-  ``callgrind-cp312-torch-<v>.json``, ``callgrind-cp313-torch-<v>.json`` (``make callgrind``;
-  key ``per_call["route:<name>"]``, instructions per call) and the timed runs
-  ``bench-torch-<v>.json``, ``bench-cp313-torch-<v>.json``, ``gpu-<gpu>-host-cpu-torch-<v>.json``
-  (group ``2c routes``, ``extra_info.samples_ns``, ns per call per round);
-- ``consumers``, ``fallback-ops``: ``callgrind-fallback-ops*-torch-<v>.json`` (``per_call
-  ["ccall:<route>:<op>"]``), ``fallback-ops-torch-<v>.json`` and
-  ``fallback-ops-gpu-<gpu>[-host-cpu]-torch-<v>.json`` (group ``F1``, ``samples_ns``);
-  the seed's consumer and the launch step from ``bench-torch-<v>.json`` /
-  ``gpu-<gpu>-torch-<v>.json`` (groups ``6 seed consumer`` and ``7 launch-bound``) and
-  ``time-consumer-*.json`` (``ns_per_call``, any key naming a route); numba-cuda's benchmark
-  from ``numba-cuda-*.json`` (its absence renders as a placeholder);
-- ``ask``: the same files, as sentences;
-- ``free-threaded``, ``free-threaded-all``: ``proposal/findings/free-threaded.json``
-  (``make race-survey``; per reader and mutation ``crashes``, ``exact``, ``mixed``, ``raised``);
-- ``conj-route``: the timed runs' group ``2b native parts`` (``conj_getter``, ``conj_dispatcher``).
-
-A file, row or key that is not there renders as a placeholder naming it, and is listed as a
-warning on stderr, so both files render today and fill in when the results land.
-``--check`` exits 1 if either file is not what rendering would produce.
+Every ``<!-- BEGIN generated: NAME -->`` block is rebuilt from the raw values of the
+committed JSON in ``bench/results/`` and ``proposal/findings/`` (never from a rendered
+table); a missing input renders as a placeholder naming it. ``--check`` exits 1 if either
+file is not what rendering would produce. Each block's inputs: ``proposal/README.md``.
 
 Usage: ``python3 proposal/tools/render.py [--results DIR] [--check]``.
 """

@@ -1,21 +1,13 @@
 """Run the patch's Python test against the prototype shim.
 
-The patch adds ``test/cpp_extensions/test_libtorch_agnostic_pyobject_borrow.py``
-to PyTorch. This script takes that file's text out of the patch itself (so what
-runs is exactly what the patch proposes), puts ``proposal/tools/stand_in`` first on
-``sys.path`` so that ``import libtorch_agn_2_16`` finds the ctypes stand-in over
-``shim_ext`` (the prototype) instead of the C++ extension, and runs the test class.
+The test file's text is taken out of the patch itself and run with the ctypes stand-in
+(``proposal/tools/stand_in``) in place of the C++ extension, so what runs is exactly what
+the patch proposes; without ``expecttest`` a minimal replacement of the five names the
+test imports is installed, and the first line printed says which ran. The details:
+``proposal/README.md``.
 
-PyTorch's ``torch.testing._internal.common_utils`` needs ``expecttest``, a
-PyTorch development dependency that the project's environments do not install.
-When it is missing, a minimal replacement of the five names the test imports
-(``TestCase``, ``run_tests``, ``IS_WINDOWS``, ``install_cpp_extension``,
-``skipIfFreeThreaded``) is
-installed in ``sys.modules``; the test logic itself is unchanged. The first line
-printed says which one ran.
-
-Usage: ``python -P proposal/tools/run_patch_test.py [--patch PATH]``; exit status 0
-when every test passed. Import torch's own environment's Python (``-P``).
+Usage: ``python -P proposal/tools/run_patch_test.py [--patch PATH]``; exit status 0 when
+every test passed.
 """
 
 from __future__ import annotations

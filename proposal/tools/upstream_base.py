@@ -1,28 +1,13 @@
 """Assemble ``proposal/.upstream-base``: the PyTorch files the patches touch or need.
 
-The base is PyTorch's main branch at the commit ``third_party/pytorch/BASE.toml`` names
-(``main_commit``), file by file from one of three sources, each checked against
-the SHA-256 the manifest records, so two checkouts always assemble the same bytes:
+PyTorch's main branch at the commit ``third_party/pytorch/BASE.toml`` names, file by file
+from a vendored copy, the torch 2.15.0 wheel's headers or a one-line text, each checked
+against the SHA-256 the manifest records; ``--from-git DIR`` takes the vendored files from
+a PyTorch clone. The sources in full: ``proposal/README.md``. Exits non-zero, naming the
+file, if any checksum differs.
 
-- ``vendored``: an unmodified copy under ``proposal/third_party/pytorch/`` of the file at the
-  commit the manifest names (PyTorch's BSD-3-Clause licence, ``upstream/LICENSE``),
-  for files the torch wheel does not ship (``.cpp`` sources, docs, tests, linters;
-  ``torch/csrc/PyInterpreter.cpp``, which patch 0001 edits, is one);
-- ``wheel``: the header as the torch 2.15.0 wheel installs it (tag v2.15.0, the
-  commit in ``wheel_commit``), for headers main has not changed since;
-- ``wheel-unguarded``: the same, without the ``#if !defined(TORCH_STABLE_ONLY) ...``
-  guard that packaging wraps around internal headers (not in the source tree);
-- ``wheel-plus-2.16``: ``torch/csrc/stable/version.h`` as v2.15.0 ships it plus the
-  ``TORCH_VERSION_2_16_0`` macro that main's shim.h uses (main's own copy is not
-  stored where this project can read it);
-- ``text``: a one-line file given in the manifest (``version.txt``: 2.16.0a0).
-
-``--from-git DIR`` takes the vendored files from a PyTorch clone instead
-(``git show COMMIT:PATH``), which is how a maintainer re-checks the copies.
-
-Usage: ``python proposal/tools/upstream_base.py [--out DIR] [--from-git PYTORCH_CLONE]``.
-Run it with the interpreter of the torch 2.15.0 environment (it reads that wheel's
-headers); it exits non-zero, naming the file, if any checksum differs.
+Usage: ``python proposal/tools/upstream_base.py [--out DIR] [--from-git PYTORCH_CLONE]``
+with the torch 2.15.0 environment's interpreter (it reads that wheel's headers).
 """
 
 from __future__ import annotations
