@@ -447,25 +447,35 @@ def dlpack_commit_message(patch: str) -> str:
                    "(a fork's copy of main, see BASE.toml)\n")
 
 
-def write_dlpack_series(base: pathlib.Path, out: pathlib.Path, clang_format: str) -> str:
-    """Build the DLPack series on ``base`` into ``out`` (its 000*.patch replaced); returns
-    the paths written, one a line."""
-    with tempfile.TemporaryDirectory(prefix="torch-dlpack-patch-") as scratch:
+def write_series(base: pathlib.Path, out: pathlib.Path, series, message, clang_format: str,
+                 prefix: str) -> str:
+    """Build ``series`` (``(patch, _, apply)`` triples) on a scratch copy of ``base``, one
+    commit each with ``message(patch)``, and write them into ``out`` by ``git
+    format-patch`` (its old ``000*.patch`` files replaced); returns the paths written,
+    one a line. Raises ``subprocess.CalledProcessError`` when a git step fails."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as scratch:
         root = pathlib.Path(scratch)
         shutil.copytree(base, root, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".git"))
         git(root, "init", "-q", "-b", "main")
         git(root, "add", "-A")
         git(root, "commit", "-q", "-m", "base: the PyTorch files the patches touch or need")
         tree = Tree(root, clang_format)
-        for patch, _, apply in DLPACK_SERIES:
+        for patch, _, apply in series:
             apply(tree)
             git(root, "add", "-A")
-            git(root, "commit", "-q", "-F", "-", stdin=dlpack_commit_message(patch))
+            git(root, "commit", "-q", "-F", "-", stdin=message(patch))
         out.mkdir(parents=True, exist_ok=True)
         for old in out.glob("000*.patch"):
             old.unlink()
-        return git(root, "format-patch", f"-{len(DLPACK_SERIES)}", "--zero-commit",
+        return git(root, "format-patch", f"-{len(series)}", "--zero-commit",
                    "--no-signature", "--full-index", "-o", str(out.resolve())).strip()
+
+
+def write_dlpack_series(base: pathlib.Path, out: pathlib.Path, clang_format: str) -> str:
+    """Build the DLPack series on ``base`` into ``out`` (its 000*.patch replaced); returns
+    the paths written, one a line."""
+    return write_series(base, out, DLPACK_SERIES, dlpack_commit_message, clang_format,
+                        "torch-dlpack-patch-")
 
 
 # The series, in landing order: each patch's number, what it is, and the function
@@ -523,24 +533,8 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.base / "torch/csrc/shim_common.cpp").exists():
         raise SystemExit(f"no base tree at {args.base}: run proposal/tools/upstream_base.py first")
     clang_format = find_clang_format()
-
-    with tempfile.TemporaryDirectory(prefix="torch-borrow-patch-") as scratch:
-        root = pathlib.Path(scratch)
-        shutil.copytree(args.base, root, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".git"))
-        git(root, "init", "-q", "-b", "main")
-        git(root, "add", "-A")
-        git(root, "commit", "-q", "-m", "base: the PyTorch files the patches touch or need")
-        tree = Tree(root, clang_format)
-        for patch, _, apply in SERIES:
-            apply(tree)
-            git(root, "add", "-A")
-            git(root, "commit", "-q", "-F", "-", stdin=commit_message(patch))
-        args.out.mkdir(parents=True, exist_ok=True)
-        for old in args.out.glob("000*.patch"):
-            old.unlink()
-        written = git(root, "format-patch", f"-{len(SERIES)}", "--zero-commit", "--no-signature",
-                      "--full-index", "-o", str(args.out.resolve())).strip()
-    print(written)
+    print(write_series(args.base, args.out, SERIES, commit_message, clang_format,
+                       "torch-borrow-patch-"))
     print(write_dlpack_series(args.base, args.out / "dlpack", clang_format))
     return 0
 

@@ -92,6 +92,14 @@ def git(repo: pathlib.Path, *args: str) -> str:
     return run(["git", "-C", str(repo), *args], env={**os.environ, **make_patch.GIT_ENV}).stdout
 
 
+def git_am(tree: pathlib.Path, patch: pathlib.Path) -> subprocess.CompletedProcess:
+    """``git am`` one patch onto ``tree`` with the series' identity and dates; the result
+    is returned, not checked (a patch that does not apply is a finding)."""
+    return run(["git", "-C", str(tree), "am", "-q", "--keep-non-patch",
+                "--whitespace=error-all", str(patch)],
+               env={**os.environ, **make_patch.GIT_ENV}, check=False)
+
+
 def apply_patches(work: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
     """Base repository and a clone of it with the patches applied by git am."""
     base = work / "base"
@@ -129,10 +137,7 @@ def check_order(base: pathlib.Path, work: pathlib.Path) -> None:
         tree = work / f"order-{name}"
         run(["git", "clone", "-q", str(base), str(tree)])
         for patch in patches:
-            done = run(["git", "-C", str(tree), "am", "-q", "--keep-non-patch",
-                        "--whitespace=error-all", str(patch)],
-                       env={**os.environ, **make_patch.GIT_ENV}, check=False)
-            if done.returncode != 0:
+            if git_am(tree, patch).returncode != 0:
                 return None
             messages, same = version_lint_counts(tree)
             if messages or not same:
@@ -1038,9 +1043,7 @@ def dlpack_stack(base: pathlib.Path, work: pathlib.Path, name: str,
     tree = work / f"dlpack-{name}"
     run(["git", "clone", "-q", str(base), str(tree)])
     for patch in patches:
-        done = run(["git", "-C", str(tree), "am", "-q", "--keep-non-patch",
-                    "--whitespace=error-all", str(patch)],
-                   env={**os.environ, **make_patch.GIT_ENV}, check=False)
+        done = git_am(tree, patch)
         if done.returncode != 0:
             raise CheckFailed(f"{name}: {patch.parent.name}/{patch.name} does not apply:\n"
                               f"{done.stdout[-2000:]}{done.stderr[-2000:]}")
