@@ -24,6 +24,7 @@ from bench.processes import (
     default_stem,
     pytest_benchmark_tables,
     run_processes,
+    run_scenarios,
 )
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -51,7 +52,6 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     check_process_options(parser, args)
 
-    import pytest
     import torch
 
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -76,14 +76,7 @@ def main(argv=None) -> int:
     if args.processes > 1:
         rc = run_processes(args, stem, json_path)
     else:
-        rc = pytest.main([
-            str(HERE / "scenarios"), "-p", "no:cacheprovider", "--import-mode=importlib",
-            "-o", "python_files=bench_*.py",
-            "-o", "python_functions=test_*", "-q", "-rs", "--benchmark-quiet",
-            f"--benchmark-json={json_path}", *(["--bench-quick"] if args.quick else []),
-            *(["--bench-device", args.device] if args.device != "cpu" else []),
-            *([f"--bench-rounds={args.rounds}"] if args.rounds else []),
-            *args.pytest_args])
+        rc = run_scenarios(HERE / "scenarios", "bench_*.py", json_path, args)
     if rc != 0:
         print(f"benchmarks failed (pytest exit code {rc}); no report written", file=sys.stderr)
         return int(rc)

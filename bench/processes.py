@@ -48,6 +48,26 @@ def check_process_options(parser: argparse.ArgumentParser, args) -> None:
         parser.error("--quick runs one process (its numbers are not evidence)")
 
 
+def run_scenarios(target: pathlib.Path, python_files: str, json_path: pathlib.Path, args,
+                  rootdir: pathlib.Path | None = None) -> int:
+    """Run pytest-benchmark scenarios in this process: ``target`` (a folder or a file),
+    collecting ``python_files``, the JSON to ``json_path``, with the runners' options
+    (``args.quick``, ``args.device``, ``args.rounds``, ``args.pytest_args``) passed as the
+    scenarios' own (``bench/scenarios/conftest.py``). Returns pytest's exit code.
+    pytest-benchmark's own tables stay off the terminal (``--benchmark-quiet``)."""
+    import pytest
+
+    return int(pytest.main([
+        str(target), "-p", "no:cacheprovider", "--import-mode=importlib",
+        "-o", f"python_files={python_files}", "-o", "python_functions=test_*",
+        *(["--rootdir", str(rootdir)] if rootdir else []),
+        "-q", "-rs", "--benchmark-quiet", f"--benchmark-json={json_path}",
+        *(["--bench-quick"] if args.quick else []),
+        *(["--bench-device", args.device] if args.device != "cpu" else []),
+        *([f"--bench-rounds={args.rounds}"] if args.rounds else []),
+        *args.pytest_args]))
+
+
 #: Where ``run_processes`` keeps each process's JSON (git-ignored).
 PROCESS_DIR = HERE.parent / "build" / "bench-processes"
 

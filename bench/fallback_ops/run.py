@@ -43,7 +43,6 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     processes.check_process_options(parser, args)
 
-    import pytest
     import torch
 
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -67,15 +66,8 @@ def main(argv=None) -> int:
         rc = processes.run_processes(args, stem, json_path, module="bench.fallback_ops.run",
                                extra=("--threads", str(args.threads)))
     else:
-        rc = pytest.main([
-            str(HERE / "scenario.py"), "-p", "no:cacheprovider",
-            "--import-mode=importlib",
-            "-o", "python_files=scenario.py", "-o", "python_functions=test_*",
-            "--rootdir", str(HERE), "-q", "-rs", "--benchmark-quiet",
-            f"--benchmark-json={json_path}", *(["--bench-quick"] if args.quick else []),
-            *(["--bench-device", args.device] if args.device != "cpu" else []),
-            *([f"--bench-rounds={args.rounds}"] if args.rounds else []),
-            *args.pytest_args])
+        rc = processes.run_scenarios(HERE / "scenario.py", "scenario.py", json_path, args,
+                                     rootdir=HERE)
     if rc != 0:
         print(f"benchmarks failed (pytest exit code {rc}); no report written", file=sys.stderr)
         return int(rc)
