@@ -20,9 +20,8 @@ from __future__ import annotations
 import hashlib
 import pathlib
 import re
-import shutil
-import subprocess
-import tempfile
+
+from bench.native.cut import ExtractionError, apply_to_base, braced_end, line_of
 
 REPO = pathlib.Path(__file__).resolve().parent.parent.parent
 PATCHES = REPO / "proposal" / "patches" / "dlpack"
@@ -32,10 +31,6 @@ INCLUDE_NAME = "patched_dlpack.inc"
 #: The structs whose ``DLTensorFromPyObjectNoSync`` is cut, in the order written out.
 STRUCTS = ("TorchDLPackExchangeAPI", "TorchConstDLPackExchangeAPI")
 METHOD = "DLTensorFromPyObjectNoSync"
-
-
-class ExtractionError(RuntimeError):
-    """The series or the patched file is not what the extraction expects (says what)."""
 
 
 def series() -> list[pathlib.Path]:
@@ -52,57 +47,13 @@ def series() -> list[pathlib.Path]:
 
 def sources() -> list[pathlib.Path]:
     """What the extracted code depends on, for a build's is-it-stale check (never raises)."""
-    return [*sorted(PATCHES.glob("000*.patch")), BASE, pathlib.Path(__file__).resolve()]
+    return [*sorted(PATCHES.glob("000*.patch")), BASE, pathlib.Path(__file__).resolve(),
+            pathlib.Path(__file__).resolve().with_name("cut.py")]
 
 
 def patched_text(patches: list[pathlib.Path]) -> str:
     """The base ``Module.cpp`` with ``patches`` applied in order (``git apply``, that file)."""
-    with tempfile.TemporaryDirectory(prefix="patched-dlpack-") as tmp:
-        target = pathlib.Path(tmp) / REL
-        target.parent.mkdir(parents=True)
-        shutil.copyfile(BASE, target)
-        for patch in patches:
-            done = subprocess.run(["git", "apply", f"--include={REL}", str(patch)], cwd=tmp,
-                                  capture_output=True, text=True)
-            if done.returncode != 0:
-                raise ExtractionError(f"{patch.name} does not apply: {done.stderr.strip()}")
-        return target.read_text()
-
-
-def _skip_literal(text: str, i: int) -> int:
-    """Index after the comment or string/char literal starting at ``i`` (``i`` if none)."""
-    if text.startswith("//", i):
-        end = text.find("\n", i)
-        return len(text) if end < 0 else end
-    if text.startswith("/*", i):
-        end = text.find("*/", i + 2)
-        if end < 0:
-            raise ExtractionError("unterminated comment")
-        return end + 2
-    if text[i] in "\"'":
-        quote, j = text[i], i + 1
-        while j < len(text) and text[j] != quote:
-            j += 2 if text[j] == "\\" else 1
-        return j + 1
-    return i
-
-
-def _braced(text: str, start: int) -> int:
-    """Index just after the brace that closes the first ``{`` at or after ``start``."""
-    i, depth = text.index("{", start), 0
-    while i < len(text):
-        j = _skip_literal(text, i)
-        if j != i:
-            i = j
-            continue
-        if text[i] == "{":
-            depth += 1
-        elif text[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    raise ExtractionError("no closing brace")
+    return apply_to_base(BASE, REL, patches)[REL]
 
 
 def method(text: str, struct: str) -> tuple[int, str]:
@@ -110,13 +61,13 @@ def method(text: str, struct: str) -> tuple[int, str]:
     head = re.search(rf"^struct {struct} : public \w+ {{\n", text, flags=re.M)
     if head is None:
         raise ExtractionError(f"no struct {struct}")
-    end = _braced(text, head.start())
+    end = braced_end(text, head.start())
     found = [m for m in re.finditer(rf"^  static int {METHOD}\(void\* py_obj, DLTensor\* out\) \{{",
                                     text, flags=re.M) if head.start() < m.start() < end]
     if len(found) != 1:
         raise ExtractionError(f"{struct}: expected one {METHOD}, found {len(found)}")
     start = found[0].start()
-    return text.count("\n", 0, start) + 1, text[start:_braced(text, start)]
+    return line_of(text, start), text[start:braced_end(text, start)]
 
 
 def function(text: str, name: str) -> tuple[int, str] | None:
@@ -128,7 +79,7 @@ def function(text: str, name: str) -> tuple[int, str] | None:
     if len(found) != 1:
         raise ExtractionError(f"{name} is defined {len(found)} times")
     start = found[0].start()
-    return text.count("\n", 0, start) + 1, text[start:_braced(text, start)]
+    return line_of(text, start), text[start:braced_end(text, start)]
 
 
 def cut(patched: str, base: str) -> list[tuple[str, int, str]]:

@@ -16,9 +16,8 @@ from __future__ import annotations
 import hashlib
 import pathlib
 import re
-import shutil
-import subprocess
-import tempfile
+
+from bench.native.cut import ExtractionError, apply_to_base, braced_end, line_of
 
 REPO = pathlib.Path(__file__).resolve().parent.parent.parent
 PATCHES = REPO / "proposal" / "patches"
@@ -27,10 +26,6 @@ BASE = REPO / "proposal" / "third_party" / "pytorch" / REL
 INCLUDE_NAME = "patched_interpreter.inc"
 #: The methods taken from the patched file, in the order they are written out.
 METHODS = ("decref", "incref")
-
-
-class ExtractionError(RuntimeError):
-    """The patch or the patched file is not what the extraction expects (says what)."""
 
 
 def interpreter_patch() -> pathlib.Path:
@@ -49,7 +44,8 @@ def sources() -> list[pathlib.Path]:
     """What the extracted code depends on, for a build's is-it-stale check: every patch
     (which one changes the file is decided at build time), the base and this module.
     Never raises, so importing a build script that lists these cannot fail."""
-    return [*sorted(PATCHES.glob("*.patch")), BASE, pathlib.Path(__file__).resolve()]
+    return [*sorted(PATCHES.glob("*.patch")), BASE, pathlib.Path(__file__).resolve(),
+            pathlib.Path(__file__).resolve().with_name("cut.py")]
 
 
 def added_files(patch: pathlib.Path) -> list[str]:
@@ -60,39 +56,12 @@ def added_files(patch: pathlib.Path) -> list[str]:
 def patched_files(patch: pathlib.Path) -> dict[str, str]:
     """``{path: text}``: the base ``PyInterpreter.cpp`` with ``patch`` applied, and each
     file the patch adds (``git apply``, only those files)."""
-    wanted = [REL, *added_files(patch)]
-    with tempfile.TemporaryDirectory(prefix="patched-interpreter-") as tmp:
-        target = pathlib.Path(tmp) / REL
-        target.parent.mkdir(parents=True)
-        shutil.copyfile(BASE, target)
-        done = subprocess.run(["git", "apply", *(f"--include={w}" for w in wanted), str(patch)],
-                              cwd=tmp, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise ExtractionError(f"{patch.name} does not apply to {BASE}: {done.stderr.strip()}")
-        return {w: (pathlib.Path(tmp) / w).read_text() for w in wanted}
+    return apply_to_base(BASE, REL, [patch], [REL, *added_files(patch)])
 
 
 def patched_text(patch: pathlib.Path) -> str:
     """The base ``PyInterpreter.cpp`` with ``patch`` applied."""
     return patched_files(patch)[REL]
-
-
-def _skip_literal(text: str, i: int) -> int:
-    """Index after the comment or string/char literal starting at ``i`` (``i`` if none)."""
-    if text.startswith("//", i):
-        end = text.find("\n", i)
-        return len(text) if end < 0 else end
-    if text.startswith("/*", i):
-        end = text.find("*/", i + 2)
-        if end < 0:
-            raise ExtractionError("unterminated comment")
-        return end + 2
-    if text[i] in "\"'":
-        quote, j = text[i], i + 1
-        while j < len(text) and text[j] != quote:
-            j += 2 if text[j] == "\\" else 1
-        return j + 1
-    return i
 
 
 def definition(text: str, head: re.Pattern) -> tuple[int, str]:
@@ -104,20 +73,11 @@ def definition(text: str, head: re.Pattern) -> tuple[int, str]:
         raise ExtractionError(f"expected one definition matching {head.pattern!r}, "
                               f"found {len(matches)}")
     start = matches[0].start()
-    i, depth = text.index("{", start), 0
-    while i < len(text):
-        j = _skip_literal(text, i)
-        if j != i:
-            i = j
-            continue
-        if text[i] == "{":
-            depth += 1
-        elif text[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return text.count("\n", 0, start) + 1, text[start:i + 1]
-        i += 1
-    raise ExtractionError(f"no closing brace for {head.pattern!r}")
+    try:
+        end = braced_end(text, start)
+    except ExtractionError:
+        raise ExtractionError(f"no closing brace for {head.pattern!r}") from None
+    return line_of(text, start), text[start:end]
 
 
 def _method_head(name: str) -> re.Pattern:

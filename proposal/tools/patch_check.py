@@ -1028,12 +1028,11 @@ PATCHED_DLPACK_CPP = ROOT / "bench" / "native" / "patched_dlpack.cpp"
 
 
 def _load_patched_dlpack():
-    """bench/native/patched_dlpack.py, loaded by path (the bench package is not imported)."""
-    spec = importlib.util.spec_from_file_location(
-        "patched_dlpack", ROOT / "bench" / "native" / "patched_dlpack.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """bench/native/patched_dlpack.py (the checkout is on the environment's import path:
+    the Makefile's ``.pth``)."""
+    from bench.native import patched_dlpack
+
+    return patched_dlpack
 
 
 def dlpack_stack(base: pathlib.Path, work: pathlib.Path, name: str,
