@@ -1,7 +1,10 @@
 # The C side of bridge._bridge, declared for Cython once: the snapshot and counters
 # (_bridge_state.h), the front end to the one reader (_bridge_read.h; the reader itself,
 # torch_borrow/reader.h, is declared in bridge/_abi.pxd) and the view type (_bridge_view.h).
-# Array sizes are the headers' BRIDGE_NCODES / BRIDGE_NDEVICES (Cython needs literals).
+# Cython declares what it reads and writes; the C compiler checks each use against the
+# headers' own definitions. The cold paths C calls back (refuse, choose, ...) are
+# declared in _bridge_read.h and defined in Cython under those names, so they are not
+# declared here.
 
 cdef extern from "_bridge_view.h":
     enum:
@@ -13,7 +16,6 @@ cdef extern from "_bridge_view.h":
         NCODES "BRIDGE_NCODES"
         NDEVICES "BRIDGE_NDEVICES"
         BRIDGE_FREE_THREADED
-        BRIDGE_NGETSET
 
     ctypedef struct Installed "bridge_installed":
         torch_borrow_getters g
@@ -35,8 +37,8 @@ cdef extern from "_bridge_view.h":
         PyObject* no_torch_function
         torch_borrow_tables t
         int32_t device_privateuse1
-        PyObject* dtype_objs[256]
-        PyObject* device_names[64]
+        PyObject* dtype_objs[NCODES]
+        PyObject* device_names[NDEVICES]
         PyObject* refused_dtypes
         PyObject* layout_names
 
@@ -78,24 +80,11 @@ cdef extern from "_bridge_view.h":
         int32_t layout
         int path
 
-    ctypedef struct bridge_cold_fns:
-        int (*refuse)(object, bridge_view*, int, const bridge_failure*,
-                      const Installed*) except -1
-        int (*bits_slow)(object, const Installed*) except -1
-        int (*without_shim_ext)(object, const Installed*) except -1
-        int (*choose)() except -1
-        int (*require)(int) except -1
-        object (*privateuse1_name)(const Installed*)
-        object (*repr)(object)
-
-    bridge_cold_fns bridge_cold
-
     bint bridge_is_tensor(object obj, const Installed* st) noexcept
     int bridge_fill(object obj, int path, bridge_view* v, const Installed* st,
                     int gate) except -1
-    int bridge_gate_or_raise(object obj, const Installed* st) except -1
     object bridge_int_tuple(const int64_t* values, int64_t n)
     object bridge_device_name(const Installed* st, int32_t code)
     object bridge_view_scratch()
-    object bridge_view_type_ready(const char* doc, const char** attr_docs)
-    object bridge_function(int i, const char* doc, object module_name)
+    object bridge_view_type_ready(const char* doc, dict attr_docs)
+    object bridge_function(const char* name, const char* doc, object module_name)

@@ -1,7 +1,7 @@
 /* The bridge's front end to the one reader (torch_borrow/reader.h, which consumer.h
  * shares): type gate, handle, room for the dimensions, then the reader's getters and
  * checks, written straight into a view's fields. C decides; the words of each refusal
- * are made in one place (bridge/_errors.pxi: bridge_cold.refuse gets the stage that
+ * are made in one place (bridge/_errors.pxi: bridge_cold_refuse gets the stage that
  * failed, and asks the reader for the words of the reader's own stages), so a
  * refusal's message and type are one function's.
  */
@@ -72,24 +72,22 @@ typedef struct {
   int path;        /* the path asked for (BRIDGE_E_NOT_INSTALLED) */
 } bridge_failure;
 
-/* The cold paths, in Cython, installed by the module at import (bridge/_errors.pxi,
-   bridge/_view.pxi): each returns -1 with an exception set (refuse always does). */
-typedef struct {
-  int (*refuse)(PyObject* obj, bridge_view* v, int stage, const bridge_failure* f,
-                const bridge_installed* st);
-  /* torch.Tensor.is_conj / .is_neg at Python level (no torch_is_conj in this torch) */
-  int (*bits_slow)(PyObject* obj, const bridge_installed* st);
-  /* the owned path's checks without shim_ext's torch_borrow_custom_metadata */
-  int (*without_shim_ext)(PyObject* obj, const bridge_installed* st);
-  /* view(): choose the default path (Python: bridge._select); returns it or -1 */
-  int (*choose)(void);
-  /* view_<path>(): PathUnavailableError unless the path can run */
-  int (*require)(int path);
-  /* the privateuse1 device's name, as torch names it now (new reference) */
-  PyObject* (*privateuse1_name)(const bridge_installed* st);
-  PyObject* (*repr)(PyObject* view);
-} bridge_cold_fns;
-static bridge_cold_fns bridge_cold;
+/* The cold paths: declared here, defined in Cython under these names (bridge/_errors.pxi,
+   bridge/_view.pxi: `cdef int _refuse "bridge_cold_refuse"(...)`), so C calls them by
+   name and Cython declares nothing back. Each returns -1 with an exception set (refuse
+   always does). */
+static int bridge_cold_refuse(PyObject* obj, bridge_view* v, int stage, const bridge_failure* f,
+                              const bridge_installed* st);
+/* torch.Tensor.is_conj / .is_neg at Python level (no torch_is_conj in this torch) */
+static int bridge_cold_bits_slow(PyObject* obj, const bridge_installed* st);
+/* the owned path's checks without shim_ext's torch_borrow_custom_metadata */
+static int bridge_cold_without_shim_ext(PyObject* obj, const bridge_installed* st);
+/* view(): choose the default path (Python: bridge._select); returns it or -1 */
+static int bridge_cold_choose(void);
+/* view_<path>(): PathUnavailableError unless the path can run */
+static int bridge_cold_require(int path);
+/* the privateuse1 device's name, as torch names it now (new reference, or NULL) */
+static PyObject* bridge_cold_privateuse1_name(const bridge_installed* st);
 
 /* The real type, never isinstance(): __class__ can lie, the memory layout cannot. */
 static inline int bridge_is_tensor(PyObject* obj, const bridge_installed* st) {
@@ -109,7 +107,7 @@ BRIDGE_INLINE int bridge_gate(PyObject* obj, int path, const bridge_installed* s
     return __builtin_expect(bridge_is_tensor(obj, st), 1) ? BRIDGE_OK : BRIDGE_E_TYPE;
   }
   if (!bridge_is_tensor(obj, st)) return BRIDGE_E_TYPE;
-  if (bridge_cold.bits_slow(obj, st) < 0) return BRIDGE_E_RAISED;
+  if (bridge_cold_bits_slow(obj, st) < 0) return BRIDGE_E_RAISED;
   if (!bridge_is_tensor(obj, st)) return BRIDGE_E_TYPE;
   return BRIDGE_OK;
 }
@@ -194,7 +192,7 @@ BRIDGE_INLINE int bridge_acquire_read(PyObject* obj, int path, bridge_view* v,
     if (st->custom_metadata != NULL) {
       f->layout = -1;
     if ((f->reasons = st->custom_metadata(obj, &f->layout)) != 0) return BRIDGE_E_CUSTOM;
-    } else if (bridge_cold.without_shim_ext(obj, st) < 0) {
+    } else if (bridge_cold_without_shim_ext(obj, st) < 0) {
       return BRIDGE_E_RAISED;
     }
     if (st->owned_fn(obj, &h)) return BRIDGE_E_OWNED; /* new reference: ours to delete */
@@ -226,19 +224,8 @@ BRIDGE_INLINE int bridge_fill(PyObject* obj, int path, bridge_view* v,
                                                  flags & BRIDGE_FILL_READY)) == BRIDGE_OK,
                        1))
     return 0;
-  if (rc != BRIDGE_E_RAISED) bridge_cold.refuse(obj, v, rc, &f, st);
+  if (rc != BRIDGE_E_RAISED) bridge_cold_refuse(obj, v, rc, &f, st);
   if (f.owned != NULL) st->delete_fn(f.owned);
-  return -1;
-}
-
-/* The gate alone, with its words (the native loop's gate outside a critical section). */
-static inline int bridge_gate_or_raise(PyObject* obj, const bridge_installed* st) {
-  bridge_failure f;
-  int rc = bridge_gate(obj, -1, st);
-  if (__builtin_expect(rc == BRIDGE_OK, 1)) return 0;
-  f.owned = NULL;
-  f.path = -1;
-  if (rc != BRIDGE_E_RAISED) bridge_cold.refuse(obj, NULL, rc, &f, st);
   return -1;
 }
 

@@ -11,6 +11,8 @@
 #ifndef BRIDGE_VIEW_H
 #define BRIDGE_VIEW_H
 
+#include <inttypes.h>
+
 #include "_bridge_read.h"
 
 /* The first use of a view's tuples runs in a critical section on the view (a no-op
@@ -147,7 +149,7 @@ BRIDGE_INLINE PyObject* bridge_view_on(PyObject* obj, int path, const bridge_ins
 /* --- the four functions ------------------------------------------------------------- */
 static PyObject* bridge_fn_view(PyObject* module, PyObject* obj) {
   int path = bridge_active_path();
-  if (__builtin_expect(path < 0, 0) && (path = bridge_cold.choose()) < 0) return NULL;
+  if (__builtin_expect(path < 0, 0) && (path = bridge_cold_choose()) < 0) return NULL;
   return bridge_view_on(obj, path, NULL, 0);
 }
 
@@ -167,7 +169,7 @@ static inline int bridge_ready(const bridge_installed* st, int path) {
     const bridge_installed* st = bridge_installed_state();                        \
     if (__builtin_expect(bridge_ready(st, code), 1))                               \
       return bridge_view_on(obj, code, st, 1);                                     \
-    if (bridge_cold.require(code) < 0) return NULL;                                \
+    if (bridge_cold_require(code) < 0) return NULL;                                \
     return bridge_view_on(obj, code, NULL, 0);                                     \
   }
 BRIDGE_PATH_FN(view_owned, BRIDGE_OWNED)
@@ -255,7 +257,7 @@ BRIDGE_NOINLINE PyObject* bridge_get_dtype(PyObject* self, void* c) {
 static PyObject* bridge_device_name(const bridge_installed* st, int32_t code) {
   PyObject* name = NULL;
   if ((uint32_t)code < BRIDGE_NDEVICES) {
-    if (code == st->device_privateuse1) return bridge_cold.privateuse1_name(st);
+    if (code == st->device_privateuse1) return bridge_cold_privateuse1_name(st);
     name = st->device_names[code];
   }
   if (name == NULL) name = Py_None;
@@ -308,14 +310,42 @@ static PyObject* bridge_view_getattro(PyObject* self, PyObject* name) {
   return PyObject_GenericGetAttr(self, name);
 }
 
-static PyObject* bridge_view_repr(PyObject* self) { return bridge_cold.repr(self); }
+/* TensorView(ptr=0x..., shape=(...), strides=(...), dtype=torch.float32, device='cuda:0',
+   path='borrow'): the device as torch prints it (no index for -1), through the getters. */
+static PyObject* bridge_view_repr(PyObject* self) {
+  bridge_view* v = (bridge_view*)self;
+  PyObject* out = NULL;
+  PyObject* shape = bridge_get_shape(self, NULL);
+  PyObject* strides = shape == NULL ? NULL : bridge_get_strides(self, NULL);
+  PyObject* dtype = strides == NULL ? NULL : bridge_get_dtype(self, NULL);
+  PyObject* device = dtype == NULL ? NULL : bridge_get_device_type(self, NULL);
+  if (device != NULL) {
+    char ptr[2 + 2 * sizeof(uintptr_t) + 1];
+    PyObject* path = bridge_path_names[v->path];
+    snprintf(ptr, sizeof ptr, "0x%" PRIxPTR, (uintptr_t)v->m.ptr);
+    if (v->m.device_index < 0)
+      out = PyUnicode_FromFormat(
+          "TensorView(ptr=%s, shape=%S, strides=%S, dtype=%S, device='%S', path='%S')", ptr,
+          shape, strides, dtype, device, path);
+    else
+      out = PyUnicode_FromFormat(
+          "TensorView(ptr=%s, shape=%S, strides=%S, dtype=%S, device='%S:%d', path='%S')", ptr,
+          shape, strides, dtype, device, (int)v->m.device_index, path);
+  }
+  Py_XDECREF(shape);
+  Py_XDECREF(strides);
+  Py_XDECREF(dtype);
+  Py_XDECREF(device);
+  return out;
+}
 
 static PyObject* bridge_view_new(PyTypeObject* tp, PyObject* args, PyObject* kwargs) {
   PyErr_SetString(PyExc_TypeError, "TensorView is made by bridge.view(tensor), not directly");
   return NULL;
 }
 
-/* Docstrings (tp_doc, getset, functions) are the module's: bridge/_view.pxi passes them. */
+/* Docstrings (tp_doc, getset, functions) are the module's: bridge/_view.pxi passes them,
+   each by the name it documents (bridge_view_type_ready, bridge_function). */
 static PyGetSetDef bridge_view_getset[] = {
     {"obj", bridge_get_obj, NULL, NULL, NULL},
     {"ptr", bridge_get_ptr, NULL, NULL, NULL},
@@ -329,7 +359,6 @@ static PyGetSetDef bridge_view_getset[] = {
     {"device_index", bridge_get_device_index, NULL, NULL, NULL},
     {"path", bridge_get_path, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL}};
-#define BRIDGE_NGETSET 11
 
 static PyMethodDef bridge_functions[] = {
     {"view", bridge_fn_view, METH_O, NULL},
@@ -338,10 +367,22 @@ static PyMethodDef bridge_functions[] = {
     {"view_fallback", bridge_fn_view_fallback, METH_O, NULL},
     {NULL, NULL, 0, NULL}};
 
-/* The type, once (module import); docs: tp_doc, then one per getset entry. The strings
-   are the module's constants, kept alive by it for good. */
-static PyObject* bridge_view_type_ready(const char* doc, const char** attr_docs) {
-  for (int i = 0; i < BRIDGE_NGETSET; ++i) bridge_view_getset[i].doc = attr_docs[i];
+/* The type, once (module import). attr_docs: {name: bytes}, one docstring per getset
+   entry and no other; the bytes are the module's constants, kept alive by it for good. */
+static PyObject* bridge_view_type_ready(const char* doc, PyObject* attr_docs) {
+  Py_ssize_t n = 0;
+  for (PyGetSetDef* g = bridge_view_getset; g->name != NULL; ++g, ++n) {
+    PyObject* d = PyDict_GetItemString(attr_docs, g->name); /* borrowed */
+    if (d == NULL || !PyBytes_Check(d)) {
+      PyErr_Format(PyExc_SystemError, "bridge: no docstring (bytes) for TensorView.%s", g->name);
+      return NULL;
+    }
+    g->doc = PyBytes_AS_STRING(d);
+  }
+  if (PyDict_Size(attr_docs) != n) {
+    PyErr_SetString(PyExc_SystemError, "bridge: a docstring names no TensorView attribute");
+    return NULL;
+  }
   bridge_view_type.tp_name = "bridge._bridge.TensorView";
   bridge_view_type.tp_basicsize = sizeof(bridge_view);
   bridge_view_type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC;
@@ -371,10 +412,17 @@ static PyObject* bridge_view_type_ready(const char* doc, const char** attr_docs)
 /* A scratch view for the native loop (a new reference, untracked, never filled). */
 static PyObject* bridge_view_scratch(void) { return (PyObject*)bridge_view_alloc(); }
 
-/* The view functions, as builtins of module_name (index into bridge_functions). */
-static PyObject* bridge_function(int i, const char* doc, PyObject* module_name) {
-  bridge_functions[i].ml_doc = doc;
-  return PyCFunction_NewEx(&bridge_functions[i], NULL, module_name);
+/* The view function called name, as a builtin of module_name, with doc (kept alive by
+   the module for good). */
+static PyObject* bridge_function(const char* name, const char* doc, PyObject* module_name) {
+  for (PyMethodDef* f = bridge_functions; f->ml_name != NULL; ++f) {
+    if (strcmp(f->ml_name, name) == 0) {
+      f->ml_doc = doc;
+      return PyCFunction_NewEx(f, NULL, module_name);
+    }
+  }
+  PyErr_Format(PyExc_SystemError, "bridge: no view function %s", name);
+  return NULL;
 }
 
 #endif /* BRIDGE_VIEW_H */

@@ -145,7 +145,7 @@ cdef int _raise_math_bit(bint conj) except -1:
                                     NULL))
 
 
-cdef int _check_bits_slow(object obj, const Installed* st) except -1:
+cdef int _check_bits_slow "bridge_cold_bits_slow"(object obj, const Installed* st) except -1:
     """Refuse conjugate and negative views when no torch_is_conj / torch_is_neg exists:
     through torch.Tensor.is_conj / .is_neg (about 100 ns each), with __torch_function__
     disabled (subclasses and modes alike) so that nothing in Python answers for the tensor.
@@ -161,7 +161,8 @@ cdef int _check_bits_slow(object obj, const Installed* st) except -1:
     return 0
 
 
-cdef int _check_without_shim_ext(object obj, const Installed* st) except -1:
+cdef int _check_without_shim_ext "bridge_cold_without_shim_ext"(object obj,
+                                                                const Installed* st) except -1:
     """What the owned path checks where shim_ext's ``torch_borrow_custom_metadata`` is
     missing (shim_ext not built, or built for another torch; the pointer trick is then
     not offered at all): the type is exactly ``torch.Tensor`` or ``torch.nn.Parameter``
@@ -198,8 +199,8 @@ cdef int _raise_borrow_error(object obj, const Installed* st) except -1:
     return _raise_handle_error(BORROW)
 
 
-cdef int _refuse(object obj, bridge_view* v, int stage, const bridge_failure* f,
-                 const Installed* st) except -1:
+cdef int _refuse "bridge_cold_refuse"(object obj, bridge_view* v, int stage,
+                                      const bridge_failure* f, const Installed* st) except -1:
     """The words of the reader's refusal at ``stage`` (``BRIDGE_E_*``, _bridge_read.h),
     from what it read (``v``: the view's fields; ``f``: the rest): always raises."""
     if stage == BRIDGE_E_TYPE:

@@ -81,12 +81,12 @@ def _native_loop(obj, path, Py_ssize_t n, bint critical_section=False, bint gate
     ``aoti_torch_get_*`` reads, the storage offset and size, the conj/neg bits, and the
     same checks ``view`` makes (the one reader, ``_bridge_read.h``'s ``bridge_fill``).
     ``path`` is a name from ``PATHS``. Raises what ``view`` raises, on the first
-    iteration. ``critical_section=True`` wraps each handle + read in a per-object
-    critical section on ``obj`` (``Py_BEGIN_CRITICAL_SECTION``; a no-op with the GIL):
-    what taking torch's per-tensor lock would cost, were torch's setters to take it
-    (they do not). ``gate=False`` leaves the type gate (and the Python-level conj/neg
-    check where torch_is_conj is missing) out of the loop, after checking it once:
-    handle + read alone, the part a critical section would cover.
+    iteration. ``gate=False`` leaves the type gate (and the Python-level conj/neg check
+    where torch_is_conj is missing) out of the loop, after checking it once: handle +
+    read alone. ``critical_section=True`` (with ``gate=False``) wraps each handle + read
+    in a per-object critical section on ``obj`` (``Py_BEGIN_CRITICAL_SECTION``; a no-op
+    with the GIL): what taking torch's per-tensor lock would cost, were torch's setters
+    to take it (they do not); raises ValueError with the gate on.
     """
     cdef int p = PATHS.index(path)
     scratch = bridge_view_scratch()  # one scratch view, refilled, never tracked
@@ -96,14 +96,14 @@ def _native_loop(obj, path, Py_ssize_t n, bint critical_section=False, bint gate
     cdef const Installed* st
     if n <= 0:
         raise ValueError("n must be positive")
+    if critical_section and gate:
+        raise ValueError("critical_section times handle + read alone: pass gate=False")
     _require(p)
     st = bridge_installed_state()
     bridge_fill(obj, p, v, st, 1)  # raise here, outside the timed loop
     t0 = _now_ns()
     if critical_section:
         for i in range(n):
-            if gate:
-                bridge_gate_or_raise(obj, st)
             with cython.critical_section(obj):
                 bridge_fill(obj, p, v, st, 0)
     else:

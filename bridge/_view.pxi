@@ -1,6 +1,6 @@
 # bridge.TensorView and the four view functions: C (_bridge_view.h), made here once at
-# import with their docstrings; the cold paths they call (choosing a path, device names,
-# repr) are Cython.
+# import with their docstrings, each given by the name it documents; the cold paths
+# they call back by name (choosing a path, the privateuse1 device's name) are Cython.
 
 cdef bytes _TENSOR_VIEW_DOC = b"""Metadata of a strided tensor, read through one handle source.
 
@@ -43,24 +43,26 @@ is kept for reuse (builds with a GIL), its shape and strides tuples with it: imm
 they are returned again only by a view whose sizes and strides have the same values.
 """
 
-# In the order of _bridge_view.h's getset table.
-cdef tuple _ATTRIBUTE_DOCS = (
-    b"The tensor (``torch.Tensor``); the view keeps it alive.",
-    b"Address of the first element, storage offset included (int; ``t.data_ptr()``).",
-    b"Sizes in elements (tuple of int; ``tuple(t.shape)``), built on first access and "
-    b"kept; a later view of the same sizes and strides may return the same tuple.",
-    b"Strides in elements, not bytes (tuple of int; ``t.stride()``), built on first "
-    b"access and kept, as ``shape``.",
-    b"Number of dimensions (int; ``t.dim()``, from ``aoti_torch_get_dim``).",
-    b"Element type (``torch.dtype``), looked up from ``dtype_code``.",
-    b"The element type's ``c10::ScalarType`` code (int), as ``aoti_torch_get_dtype`` "
-    b"reports it: what a C consumer compares with ``aoti_torch_dtype_*()``.",
-    b"Bytes per element (int; ``t.element_size()``).",
-    b"Device type name (str; ``t.device.type``: ``'cpu'``, ``'cuda'``, ...).",
-    b"Device ordinal (int; ``t.device.index``), -1 where torch has none (CPU).",
-    b"The handle source that made the view (str): ``'owned'``, ``'borrow'`` or "
-    b"``'fallback'``.",
-)
+# Keyed by the getset entry each documents (_bridge_view.h checks that every entry has
+# one and no key is left over).
+cdef dict _ATTRIBUTE_DOCS = {
+    "obj": b"The tensor (``torch.Tensor``); the view keeps it alive.",
+    "ptr": b"Address of the first element, storage offset included (int; ``t.data_ptr()``).",
+    "shape": b"Sizes in elements (tuple of int; ``tuple(t.shape)``), built on first access and "
+             b"kept; a later view of the same sizes and strides may return the same tuple.",
+    "strides": b"Strides in elements, not bytes (tuple of int; ``t.stride()``), built on first "
+               b"access and kept, as ``shape``.",
+    "ndim": b"Number of dimensions (int; ``t.dim()``, from ``aoti_torch_get_dim``).",
+    "dtype": b"Element type (``torch.dtype``), looked up from ``dtype_code``.",
+    "dtype_code": b"The element type's ``c10::ScalarType`` code (int), as "
+                  b"``aoti_torch_get_dtype`` reports it: what a C consumer compares with "
+                  b"``aoti_torch_dtype_*()``.",
+    "itemsize": b"Bytes per element (int; ``t.element_size()``).",
+    "device_type": b"Device type name (str; ``t.device.type``: ``'cpu'``, ``'cuda'``, ...).",
+    "device_index": b"Device ordinal (int; ``t.device.index``), -1 where torch has none (CPU).",
+    "path": b"The handle source that made the view (str): ``'owned'``, ``'borrow'`` or "
+            b"``'fallback'``.",
+}
 
 cdef bytes _VIEW_DOC = b"""view(obj)
 --
@@ -108,29 +110,13 @@ cdef bytes _VIEW_FALLBACK_DOC = b"""view_fallback(obj)
 ``view`` through the proven ``THPVariable`` offset, whatever path is chosen;
 raises ``PathUnavailableError`` where the offset check failed."""
 
-cdef object _make_type():
-    # The docstrings are this module's constants (cdef: nothing can rebind them), so
-    # their buffers live as long as the type.
-    cdef const char* docs[BRIDGE_NGETSET]
-    cdef bytes doc
-    for i in range(BRIDGE_NGETSET):
-        doc = _ATTRIBUTE_DOCS[i]
-        docs[i] = doc
-    return bridge_view_type_ready(_TENSOR_VIEW_DOC, docs)
-
-
-TensorView = _make_type()
-view = bridge_function(0, _VIEW_DOC, __name__)
-view_owned = bridge_function(1, _VIEW_OWNED_DOC, __name__)
-view_borrow = bridge_function(2, _VIEW_BORROW_DOC, __name__)
-view_fallback = bridge_function(3, _VIEW_FALLBACK_DOC, __name__)
-
-
-cdef object _repr(object v):
-    # The device as torch prints it: 'cpu' (index -1: none), 'cuda:0'.
-    device = (v.device_type if v.device_index < 0 else f"{v.device_type}:{v.device_index}")
-    return (f"TensorView(ptr={v.ptr:#x}, shape={v.shape}, strides={v.strides}, "
-            f"dtype={v.dtype}, device='{device}', path='{v.path}')")
+# The docstrings are this module's constants (cdef: nothing can rebind them), so their
+# buffers live as long as the type and the functions.
+TensorView = bridge_view_type_ready(_TENSOR_VIEW_DOC, _ATTRIBUTE_DOCS)
+view = bridge_function(b"view", _VIEW_DOC, __name__)
+view_owned = bridge_function(b"view_owned", _VIEW_OWNED_DOC, __name__)
+view_borrow = bridge_function(b"view_borrow", _VIEW_BORROW_DOC, __name__)
+view_fallback = bridge_function(b"view_fallback", _VIEW_FALLBACK_DOC, __name__)
 
 
 def _untraced(fn, *args):
@@ -153,7 +139,7 @@ cdef int _select_missing() except -1:
                        "(the package), not bridge._bridge alone")
 
 
-cdef int _choose() except -1:
+cdef int _choose "bridge_cold_choose"() except -1:
     """``view``'s cold branch: no path is chosen yet. Runs Python code (bridge._select),
     so another thread may un-choose meanwhile."""
     cdef int path
@@ -167,7 +153,7 @@ cdef int _choose() except -1:
     return path
 
 
-cdef int _require(int path) except -1:
+cdef int _require "bridge_cold_require"(int path) except -1:
     if not _installed()[PATHS[path]]:
         if _require_path is None:
             _select_missing()
@@ -190,7 +176,7 @@ cdef int _require(int path) except -1:
 #   reports it while it is still c10's default, and kept for good once it differs:
 #   every view of such a tensor reports torch's current name, and after the rename no
 #   read is needed (the cache is keyed on that one possible change).
-cdef object _privateuse1_name(const Installed* st):
+cdef object _privateuse1_name "bridge_cold_privateuse1_name"(const Installed* st):
     cdef PyObject* kept = bridge_load_obj(&bridge_privateuse1_final)
     if kept != NULL:
         return <object>kept
@@ -215,11 +201,3 @@ def _device_names():
     return {code: bridge_device_name(st, code) for code in range(NDEVICES)
             if st.t.device_known[code]}
 
-
-bridge_cold.refuse = _refuse
-bridge_cold.bits_slow = _check_bits_slow
-bridge_cold.without_shim_ext = _check_without_shim_ext
-bridge_cold.choose = _choose
-bridge_cold.require = _require
-bridge_cold.privateuse1_name = _privateuse1_name
-bridge_cold.repr = _repr

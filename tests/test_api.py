@@ -112,6 +112,13 @@ def test_native_loop_returns_ns_per_call(path):
     assert 0 < ns < 1e6
 
 
+def test_native_loop_times_a_critical_section_around_handle_and_read_alone(path):
+    t = torch.ones(4)
+    assert 0 < bridge._bridge._native_loop(t, path, 100, critical_section=True, gate=False)
+    with pytest.raises(ValueError, match="pass gate=False"):
+        bridge._bridge._native_loop(t, path, 100, critical_section=True)
+
+
 def test_info_command_reports_the_checks():
     out = subprocess.run([sys.executable, "-P", "-m", "bridge", "info"], check=True,
                          capture_output=True, text=True).stdout
