@@ -212,7 +212,7 @@ memcheck: $(VENVS)/torch-$(TORCH)/.built  ## views and hostile inputs under valg
 	$(call py,$(TORCH)) tests/hostile/memcheck.py --python $(call env,$(TORCH))/bin/python
 
 survey: $(VENVS)/torch-2.14.1/.built $(VENVS)/torch-2.15.0/.built  ## torch's own torch_tensor_from_pyobject and DLPack exchange on hostile inputs -> proposal/findings/torch-shim.md
-	$(call py,2.15.0) tests/hostile/torch_shim_survey.py --out proposal/findings/torch-shim.md \
+	PYTHONPATH=tests $(call py,2.15.0) -m hostile.torch_shim_survey --out proposal/findings/torch-shim.md \
 	  --python $(call env,2.14.1)/bin/python --python $(call env,2.15.0)/bin/python
 
 # --- CUDA tensors on a GPU machine -----------------------------------------------------------
@@ -237,9 +237,9 @@ cpython-ft:  ## build free-threaded CPython 3.13 into ~/.cache if missing; print
 
 # PYTHON_GIL=0: torch's first meta-device op imports triton (a dependency of the torch 2.12
 # wheel), whose extension has not declared free-threading support, so CPython would turn the
-# GIL on for the rest of the test process (tests/test_tables.py makes meta tensors).
+# GIL on for the rest of the test process (tests/bridge/test_tables.py makes meta tensors).
 # The suite's own checks that torch, shim_ext and the bridge leave the GIL off run in
-# children with PYTHON_GIL removed (tests/test_threads.py), so they still prove it.
+# children with PYTHON_GIL removed (tests/bridge/test_threads.py), so they still prove it.
 test-freethreaded:  ## the suite on free-threaded CPython 3.13 (built if missing) with torch 2.12.0, GIL off
 	set -o pipefail; py="$$($(CPYTHON_FT) | tail -n 1)" && \
 	  PYTHON_GIL=0 $(MAKE) --no-print-directory test PYTHON="$$py"
@@ -300,7 +300,7 @@ with_both = set -e; ft="$$($(CPYTHON_FT) | tail -n 1)"; \
 # RACE_ARGS=... passes options to the survey (e.g. --trials 2 --seconds 0.5).
 RACE_ARGS  ?=
 race-survey:  ## readers (borrow, pointer trick, owned, torch's) vs t.data= / set_ / swap_tensors (+ del), free-threaded and GIL -> proposal/findings/free-threaded.md
-	$(call with_both,$$FT -P tests/hostile/race_survey.py --python $$FT --python $$GIL \
+	$(call with_both,PYTHONPATH=tests $$FT -P -m hostile.race_survey --python $$FT --python $$GIL \
 	  --out proposal/findings/free-threaded.md $(RACE_ARGS))
 
 # GIL_PYTHON=python3.13 GIL_TORCH=2.12.0 compares like with like (same CPython, same torch).

@@ -366,8 +366,9 @@ import json, sys, time
 if sys.argv[4] == "absent":
     sys.modules["shim_ext"] = None  # its import fails, as where it is not installed
 import torch
-sys.path.insert(0, sys.argv[1])
-import consumer_route_init as mod
+from pathlib import Path
+from bench.native import load_extension
+mod = load_extension("consumer_route_init", Path(sys.argv[1]))
 t = torch.randn(32, 32)
 t0 = time.perf_counter_ns()
 route = mod.setup(sys.argv[2] or None, shim_ext=sys.argv[3] == "1")

@@ -4,7 +4,7 @@
 // libtorch half (shim_ext._entry, entry.cpp) by shim_ext.load(), the way
 // libtorch_python registers ConcretePyObjectConversion with libtorch at load.
 // Between the BEGIN/END markers: what the patch adds (the method's body);
-// tests/test_proposal.py checks that they do not drift.
+// tests/proposal/test_patches.py checks that they do not drift.
 
 #include <torch_borrow/abi.h>
 #include <torch_borrow/conversion.h>

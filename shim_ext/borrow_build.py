@@ -39,7 +39,7 @@ _spec.loader.exec_module(config)
 # Only what Python calls through ``lib`` is declared here (the bridge reaches every other
 # function by its address, with the types of include/torch_borrow/abi.h); these match
 # torch's own typedefs (aoti_torch/c/shim.h), so the handle is an opaque pointer on both
-# sides, and tests/test_c_types.py checks each against the compiler.
+# sides, and tests/shim_ext/test_c_types.py checks each against the compiler.
 _TYPES = """
     typedef struct AtenTensorOpaque* AtenTensorHandle;
     typedef int32_t AOTITorchError;

@@ -5,7 +5,7 @@
 // but not libtorch_python, like libtorch itself; borrow.cpp (shim_ext._borrow)
 // is the libtorch_python half. make_patch.py replaces the prototype's accessor
 // (torch_borrow::detail::getBorrowConversionImpl) with upstream's
-// (torch::detail::getPyObjectConversionImpl); tests/test_proposal.py checks that
+// (torch::detail::getPyObjectConversionImpl); tests/proposal/test_patches.py checks that
 // the blocks below and the patches hold the same tokens.
 
 #include <torch_borrow/conversion.h>

@@ -9,15 +9,15 @@ narrow reason (the availability tests assert the absence).
 from __future__ import annotations
 
 import doctest
-import pathlib
 import re
 
 import pytest
 
 import bridge
 from helpers.expect import expected_paths
+from helpers.paths import ROOT
 
-README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
+README = ROOT / "README.md"
 
 
 def pycon_blocks(text: str) -> list[str]:

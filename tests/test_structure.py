@@ -8,8 +8,8 @@ import ast
 import pathlib
 
 import pytest
+from helpers.paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGES = ("shim_ext", "bridge", "bench")
 #: compiled modules (no ``.py``), each a leaf: ``_bridge.pyx`` imports no package module
 COMPILED = ("bridge._bridge", "shim_ext._entry", "shim_ext._borrow")

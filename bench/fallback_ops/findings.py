@@ -133,7 +133,7 @@ def gpu_section(paths: list[pathlib.Path]) -> list[str]:
     if not paths:
         return ["## CUDA tensors", "",
                 "Not measured in this file yet: `bench/gpu/run.sh` runs the tests "
-                "(`tests/test_fallback_ops.py`, CUDA tensors through the `aoti_torch_cuda_*` "
+                "(`tests/bench/test_fallback_ops.py`, CUDA tensors through the `aoti_torch_cuda_*` "
                 "shims) and scenario F with CUDA tensors and with the GPU host's CPU tensors "
                 "into `fallback-ops-gpu-<gpu>[-host-cpu]-torch-<v>.{json,md}`; copied into "
                 "`bench/results/`, this section renders them.", ""]
@@ -219,7 +219,7 @@ def render(cg: dict, run: fr.Run | None, gpu: list[pathlib.Path]) -> str:
         "with the interpreter fix installed, the borrow `torch_tensor_borrow_from_pyobject`, "
         "and the borrow with the fix. A refused tensor, a wrong shape or a non-tensor is a "
         "`RuntimeError` with torch's own message, owned handles taken before it released "
-        "(`tests/test_fallback_ops.py`). Every route's result equals torch's own "
+        "(`tests/bench/test_fallback_ops.py`). Every route's result equals torch's own "
         "(`torch.equal`) at 32x32, 7x7 and 1024x1024.",
         "",
         "A `DLTensor` cannot stand in here: the shims take handles. So this is a consumer "
@@ -295,7 +295,7 @@ def render(cg: dict, run: fr.Run | None, gpu: list[pathlib.Path]) -> str:
                             "turn (a graph without the op itself, wrong gradients if trusted)"
                             for op, g in other_grad.items()) if other_grad else "")
         + ". A consumer that calls them on user tensors must refuse inputs that require "
-        "grad, or say that it computes without autograd (`tests/test_fallback_ops.py` "
+        "grad, or say that it computes without autograd (`tests/bench/test_fallback_ops.py` "
         "asserts this per op).",
         "",
         "A nested tensor through a borrow that accepts it reaches the dense CPU kernel: "

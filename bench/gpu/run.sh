@@ -6,7 +6,7 @@
 #
 #   bench/gpu/run.sh [--quick] [--two-gpu] [--tests-only] [--bench-only] [--shims-only]
 #
-#   (no flag)    build; tests/test_cuda.py + the CPU parity/api/availability tests;
+#   (no flag)    build; tests/bridge/test_cuda.py + the CPU parity/api/availability tests;
 #                the benchmarks with CUDA tensors, then with CPU tensors on the same
 #                host, consumer.h's timed row and scenario F (the C fallback shims),
 #                each from $PROCESSES fresh processes (default 5) of $ROUNDS rounds
@@ -112,7 +112,7 @@ PY
 # are built and measured, so a result can be matched to the commit that holds them.
 echo "sources sha256: $(cat pyproject.toml setup.py bridge/*.py bridge/*.pyx shim_ext/*.py \
   shim_ext/*.cpp shim_ext/include/torch_borrow/*.h bench/*.py bench/*/*.py bench/native/*.pyx bench/native/*.c bench/native/*.cpp bench/native/*.h \
-  bridge/*.pxd tests/test_cuda.py tests/test_metadata_rule.py \
+  bridge/*.pxd tests/bridge/test_cuda.py tests/shim_ext/test_metadata_rule.py \
   tests/helpers/*.py | sha256sum | cut -c1-16)"
 
 step "wheels of .whl/ -> $SITE"
@@ -142,22 +142,22 @@ export PYTHONPATH=$PKG${PYTHONPATH:+:$PYTHONPATH}:$PWD
 PYTEST=("$PYTHON" -P -m pytest -p no:cacheprovider -q -rs)
 if [[ $MODE == two-gpu ]]; then
   step "tests needing two GPUs (device index 1)"
-  "${PYTEST[@]}" tests/test_cuda.py -k "device_index_1 or two_devices" || FAILED+=(two-gpu-tests)
+  "${PYTEST[@]}" tests/bridge/test_cuda.py -k "device_index_1 or two_devices" || FAILED+=(two-gpu-tests)
 else
  if [[ $PART == all || $PART == tests ]]; then
   step "tests: CUDA parity, and the borrow's rule on CUDA and CPU tensors"
-  "${PYTEST[@]}" tests/test_cuda.py tests/test_metadata_rule.py || FAILED+=(test_cuda)
+  "${PYTEST[@]}" tests/bridge/test_cuda.py tests/shim_ext/test_metadata_rule.py || FAILED+=(test_cuda)
   step "tests: CPU parity, api, availability, the internal fixes on this torch"
-  "${PYTEST[@]}" tests/test_parity.py tests/test_api.py tests/test_availability.py \
-    tests/test_internal_fixes.py \
+  "${PYTEST[@]}" tests/bridge/test_parity.py tests/bridge/test_api.py tests/bridge/test_availability.py \
+    tests/bench/test_internal_fixes.py \
     || FAILED+=(cpu-tests)
   step "tests: the seed's consumer (cuda.core StridedMemoryView via each route, the fixed ones included; CPU and CUDA)"
-  "${PYTEST[@]}" tests/test_cuda_core_consumer.py || FAILED+=(consumer-tests)
+  "${PYTEST[@]}" tests/bench/test_cuda_core_consumer.py || FAILED+=(consumer-tests)
   step "consumer.h: the consumer examples' tests"
-  "${PYTEST[@]}" tests/test_consumer_example.py tests/test_consumer_header.py \
+  "${PYTEST[@]}" tests/shim_ext/test_consumer_example.py tests/shim_ext/test_consumer_header.py \
     || FAILED+=(consumer-header-tests)
   step "fallback shims: tests (CPU and CUDA tensors)"
-  "${PYTEST[@]}" tests/test_fallback_ops.py || FAILED+=(fallback-ops-tests)
+  "${PYTEST[@]}" tests/bench/test_fallback_ops.py || FAILED+=(fallback-ops-tests)
  fi
  # The evidence: every table from $PROCESSES fresh processes (--processes); a quick run
  # stays one process. GPU_STEM names the CPU-tensor runs of a GPU host.

@@ -517,7 +517,7 @@ int fixes_copy_finished_while_gil_held(std::uintptr_t handle, int kind, int wait
 }
 
 // --- copies alive across interpreter finalization --------------------------
-// For the child process of tests/test_internal_fixes.py: copies held in C++,
+// For the child process of tests/bench/test_internal_fixes.py: copies held in C++,
 // released (a) during finalization, by fixes_release_held() called from a
 // Python object's __del__ when the interpreter clears __main__, or (b) after
 // it, by an atexit handler (exit() runs it once Py_FinalizeEx has returned).
@@ -596,7 +596,7 @@ void fixes_release_held(void) {
   PyGILState_Release(g);
 }
 
-// --- attached-thread-state tests, for tests/test_thread_checks.py -------------
+// --- attached-thread-state tests, for tests/shim_ext/test_thread_checks.py -------------
 // Bit 0: the one attached-thread test (torch_borrow/thread_state.h, which the
 // borrow, consumer.h and the patches use); bit 1:
 // PyGILState_Check(); bit 2: the unchecked thread-state read is non-null (on

@@ -16,8 +16,8 @@ import torch
 
 import bridge
 from helpers.expect import TORCH, expected_paths
+from helpers.paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("consumer_build",
                                                ROOT / "shim_ext" / "examples" / "build.py")
 build = importlib.util.module_from_spec(_spec)

@@ -4,7 +4,7 @@ A case is a function ``run(torch, consume)`` that builds one input, in whatever 
 it needs (inside ``torch.vmap``, under ``FakeTensorMode``, with a forged word in an
 object's memory), and calls ``consume(obj, truth)`` there. ``truth`` is the real tensor
 whose metadata an honest handle would describe (``None`` when there is none). The same
-catalogue feeds the bridge (``tests/test_hostile.py``) and torch's own
+catalogue feeds the bridge (``tests/bridge/test_hostile.py``) and torch's own
 ``torch_tensor_from_pyobject`` (``torch_shim_survey.py``).
 
 Expectations follow the DLPack consumers' convention: ``TypeError`` for an object of

@@ -10,7 +10,7 @@ counted apart, not hidden (``valgrind.supp`` silences only the known CPython and
 libgomp patterns). Exits 1 if any error other than a leak record is ours. Leak records
 are reported, not judged: at exit CPython never frees module-level objects (valgrind
 lists about 110 "possibly lost" blocks from our modules' init code, tens of thousands
-from CPython's and torch's), and per-call leaks are ``tests/test_lifetime.py``'s job (use
+from CPython's and torch's), and per-call leaks are ``tests/bridge/test_lifetime.py``'s job (use
 counts, refcounts and RSS over 1,000,000 views).
 """
 
@@ -28,7 +28,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 OURS = ("_bridge", "_borrow", "_entry")
 WORKLOAD = f"""
 import sys, warnings
-sys.path.insert(0, {os.path.dirname(HERE)!r})
 warnings.simplefilter("ignore")
 import torch, bridge
 from helpers.expect import expected_paths, torch_answer, view_fields
@@ -73,7 +72,9 @@ def main(argv=None):
            f"--suppressions={os.path.join(HERE, 'valgrind.supp')}",
            "--xml=yes", f"--xml-file={xml}",
            args.python, "-P", "-c", WORKLOAD]
-    env = dict(os.environ, PYTHONMALLOC="malloc")
+    # tests/ on the child's path: the workload imports helpers and hostile.
+    env = dict(os.environ, PYTHONMALLOC="malloc", PYTHONPATH=os.pathsep.join(
+        p for p in (os.path.dirname(HERE), os.environ.get("PYTHONPATH")) if p))
     print("running:", " ".join(cmd[:-1]), "<workload>", flush=True)
     proc = subprocess.run(cmd, env=env, text=True, capture_output=True)
     print(proc.stdout.strip())

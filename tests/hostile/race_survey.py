@@ -3,6 +3,7 @@ without a GIL: facts per interpreter, the counters, ``PyGILState_Check()`` acros
 torch's critical sections, and every reader against every mutation, each in child
 processes. ``make race-survey`` -> ``proposal/findings/free-threaded.md`` (and its JSON);
 ``--render JSON`` redoes the report. What each step does: ``tests/hostile/README.md``.
+Run as ``python -P -m hostile.race_survey`` with ``tests/`` on ``PYTHONPATH``.
 """
 
 from __future__ import annotations
@@ -14,9 +15,7 @@ import os
 import platform
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from hostile import subproc  # noqa: E402
+from hostile import subproc
 
 THREADS = 8
 READERS = ("t.shape", "t.stride()", "data_ptr, shape, stride", "view_fallback",

@@ -1,6 +1,7 @@
 """Child-process script: feed hostile inputs to a consumer, one JSON line per event.
 
-Run as ``python -P tests/hostile/runner.py --target bridge|torch-shim --cases a,b,...``.
+Run as ``python -P tests/hostile/runner.py --target bridge|torch-shim --cases a,b,...``
+with ``tests/`` on ``PYTHONPATH`` (``hostile.subproc.run_python`` puts it there).
 Before each call it prints ``{"event": "start", ...}`` (flushed), after it
 ``{"event": "result", ...}``; a child that dies in between shows the parent which call
 killed it. Targets:
@@ -22,8 +23,6 @@ import os
 import sys
 import warnings
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))  # tests/: for hostile.* and helpers.*
 
 
 def emit(**fields):

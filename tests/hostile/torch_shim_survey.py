@@ -3,7 +3,8 @@
 Each case goes to ``torch_tensor_from_pyobject`` and to torch's DLPack exchange functions
 in a child process; an outcome is a crash, an error, or a handle judged against the
 truth. ``make survey`` writes ``--out`` (``proposal/findings/torch-shim.md``); how each
-outcome is judged: ``tests/hostile/README.md``.
+outcome is judged: ``tests/hostile/README.md``. Run as ``python -P -m
+hostile.torch_shim_survey`` with ``tests/`` on ``PYTHONPATH``.
 """
 
 from __future__ import annotations
@@ -18,10 +19,8 @@ import shutil
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from hostile import cases, subproc  # noqa: E402
-from hostile import dlpack_exchange_repro as dlx  # noqa: E402  (ctypes only; no torch here)
+from hostile import cases, subproc
+from hostile import dlpack_exchange_repro as dlx  # ctypes only; no torch here
 
 ROOT = os.path.dirname(subproc.TESTS)
 #: The DLPack exchange repro, as its command names it (from the repository root).

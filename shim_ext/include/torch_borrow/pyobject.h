@@ -2,7 +2,7 @@
 // torch/csrc/stable/pyobject.h, beside tensor_from_pyobject.
 //
 // The block between the BEGIN/END markers is, byte for byte, what the patch
-// inserts (tests/test_proposal.py checks it). `make patch-check` compiles it
+// inserts (tests/proposal/test_patches.py checks it). `make patch-check` compiles it
 // against the patched headers; everything outside the markers only lets it
 // compile against an installed torch whose headers predate the 2.16 block.
 #pragma once

@@ -4,7 +4,7 @@
 //
 // The blocks between the BEGIN/END markers are, byte for byte, what
 // the patches in proposal/patches/ add to the 2.16 block of
-// torch/csrc/stable/c/shim.h (tests/test_proposal.py checks that they do not
+// torch/csrc/stable/c/shim.h (tests/proposal/test_patches.py checks that they do not
 // drift). The longer contract (what "borrowed" means, its precedents, the GIL)
 // is in the docs note the patch adds. Everything outside the markers exists
 // only so that the prototype compiles against an installed torch whose

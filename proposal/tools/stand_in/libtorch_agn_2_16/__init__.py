@@ -2,7 +2,7 @@
 
 The patch's extension is a C++ module built against a PyTorch that has
 ``torch_tensor_borrow_from_pyobject``; no released torch has it, so
-``tests/test_proposal.py`` runs the patch's Python test against this package
+``tests/proposal/test_patches.py`` runs the patch's Python test against this package
 instead: the same ``_interop`` functions, written with ctypes over the
 prototype shim that ``shim_ext._borrow`` exports (the bodies the patch adds).
 """

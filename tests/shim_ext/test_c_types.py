@@ -6,13 +6,12 @@ benchmarks and the examples, and the cffi modules declare only what Python calls
 from __future__ import annotations
 
 import ctypes
-import pathlib
 
 import pytest
 
 import shim_ext
+from helpers.paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def _cffi_modules():

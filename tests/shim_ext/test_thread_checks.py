@@ -11,7 +11,7 @@ GIL; a native thread that never had a thread state. Two wrong tests are shown fa
 "the unchecked read is non-null" on CPython < 3.12 (true on a detached thread while
 another holds the GIL) and "this thread has a thread state" (true on any detached Python
 thread). ``PyGILState_Check()`` is right here, in a process without a subinterpreter;
-``tests/test_subinterpreter.py`` shows it answering yes on every thread once one exists.
+``tests/shim_ext/test_subinterpreter.py`` shows it answering yes on every thread once one exists.
 The evaluation lives in ``bench/native/internal_fixes.cpp`` (``thread_checks_here``); the
 real borrow is checked too.
 """

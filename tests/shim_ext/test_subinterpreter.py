@@ -126,6 +126,7 @@ def test_the_borrow_refuses_a_thread_without_the_gil_once_a_subinterpreter_exist
 CONSUMER_CHILD = SUBINTERPRETER + """
 import ctypes, json, pathlib, sys, threading, torch
 import cffi, shim_ext
+from bench.native import load_extension
 build = pathlib.Path(sys.argv[1])
 ffi = cffi.FFI()
 ffi.cdef("int probe_read(void* obj, char* message, int n);")
@@ -138,9 +139,8 @@ int probe_read(void* obj, char* message, int n) {
   return rc;
 }
 ''', include_dirs=[shim_ext.get_include()], define_macros=[("_CFFI_NO_LIMITED_API", None)])
-sys.path.insert(0, str(build))
 ffi.compile(tmpdir=str(build))
-import _subinterpreter_consumer as mod
+mod = load_extension("_subinterpreter_consumer", build)
 address = int(mod.ffi.cast("uintptr_t", mod.ffi.addressof(mod.lib, "probe_read")))
 proto = (ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int)
 with_gil = ctypes.PYFUNCTYPE(*proto)(address)

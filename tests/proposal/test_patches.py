@@ -23,12 +23,11 @@ import subprocess
 import sys
 import tomllib
 import types
-import weakref
 
 import pytest
 import torch
+from helpers.paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 PROPOSAL = ROOT / "proposal"
 PATCHES = sorted((PROPOSAL / "patches").glob("000*.patch"))
 ENTRY_CPP = ROOT / "shim_ext" / "entry.cpp"
@@ -46,7 +45,9 @@ WITHDRAWN_NAMES = ("TorchTensorMetadata", "torch_tensor_get_metadata",
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, PROPOSAL / "tools" / f"{name}.py")
+    """proposal/tools/<name>.py, loaded from its file (the folder is not a package)."""
+    spec = importlib.util.spec_from_file_location(name.replace("/", "_"),
+                                                  PROPOSAL / "tools" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -614,11 +615,7 @@ def test_patch_test_fails_against_a_shim_that_breaks_the_contract(patch_text):
     a stale snapshot after the tensor is replaced must fail the patch's test: the test
     is not one that always passes. (A new handle value per call breaks no contract: the
     test does not look.)"""
-    sys.path.insert(0, str(PROPOSAL / "tools" / "stand_in"))
-    try:
-        from libtorch_agn_2_16 import _interop as real
-    finally:
-        sys.path.remove(str(PROPOSAL / "tools" / "stand_in"))
+    real = _load("stand_in/libtorch_agn_2_16/_interop")  # what the broken one wraps
     broken = types.ModuleType("broken_interop")
     fresh, kept = itertools.count(1), []
     snapshots = {}
@@ -646,11 +643,7 @@ def test_patch_test_fails_against_a_shim_that_breaks_the_contract(patch_text):
 def test_patch_test_fails_against_a_reader_that_lets_python_run_mid_read(patch_text):
     """A reader that makes Python objects (so lets a collection run) between reading the
     sizes and the strides, as the module once did, fails the regression test and only it."""
-    sys.path.insert(0, str(PROPOSAL / "tools" / "stand_in"))
-    try:
-        from libtorch_agn_2_16 import _interop as real
-    finally:
-        sys.path.remove(str(PROPOSAL / "tools" / "stand_in"))
+    real = _load("stand_in/libtorch_agn_2_16/_interop")  # what the broken one wraps
     broken = types.ModuleType("mixed_interop")
 
     def borrow_metadata(obj):

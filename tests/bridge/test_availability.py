@@ -9,6 +9,7 @@ import torch
 import bridge
 from bridge import _support
 from helpers.expect import TORCH, auto_path, expected_paths
+from helpers.paths import ROOT
 
 
 def test_availability_matches_this_torch():
@@ -179,9 +180,7 @@ def test_setup_refuses_to_build_without_cffi():
     (setuptools alone would ignore cffi_modules and install a package without it); on an
     interpreter cffi cannot build for, the setuptools route instead, said, and the build
     goes on."""
-    import pathlib
-
-    root = pathlib.Path(__file__).resolve().parent.parent
+    root = ROOT
     code = ("import runpy, sys; sys.modules['cffi'] = None; sys.argv = ['setup.py', '--name']; "
             "runpy.run_path('setup.py', run_name='__main__')")
     done = subprocess.run([sys.executable, "-P", "-c", code], cwd=root, capture_output=True,

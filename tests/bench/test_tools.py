@@ -6,7 +6,6 @@ is computed from it) and the runner's file of pytest-benchmark's own tables."""
 
 from __future__ import annotations
 
-import pathlib
 
 import pytest
 import torch
@@ -15,6 +14,7 @@ from bench import callgrind
 from bench.native import peers_bindings
 from bench import report
 from bench import processes
+from helpers.paths import ROOT
 
 
 def test_a_binding_that_cannot_build_is_unavailable_with_its_reason(monkeypatch):
@@ -221,7 +221,7 @@ def test_the_chart_has_the_headline_rows_under_their_labels(tmp_path):
 # --- the runner: pytest-benchmark's own tables into a file ------------------------------------------
 def test_pytest_benchmark_tables_go_to_a_file(tmp_path, monkeypatch):
     pytest.importorskip("pytest_benchmark")
-    source = pathlib.Path(__file__).resolve().parent.parent / "bench" / "results" / \
+    source = ROOT / "bench" / "results" / \
         "bench-torch-2.15.0.json"
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "tables.txt"

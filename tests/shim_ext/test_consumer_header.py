@@ -28,8 +28,8 @@ import shim_ext
 from helpers import cases as parity_cases
 from helpers.consumers import (ROUTES, build, expected_route, expected_route_without_shim_ext,
                                expected_tuple, force, make, needs_route, unreadable)
+from helpers.paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "shim_ext" / "examples"
 CONSUMERS = ("minimal", "borrow_consumer", "borrow_consumer_c")
 
@@ -328,8 +328,8 @@ SHIM_EXT_CHILD = textwrap.dedent("""
         shim_ext.built_for = lambda module: "2.0.0"
     from hostile import cases
     from pathlib import Path
-    sys.path.insert(0, sys.argv[1])
-    import borrow_consumer_c as c
+    from bench.native import load_extension
+    c = load_extension("borrow_consumer_c", Path(sys.argv[1]))
     route, why, checks, seconds = c.route_info()
     out = {"route": route, "why": why, "checks": checks, "seconds": seconds, "wrong": {}}
     for case in cases.CASES:
@@ -528,8 +528,10 @@ LAUNCHER_CHILD = textwrap.dedent("""
     import json, sys
     if sys.argv[2] == "absent":
         sys.modules["shim_ext"] = None
-    sys.path.insert(0, sys.argv[1])
-    import torch, launcher  # launcher imports torch itself; resolved at its import
+    import torch  # the launcher imports torch itself; resolved at its import
+    from pathlib import Path
+    from bench.native import load_extension
+    launcher = load_extension("launcher", Path(sys.argv[1]))
     a, b = torch.randn(4, 5), torch.randn(4, 5)
     out = torch.empty(4, 5)
     launcher.add(a, b, out)
