@@ -49,12 +49,14 @@ MIN_SHARE = 0.5
 #: Python-level statements on ``t`` (compiled by ``timeit``, as the benchmarks time them),
 #: counted with collection toggled on around each loop (client request, ``peers_native``):
 #: the goals' numerators and their fair anchors. ``view_read`` reads what ``five_tuple``
-#: gives (the device as its type and index: two reads where torch has one object).
+#: gives (the device as its type and index: two reads where torch has one object);
+#: ``view_borrow_ptr`` is the same fact as ``data_ptr``.
 STATEMENTS = {
     "empty": "empty(t)",
     "data_ptr": "t.data_ptr()",
     "five_tuple": "(t.data_ptr(), t.shape, t.stride(), t.dtype, t.device)",
     "view_borrow": "view_borrow(t)",
+    "view_borrow_ptr": "view_borrow(t).ptr",
     "view_read": "v = view(t); (v.ptr, v.shape, v.strides, v.dtype, v.device_type, "
                  "v.device_index)",
 }
@@ -451,6 +453,11 @@ def python_section(plan: dict, per_call: dict) -> list[str]:
         c = per_call[f"py:{name}"]
         lines.append(f"| `{STATEMENTS[name]}` | {c:.1f} | "
                      f"{(f'{c / anchor:.3f}x' if anchor else '')} |")
+    same, fact = per_call.get("py:view_borrow_ptr"), per_call.get("py:data_ptr")
+    if same and fact:
+        lines += ["", f"The same fact both ways: `{STATEMENTS['view_borrow_ptr']}` / "
+                      f"`{STATEMENTS['data_ptr']}` = {same:.1f} / {fact:.1f} = "
+                      f"{same / fact:.3f}x."]
     lines += ["", f"## Goals (instructions, CPython {plan['python']})", "",
               "| goal | what | instructions: numerator / denominator | ratio | target | status |",
               "|---|---|---:|---:|---:|---|"]
@@ -780,7 +787,11 @@ def run_valgrind(args, work: pathlib.Path) -> int:
            "--paths", *args.paths]
     print(f"running {len(args.paths)} path(s) and the routes x (n={args.n1}, {args.n2}, {args.n1}) under "
           "callgrind: a few minutes (importing torch under valgrind)...", flush=True)
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    # One string hash for every run: dict and set probe sequences (attribute and name
+    # look-ups) otherwise differ from process to process, and with them the Python-level
+    # statements' counts by a few instructions.
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0 or not plan_file.exists():
         sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])
         print(f"callgrind run failed (exit {proc.returncode})", file=sys.stderr)
