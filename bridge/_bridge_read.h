@@ -39,6 +39,12 @@ typedef struct {
   int8_t tuples_checked; /* 1: shape_t / strides_t were found this fill's */
   int8_t tuple_half;
   int32_t tuple_ndim;
+  /* The int the ptr attribute returned last, made from ptr_value (GIL builds; NULL
+     until then): kept by the view, and by a freed view on the freelist, and returned
+     again by a read whose m.ptr is ptr_value, so a view of the tensor a freed view had
+     returns the same int instead of making one. Without a GIL it stays NULL. */
+  PyObject* ptr_int;
+  void* ptr_value;
   int64_t inline_dims[2 * BRIDGE_INLINE_DIMS];
 } bridge_view;
 

@@ -4,9 +4,10 @@
  * GC-tracked once filled (t.attr = view(t) is a cycle). Attributes go through a
  * tp_getattro fast path on the interned names, the getset table behind it (dir(),
  * help(), names that are not interned). A freed view on the freelist keeps its shape and
- * strides tuples: the next view made from it returns them again where its sizes and
- * strides are the same values (the invariant beside bridge_view's tuple_ndim), so a
- * loop over tensors of one shape builds them once.
+ * strides tuples and its ptr int: the next view made from it returns them again where
+ * its sizes and strides (its address) are the same values (the invariants beside
+ * bridge_view's tuple_ndim and ptr_int), so a loop over tensors of one shape builds the
+ * tuples once, and a loop over the same tensors makes no int.
  */
 #ifndef BRIDGE_VIEW_H
 #define BRIDGE_VIEW_H
@@ -69,6 +70,7 @@ BRIDGE_INLINE bridge_view* bridge_view_alloc(void) {
     v->tuple_ndim = -1;
     v->tuple_half = 0;
     v->st = NULL;
+    v->ptr_int = NULL;
   }
   return v;
 }
@@ -78,6 +80,7 @@ __attribute__((noinline)) static void bridge_view_release(bridge_view* v) {
   Py_CLEAR(v->shape_t);
   Py_CLEAR(v->strides_t);
   Py_CLEAR(v->heap);
+  Py_CLEAR(v->ptr_int);
   v->tuple_ndim = -1;
 }
 
@@ -236,8 +239,24 @@ BRIDGE_INLINE PyObject* bridge_view_tuple(bridge_view* v, int strides) {
 }
 
 
+/* The int made once per address (bridge_view's ptr_int): an address is a two-digit int,
+   a heap object, so a launcher's loop over the same tensors would otherwise make and free
+   one per view. With a GIL nothing runs between the compare and the store (an int's
+   free runs no Python code); without one, a shared view would race on the field. */
 BRIDGE_NOINLINE PyObject* bridge_get_ptr(PyObject* self, void* c) {
-  return PyLong_FromVoidPtr((void*)((bridge_view*)self)->m.ptr);
+  bridge_view* v = (bridge_view*)self;
+#if BRIDGE_FREE_THREADED
+  return PyLong_FromVoidPtr(v->m.ptr);
+#else
+  PyObject* p = v->ptr_int;
+  if (__builtin_expect(p == NULL || v->ptr_value != v->m.ptr, 0)) {
+    if ((p = PyLong_FromVoidPtr(v->m.ptr)) == NULL) return NULL;
+    Py_XSETREF(v->ptr_int, p);
+    v->ptr_value = v->m.ptr;
+  }
+  Py_INCREF(p);
+  return p;
+#endif
 }
 BRIDGE_NOINLINE PyObject* bridge_get_shape(PyObject* self, void* c) {
   bridge_view* v = (bridge_view*)self;

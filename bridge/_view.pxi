@@ -12,7 +12,8 @@ obj : torch.Tensor
     (``set_``, ``resize_``, ``.data =``, ``swap_tensors``, ``share_memory_`` and
     sending it to another process can; README.md lists them).
 ptr : int
-    Address of the first element, storage offset included (``t.data_ptr()``).
+    Address of the first element, storage offset included (``t.data_ptr()``); kept,
+    and returned again by a later view of the same address, as ``shape``.
 shape : tuple of int
     Sizes in elements (``tuple(t.shape)``); built on first access, then kept (and
     returned again by a later view of the same sizes and strides, on builds with a GIL).
@@ -39,15 +40,17 @@ resizing the tensor afterwards does not change the view (nor does it keep ``ptr`
 valid, since resize may reallocate). A C type (``bridge/_bridge_view.h``): the six
 attributes a reader asks for most (``ptr, shape, strides, dtype, device_type,
 device_index``) are answered before CPython's generic attribute look-up. A freed view
-is kept for reuse (builds with a GIL), its shape and strides tuples with it: immutable,
-they are returned again only by a view whose sizes and strides have the same values.
+is kept for reuse (builds with a GIL), its shape and strides tuples and its ptr int with
+it: immutable, they are returned again only by a view whose sizes and strides (address)
+have the same values.
 """
 
 # Keyed by the getset entry each documents (_bridge_view.h checks that every entry has
 # one and no key is left over).
 cdef dict _ATTRIBUTE_DOCS = {
     "obj": b"The tensor (``torch.Tensor``); the view keeps it alive.",
-    "ptr": b"Address of the first element, storage offset included (int; ``t.data_ptr()``).",
+    "ptr": b"Address of the first element, storage offset included (int; ``t.data_ptr()``); "
+           b"a later view of the same address may return the same int.",
     "shape": b"Sizes in elements (tuple of int; ``tuple(t.shape)``), built on first access and "
              b"kept; a later view of the same sizes and strides may return the same tuple.",
     "strides": b"Strides in elements, not bytes (tuple of int; ``t.stride()``), built on first "

@@ -1,10 +1,12 @@
-"""A view's ``shape`` and ``strides`` tuples: made on first read, kept by the view, and
-kept by a freed view on the freelist (GIL builds) for the next view made from it, which
-returns them again only where its sizes and strides are the same values.
+"""A view's ``shape`` and ``strides`` tuples and its ``ptr`` int: made on first read, kept
+by the view, and kept by a freed view on the freelist (GIL builds) for the next view
+made from it, which returns them again only where its sizes and strides (its address)
+are the same values.
 
 Every test makes views of tensors of different dimensions and values in sequence, each
 freed before the next is made (so the next one is the same object, refilled), and
-asserts each view's tuples against torch's own ``t.shape`` / ``t.stride()``. Reuse is
+asserts each view's tuples and address against torch's own ``t.shape`` / ``t.stride()`` /
+``t.data_ptr()``. Reuse is
 asserted where it must happen (same values, GIL build: the very tuple objects) and must
 not (other values: a fresh tuple, the old one untouched for whoever still holds it).
 """
@@ -65,8 +67,10 @@ def _check(v, t):
     assert v.shape == tuple(t.shape)
     assert v.strides == t.stride()
     assert v.ndim == t.dim()
-    # Read twice: the second read is the kept tuple, still right.
+    assert v.ptr == t.data_ptr()
+    # Read twice: the second read is the kept tuple (int), still right.
     assert v.shape == tuple(t.shape) and v.strides == t.stride()
+    assert v.ptr == t.data_ptr()
 
 
 @pytest.fixture(autouse=True)
@@ -134,13 +138,30 @@ def test_other_values_give_new_tuples_and_leave_the_old_ones(view_on):
         assert shape == (6, 5) and strides == (5, 1)  # held by the caller, unchanged
 
 
+def test_the_same_address_gives_the_same_int_on_a_gil_build(view_on):
+    t = torch.randn(6, 5)
+    v = view_on(t)
+    ptr = v.ptr
+    assert ptr == t.data_ptr() > 2**30  # not a small int, nor one digit of CPython's
+    assert (v.ptr is ptr) != FREE_THREADED  # kept by the view, with a GIL
+    del v
+    w = view_on(t)  # the freed view, refilled
+    assert w.ptr == ptr and (w.ptr is ptr) != FREE_THREADED
+    del w
+    for other in (t[1:], t.clone(), torch.randn(6, 5)[:, 1:]):  # other addresses
+        x = view_on(other)
+        assert x.ptr == other.data_ptr() != ptr and x.ptr is not ptr
+        del x
+    assert ptr == t.data_ptr()  # held by the caller, unchanged
+
+
 def test_a_tensor_changed_in_place_between_views(view_on):
     t = torch.randn(4, 4)
     v = view_on(t)
     _check(v, t)
     del v
-    for size in ((4, 4), (2, 8), (16,), (4, 4), (1, 2, 8)):
-        t.resize_(size)
+    for size in ((4, 4), (2, 8), (16,), (4, 4), (1, 2, 8), (1000, 1000), (3,)):
+        t.resize_(size)  # 1000 x 1000 moves the data: another address
         v = view_on(t)
         _check(v, t)
         del v
