@@ -1,23 +1,10 @@
-"""cffi build script for the prototype's two libraries, shaped as the patches are.
+"""cffi build script for the prototype's two libraries, shaped as the patches are:
+``shim_ext._entry`` (``entry_ffibuilder``, ``entry.cpp``), the stable C entry points,
+and ``shim_ext._borrow`` (``ffibuilder``, ``borrow.cpp``), the libtorch_python half.
 
-- ``shim_ext._entry`` (``entry_ffibuilder``, ``entry.cpp``): the stable C entry points
-  (``torch_tensor_borrow_from_pyobject``, ``torch_is_conj``, ``torch_is_neg``) and the
-  registration point of the implementation; links libtorch, not libtorch_python, as
-  ``torch/csrc/shim_common.cpp`` lives in libtorch.
-- ``shim_ext._borrow`` (``ffibuilder``, ``borrow.cpp``): the libtorch_python half (the
-  ``THPVariable`` access), which ``shim_ext.load()`` registers with ``_entry``, as
-  libtorch_python registers ``ConcretePyObjectConversion`` with libtorch.
-
-Out-of-line API mode: ``setup.py`` names both builders in ``cffi_modules``;
-``python shim_ext/borrow_build.py`` builds them in place for quick experiments. The C++
-lives in ``entry.cpp`` / ``borrow.cpp`` and the declarations in
-``include/torch_borrow/``, so C is edited as C.
-
-Where cffi cannot build (free-threaded 3.13), setup.py builds the same sources into the
-same two libraries with setuptools' own Extension instead (``build_config.py``,
-``pymodule.c``). The build needs the installed torch's headers and libraries, so it imports
-torch and must run without pip's build isolation (``--no-build-isolation``),
-or pip would fetch a second multi-GB torch into a throw-away environment.
+``setup.py`` names both builders in ``cffi_modules``; ``python shim_ext/borrow_build.py``
+builds them in place. Imports torch: run without pip's build isolation. Both builds
+(this one and setuptools' where cffi cannot): ``shim_ext/README.md``.
 """
 
 from __future__ import annotations

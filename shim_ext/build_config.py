@@ -1,19 +1,7 @@
-"""What both builds of shim_ext share: sources, torch's headers and libraries, flags.
-
-shim_ext is built one of two ways, from the same C++ sources into the same two libraries
-(``bridge/_support.py``, ``shim_route``, decides which):
-
-- cffi (``borrow_build.py``), wherever cffi can build;
-- setuptools' own ``Extension`` (``extensions()`` below), only where it cannot (free-threaded
-  CPython 3.13): ``pymodule.c`` adds a minimal ``PyInit_`` module to each library, exposing
-  as module-level functions what ``shim_ext.load()`` and the bridge need (addresses as
-  ints), and declaring that it does not need the GIL (``Py_mod_gil``).
-
-Either way the C entry points (``torch_tensor_borrow_from_pyobject``, ``torch_is_conj``,
-...) are exported from ``_entry`` under their own names (``AOTI_TORCH_EXPORT``, everything
-else hidden), and the bridge finds them with ``dlsym`` on the loaded library.
-
-Imports torch (its headers and libraries): run without pip's build isolation.
+"""What both builds of shim_ext share (sources, torch's headers and libraries, flags),
+and the setuptools build (``extensions()``, with ``pymodule.c``) used where cffi cannot
+build (free-threaded CPython 3.13); why two builds and how each exports the entry
+points: ``shim_ext/README.md``. Imports torch: run without pip's build isolation.
 """
 
 from __future__ import annotations
