@@ -40,9 +40,10 @@ typedef struct {
   int8_t tuple_half;
   int32_t tuple_ndim;
   /* The int the ptr attribute returned last, made from ptr_value (GIL builds; NULL
-     until then): kept by the view, and by a freed view on the freelist, and returned
-     again by a read whose m.ptr is ptr_value, so a view of the tensor a freed view had
-     returns the same int instead of making one. Without a GIL it stays NULL. */
+     until then): kept by the view, and by a freed view on the freelist (unless its
+     heap room or wide tuples are released with it), and returned again by a read whose
+     m.ptr is ptr_value, so a view of the tensor a freed view had returns the same int
+     instead of making one. Without a GIL it stays NULL. */
   PyObject* ptr_int;
   void* ptr_value;
   int64_t inline_dims[2 * BRIDGE_INLINE_DIMS];
@@ -80,8 +81,8 @@ typedef struct {
 
 /* The cold paths: declared here, defined in Cython under these names (bridge/_errors.pxi,
    bridge/_view.pxi: `cdef int _refuse "bridge_cold_refuse"(...)`), so C calls them by
-   name and Cython declares nothing back. Each returns -1 with an exception set (refuse
-   always does). */
+   name and Cython declares nothing back. Each int one returns -1 with an exception set
+   (refuse always does); privateuse1_name returns NULL with one. */
 static int bridge_cold_refuse(PyObject* obj, bridge_view* v, int stage, const bridge_failure* f,
                               const bridge_installed* st);
 /* torch.Tensor.is_conj / .is_neg at Python level (no torch_is_conj in this torch) */

@@ -6,8 +6,12 @@
  * help(), names that are not interned). A freed view on the freelist keeps its shape and
  * strides tuples and its ptr int: the next view made from it returns them again where
  * its sizes and strides (its address) are the same values (the invariants beside
- * bridge_view's tuple_ndim and ptr_int), so a loop over tensors of one shape builds the
- * tuples once, and a loop over the same tensors makes no int.
+ * bridge_view's tuple_ndim and ptr_int). The list is last in, first out: a loop that
+ * frees each view before the next builds the tuples once for tensors of one shape and
+ * makes no int for one tensor; a caller that keeps a call's views until its next call
+ * (a launcher) gets each back for the same tensor where it frees them in reverse order
+ * (the benchmark's launcher workload); otherwise a view reads another's values, and
+ * makes its own.
  */
 #ifndef BRIDGE_VIEW_H
 #define BRIDGE_VIEW_H
@@ -239,9 +243,9 @@ BRIDGE_INLINE PyObject* bridge_view_tuple(bridge_view* v, int strides) {
 }
 
 
-/* The int made once per address (bridge_view's ptr_int): an address is a two-digit int,
-   a heap object, so a launcher's loop over the same tensors would otherwise make and free
-   one per view. With a GIL nothing runs between the compare and the store (an int's
+/* The int kept per address (bridge_view's ptr_int): an address is a two-digit int, a
+   heap object, so a view refilled for the same tensor would otherwise make and free one
+   per read. With a GIL nothing runs between the compare and the store (an int's
    free runs no Python code); without one, a shared view would race on the field. */
 BRIDGE_NOINLINE PyObject* bridge_get_ptr(PyObject* self, void* c) {
   bridge_view* v = (bridge_view*)self;

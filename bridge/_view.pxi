@@ -12,8 +12,9 @@ obj : torch.Tensor
     (``set_``, ``resize_``, ``.data =``, ``swap_tensors``, ``share_memory_`` and
     sending it to another process can; README.md lists them).
 ptr : int
-    Address of the first element, storage offset included (``t.data_ptr()``); kept,
-    and returned again by a later view of the same address, as ``shape``.
+    Address of the first element, storage offset included (``t.data_ptr()``). On
+    builds with a GIL, kept by the view and returned again by a later view of the same
+    address made from it (as ``shape``); without a GIL each read makes a new int.
 shape : tuple of int
     Sizes in elements (``tuple(t.shape)``); built on first access, then kept (and
     returned again by a later view of the same sizes and strides, on builds with a GIL).
@@ -50,7 +51,7 @@ have the same values.
 cdef dict _ATTRIBUTE_DOCS = {
     "obj": b"The tensor (``torch.Tensor``); the view keeps it alive.",
     "ptr": b"Address of the first element, storage offset included (int; ``t.data_ptr()``); "
-           b"a later view of the same address may return the same int.",
+           b"with a GIL, a later view of the same address may return the same int.",
     "shape": b"Sizes in elements (tuple of int; ``tuple(t.shape)``), built on first access and "
              b"kept; a later view of the same sizes and strides may return the same tuple.",
     "strides": b"Strides in elements, not bytes (tuple of int; ``t.stride()``), built on first "
