@@ -133,8 +133,8 @@ def gpu_section(paths: list[pathlib.Path]) -> list[str]:
     if not paths:
         return ["## CUDA tensors", "",
                 "Not measured in this file yet: `bench/gpu/run.sh` runs the tests "
-                "(`tests/bench/test_fallback_ops.py`, CUDA tensors through the `aoti_torch_cuda_*` "
-                "shims) and scenario F with CUDA tensors and with the GPU host's CPU tensors "
+                "(`tests/bench/test_fallback_ops.py`, CUDA tensors through the "
+                "`aoti_torch_cuda_*` shims) and scenario F with CUDA tensors and with the GPU host's CPU tensors "
                 "into `fallback-ops-gpu-<gpu>[-host-cpu]-torch-<v>.{json,md}`; copied into "
                 "`bench/results/`, this section renders them.", ""]
     lines = ["## CUDA tensors (the GPU host)", ""]

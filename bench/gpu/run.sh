@@ -142,14 +142,16 @@ export PYTHONPATH=$PKG${PYTHONPATH:+:$PYTHONPATH}:$PWD
 PYTEST=("$PYTHON" -P -m pytest -p no:cacheprovider -q -rs)
 if [[ $MODE == two-gpu ]]; then
   step "tests needing two GPUs (device index 1)"
-  "${PYTEST[@]}" tests/bridge/test_cuda.py -k "device_index_1 or two_devices" || FAILED+=(two-gpu-tests)
+  "${PYTEST[@]}" tests/bridge/test_cuda.py -k "device_index_1 or two_devices" \
+    || FAILED+=(two-gpu-tests)
 else
  if [[ $PART == all || $PART == tests ]]; then
   step "tests: CUDA parity, and the borrow's rule on CUDA and CPU tensors"
-  "${PYTEST[@]}" tests/bridge/test_cuda.py tests/shim_ext/test_metadata_rule.py || FAILED+=(test_cuda)
+  "${PYTEST[@]}" tests/bridge/test_cuda.py tests/shim_ext/test_metadata_rule.py \
+    || FAILED+=(test_cuda)
   step "tests: CPU parity, api, availability, the internal fixes on this torch"
-  "${PYTEST[@]}" tests/bridge/test_parity.py tests/bridge/test_api.py tests/bridge/test_availability.py \
-    tests/bench/test_internal_fixes.py \
+  "${PYTEST[@]}" tests/bridge/test_parity.py tests/bridge/test_api.py \
+    tests/bridge/test_availability.py tests/bench/test_internal_fixes.py \
     || FAILED+=(cpu-tests)
   step "tests: the seed's consumer (cuda.core StridedMemoryView via each route, the fixed ones included; CPU and CUDA)"
   "${PYTEST[@]}" tests/bench/test_cuda_core_consumer.py || FAILED+=(consumer-tests)

@@ -10,8 +10,8 @@ counted apart, not hidden (``valgrind.supp`` silences only the known CPython and
 libgomp patterns). Exits 1 if any error other than a leak record is ours. Leak records
 are reported, not judged: at exit CPython never frees module-level objects (valgrind
 lists about 110 "possibly lost" blocks from our modules' init code, tens of thousands
-from CPython's and torch's), and per-call leaks are ``tests/bridge/test_lifetime.py``'s job (use
-counts, refcounts and RSS over 1,000,000 views).
+from CPython's and torch's), and per-call leaks are ``tests/bridge/test_lifetime.py``'s
+job (use counts, refcounts and RSS over 1,000,000 views).
 """
 
 from __future__ import annotations
