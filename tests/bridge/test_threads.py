@@ -127,6 +127,17 @@ def test_using_path_is_not_thread_local():
 FREE_THREADED = _support.free_threaded()
 
 
+def _gil_states(code: str) -> list[str]:
+    """Run ``code`` (which prints ``sys._is_gil_enabled()`` at its steps) in a child
+    interpreter without PYTHON_GIL, so that nothing but the child's own imports sets the
+    GIL; its printed words."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHON_GIL"}
+    done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
 def test_import_bridge_leaves_the_gil_off_where_it_was_off():
     """In a fresh interpreter, warnings as errors (CPython warns, with a RuntimeWarning,
     when an extension that has not declared free-threading support re-enables the GIL):
@@ -144,14 +155,10 @@ def test_import_bridge_leaves_the_gil_off_where_it_was_off():
         "        getattr(bridge, 'view_' + p)(torch.ones(2))\n"
         "bridge.view(torch.ones(2))\n"
         "print(before, gil())\n")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHON_GIL"}
-    done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
-                          env=env, timeout=300)
-    assert done.returncode == 0, done.stderr
-    before, after = done.stdout.split()
-    assert after == before, done.stdout
+    before, after = states = _gil_states(code)
+    assert after == before, states
     if FREE_THREADED:
-        assert (before, after) == ("False", "False"), done.stdout
+        assert (before, after) == ("False", "False"), states
 
 
 def test_shim_ext_and_the_borrow_leave_the_gil_off():
@@ -179,14 +186,10 @@ def test_shim_ext_and_the_borrow_leave_the_gil_off():
         "ths = [threading.Thread(target=work, args=(t,)) for t in ts]\n"
         "[th.start() for th in ths]; [th.join() for th in ths]\n"
         "print(before, after_import, gil())\n")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHON_GIL"}
-    done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
-                          env=env, timeout=300)
-    assert done.returncode == 0, done.stderr
-    before, after_import, after = done.stdout.split()
-    assert before == after_import == after, done.stdout
+    before, after_import, after = states = _gil_states(code)
+    assert before == after_import == after, states
     if FREE_THREADED:
-        assert after == "False", done.stdout
+        assert after == "False", states
 
 
 @pytest.mark.skipif(not FREE_THREADED, reason="a build with a GIL has it on")
