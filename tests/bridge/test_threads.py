@@ -346,18 +346,25 @@ def _candidates():
     return [torch.randn(3, 4), torch.randn(2, 6).t(), torch.arange(12.0)[::2]]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("mutation", ["data", "set_", "swap_tensors"])
-def test_mutation_ordered_by_a_lock_gives_exact_views(view_on, mutation):
-    """On every interpreter: a thread that changes t (``t.data = x``, ``t.set_(x)``, or
-    swaps it with another tensor) under a lock, and viewers that take the same lock
-    around each view, get exact views of what t holds."""
+def _mutable_pair():
+    """``(candidates, answers, t, other)``: the tensors a mutated ``t`` may hold, torch's
+    answer for each, ``t`` holding the first and ``other`` (for swaps) the second."""
     candidates = _candidates()
     answers = [torch_answer(c) for c in candidates]
     t = candidates[0].clone()
     t.data = candidates[0]
     other = candidates[1].clone()
     other.data = candidates[1]
+    return candidates, answers, t, other
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mutation", ["data", "set_", "swap_tensors"])
+def test_mutation_ordered_by_a_lock_gives_exact_views(view_on, mutation):
+    """On every interpreter: a thread that changes t (``t.data = x``, ``t.set_(x)``, or
+    swaps it with another tensor) under a lock, and viewers that take the same lock
+    around each view, get exact views of what t holds."""
+    candidates, answers, t, other = _mutable_pair()
     lock = threading.Lock()
     current = [0]
     stop = threading.Event()
@@ -397,12 +404,7 @@ def test_with_the_gil_a_view_is_a_snapshot_while_another_thread_mutates(view_on,
     """With the GIL, nothing runs between the handle and the copy: while one thread keeps
     assigning ``t.data`` (or swapping t with another tensor), every view equals torch's
     answer for one of the tensors t can hold, never a mix of two."""
-    candidates = _candidates()
-    answers = [torch_answer(c) for c in candidates]
-    t = candidates[0].clone()
-    t.data = candidates[0]
-    other = candidates[1].clone()
-    other.data = candidates[1]
+    candidates, answers, t, other = _mutable_pair()
     stop = threading.Event()
 
     def mutator():
