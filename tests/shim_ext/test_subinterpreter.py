@@ -39,6 +39,22 @@ def create_subinterpreter():
     except ImportError:
         import _xxsubinterpreters as interpreters  # 3.11, 3.12
     interpreters.destroy(interpreters.create())
+
+# n calls of fn() while a spinning Python thread holds the GIL most of the time (its
+# thread state is then the current one).
+def while_another_thread_holds_the_gil(fn, n=50):
+    import threading
+    stop = threading.Event()
+    def spin():
+        while not stop.is_set():
+            pass
+    other = threading.Thread(target=spin)
+    other.start()
+    try:
+        return [fn() for _ in range(n)]
+    finally:
+        stop.set()
+        other.join()
 """
 
 FIX_CHILD = SUBINTERPRETER + """
@@ -92,18 +108,8 @@ out = {}
 def probe(when):
     out[f"{when} with the GIL"] = call(with_gil)
     out[f"{when} detached"] = call(without_gil)
-    stop = threading.Event()
-    def spin():
-        while not stop.is_set():
-            pass
-    other = threading.Thread(target=spin)
-    other.start()
-    try:  # the other thread holds the GIL most of the time: its state is the current one
-        out[f"{when} detached, another thread holding the GIL"] = [call(without_gil)
-                                                                 for _ in range(50)]
-    finally:
-        stop.set()
-        other.join()
+    out[f"{when} detached, another thread holding the GIL"] = \
+        while_another_thread_holds_the_gil(lambda: call(without_gil))
 probe("before")
 create_subinterpreter()
 probe("after")
@@ -156,18 +162,8 @@ out = {}
 out["first read, with the GIL"] = call(with_gil)
 def probe(when):
     out[f"{when} detached"] = call(without_gil)
-    stop = threading.Event()
-    def spin():
-        while not stop.is_set():
-            pass
-    other = threading.Thread(target=spin)
-    other.start()
-    try:
-        out[f"{when} detached, another thread holding the GIL"] = [call(without_gil)
-                                                                 for _ in range(50)]
-    finally:
-        stop.set()
-        other.join()
+    out[f"{when} detached, another thread holding the GIL"] = \
+        while_another_thread_holds_the_gil(lambda: call(without_gil))
     out[f"{when} with the GIL"] = call(with_gil)
 probe("before")
 create_subinterpreter()
