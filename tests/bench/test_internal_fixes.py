@@ -418,16 +418,21 @@ def test_torch_has_the_exchange_api(fixes):
     assert fixes.torch_api, "torch >= 2.10 has __dlpack_c_exchange_api__"
 
 
+def _built_or_skip(layout, dtype):
+    """``layout.build(dtype)``, or a skip saying why torch cannot allocate or build it."""
+    if cpu_allocation_error(dtype) is not None:
+        pytest.skip(f"torch cannot allocate {dtype} on the CPU")
+    try:
+        return layout.build(dtype)
+    except (RuntimeError, TypeError) as exc:  # torch cannot build this layout of it
+        pytest.skip(f"{layout.name} of {dtype}: {exc}")
+
+
 @pytest.mark.parametrize("check", [True, False], ids=["thread-check", "no-check"])
 @pytest.mark.parametrize("layout", LAYOUTS, ids=lambda layout: layout.name)
 @pytest.mark.parametrize("dtype", VIEWABLE + REFUSED, ids=dtype_name)
 def test_borrowed_dltensor_equals_torchs(fixes, dtype, layout, check):
-    if cpu_allocation_error(dtype) is not None:
-        pytest.skip(f"torch cannot allocate {dtype} on the CPU")
-    try:
-        t = layout.build(dtype)
-    except (RuntimeError, TypeError) as exc:  # torch cannot build this layout of it
-        pytest.skip(f"{layout.name} of {dtype}: {exc}")
+    t = _built_or_skip(layout, dtype)
     theirs = outcome(fixes, fixes.torch_api, t)
     ours = outcome(fixes, fixes.dlpack_api(check), t)
     assert ours[0] == theirs[0], (ours, theirs)
@@ -597,12 +602,7 @@ def test_patched_dltensor_equals_torchs(fixes, dtype, layout, read_only):
     if read_only and not has_read_only_table():
         pytest.skip("no read-only exchange table on this torch (2.14+; "
                     "test_the_read_only_table_exists_from_2_14 asserts where it must be)")
-    if cpu_allocation_error(dtype) is not None:
-        pytest.skip(f"torch cannot allocate {dtype} on the CPU")
-    try:
-        t = layout.build(dtype)
-    except (RuntimeError, TypeError) as exc:
-        pytest.skip(f"{layout.name} of {dtype}: {exc}")
+    t = _built_or_skip(layout, dtype)
     theirs = outcome(fixes, fixes.torch_api, t)
     ours = outcome(fixes, fixes.dlpack_api_patched(read_only), t)
     assert ours[0] == theirs[0], (ours, theirs)
