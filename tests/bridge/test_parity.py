@@ -18,8 +18,8 @@ import pytest
 import torch
 
 import bridge
-from helpers.cases import (LAYOUTS, REFUSED, VIEWABLE, cpu_allocation_error, dtype_name,
-                           filled, refusal_kind, torch_dtypes)
+from helpers.cases import (LAYOUTS, REFUSED, VIEWABLE, cpu_allocation_error, dtype_layout_cases,
+                           dtype_name, filled, refusal_kind, torch_dtypes)
 from helpers.expect import torch_answer, view_fields
 from helpers.memory import NUMPY_DTYPES, raw_values
 from helpers.parity import VIEWS, assert_parity, assert_refused_alike, paths_here
@@ -41,8 +41,7 @@ def test_every_torch_dtype_is_classified():
     assert not set(VIEWABLE) & set(REFUSED)
 
 
-@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda layout: layout.name)
-@pytest.mark.parametrize("dtype", VIEWABLE, ids=dtype_name)
+@pytest.mark.parametrize("dtype, layout", dtype_layout_cases(VIEWABLE))
 def test_dtype_layout_parity(dtype, layout):
     _allocatable(dtype)
     t = layout.build(dtype)
