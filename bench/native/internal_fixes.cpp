@@ -596,48 +596,6 @@ void fixes_release_held(void) {
   PyGILState_Release(g);
 }
 
-// --- attached-thread-state tests, for tests/shim_ext/test_thread_checks.py -------------
-// Bit 0: the one attached-thread test (torch_borrow/thread_state.h, which the
-// borrow, consumer.h and the patches use); bit 1:
-// PyGILState_Check(); bit 2: the unchecked thread-state read is non-null (on
-// CPython < 3.12 that read is the GIL holder's, whichever thread it is); bit 3:
-// PyGILState_GetThisThreadState() is non-null (this thread HAS a thread state,
-// attached or not). Evaluated on the calling thread; attach != 0 first takes the
-// GIL (PyGILState_Ensure), else the test runs as called (cffi releases the GIL).
-static int thread_checks_here() {
-  PyThreadState* unchecked = PyThreadState_GetUnchecked(); // pythoncapi_compat.h before 3.13
-  const bool ours = attached_thread_state();
-  return (ours ? 1 : 0) | (PyGILState_Check() ? 2 : 0) | (unchecked ? 4 : 0) |
-      (PyGILState_GetThisThreadState() ? 8 : 0);
-}
-
-int fixes_thread_checks(int attach, int wait_us) {
-  if (!attach) {
-    // Detached (cffi released the GIL): give a thread waiting for the GIL the
-    // time to take it before asking.
-    if (wait_us > 0) {
-      std::this_thread::sleep_for(std::chrono::microseconds(wait_us));
-    }
-    return thread_checks_here();
-  }
-  PyGILState_STATE g = PyGILState_Ensure();
-  int bits = thread_checks_here();
-  PyGILState_Release(g);
-  return bits;
-}
-
-// The same on a new native thread that never attached a thread state.
-int fixes_thread_checks_on_foreign_thread(void) {
-  int bits = -1;
-  try {
-    std::thread worker([&] { bits = thread_checks_here(); });
-    worker.join();
-  } catch (const std::exception&) { // std::system_error: no thread could start
-    return -1;
-  }
-  return bits;
-}
-
 // A copy of torch's DLPackExchangeAPI (at `torch_api`) whose
 // dltensor_from_py_object_no_sync is the borrowed prototype, with
 // (check_attached != 0) or without the attached-thread check. The copy is

@@ -241,28 +241,6 @@ class InternalFixes:
         names = ("true", "held_inside", "held_after", "state_after")
         return {name: bool(bits >> i & 1) for i, name in enumerate(names)}
 
-    # --- attached-thread-state tests ---------------------------------------------------
-    #: the tests ``thread_checks`` evaluates, by bit
-    THREAD_CHECKS = ("borrow", "PyGILState_Check", "unchecked thread state non-null",
-                     "has a thread state")
-
-    def thread_checks(self, where: str, wait_us: int = 0) -> dict[str, bool]:
-        """``{test: answer}`` for each of ``THREAD_CHECKS`` on a thread that is:
-        ``"attached"`` (this thread, GIL taken first), ``"detached"`` (this thread with
-        the GIL released, as cffi calls run; ``wait_us`` microseconds pass first, so a
-        thread waiting for the GIL can take it) or ``"foreign"`` (a new native thread
-        that never had a thread state). The right answer is True only for
-        ``"attached"``."""
-        if where == "foreign":
-            bits = self._lib.fixes_thread_checks_on_foreign_thread()
-        elif where in ("attached", "detached"):
-            bits = self._lib.fixes_thread_checks(int(where == "attached"), wait_us)
-        else:
-            raise ValueError(f"where must be attached, detached or foreign, not {where!r}")
-        if bits < 0:
-            raise FixError("the foreign thread could not start")
-        return {name: bool(bits >> i & 1) for i, name in enumerate(self.THREAD_CHECKS)}
-
     # --- DLPack without the copy ----------------------------------------------------
     def dlpack_api(self, check_attached: bool) -> int:
         """Address of a copy of torch's ``DLPackExchangeAPI`` whose

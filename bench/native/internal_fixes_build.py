@@ -42,8 +42,6 @@ _DECLS = """
     uintptr_t fixes_dlpack_api_patched(uintptr_t torch_api, int read_only);
     void* patched_dlpack_slot(int read_only);
     int fixes_dltensor_once(uintptr_t api, uintptr_t obj, DLTensor* out);
-    int fixes_thread_checks(int attach, int wait_us);
-    int fixes_thread_checks_on_foreign_thread(void);
     const char* fixes_patch_name(void);
     void fixes_guard_counts(uint64_t* out);
     int fixes_guard_probe_here(int attach);

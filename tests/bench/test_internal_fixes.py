@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import subprocess
 import sys
 import unittest.mock
@@ -22,7 +23,9 @@ import pytest
 import torch
 
 import bridge
-from helpers.cases import LAYOUTS, REFUSED, VIEWABLE, cpu_allocation_error, dtype_name
+from helpers.cases import (REFUSED, VIEWABLE, cpu_allocation_error, dtype_layout_cases, flagged,
+                           layout_cases)
+from helpers.child import SUBINTERPRETER, run_ok
 from helpers.expect import expected_paths
 from helpers.parity import assert_parity
 
@@ -185,6 +188,38 @@ def test_the_guard_is_mains_class_verbatim():
     assert '#include "Exceptions.h.SafeGilScopedAcquire"' in header
 # On the finalizing thread it acquires and stays true: the child of
 # test_copies_alive_across_interpreter_finalization probes it there.
+
+
+# --- once a subinterpreter exists (PyGILState_Check() then answers yes everywhere) -----
+FIX_CHILD = SUBINTERPRETER + """
+import json, torch
+from bench.native import internal_fixes
+fixes = internal_fixes.InternalFixes(torch)
+out = {}
+def probe(when):
+    for code in ("patch", "gil-state-check"):
+        with fixes.interpreter_fix(code):
+            for where in ("native", "detached"):
+                t = torch.randn(4)
+                assert t._use_count() == 1
+                out[f"{when} {code} {where}"] = fixes.copy_finished_while_gil_held(t, where, 200)
+probe("before")
+create_subinterpreter()
+probe("after")
+print(json.dumps(out))
+"""
+
+
+def test_the_interpreter_fix_waits_for_the_gil_once_a_subinterpreter_exists():
+    got = json.loads(run_ok(FIX_CHILD).splitlines()[-1])
+    for when in ("before", "after"):
+        for where in ("native", "detached"):
+            assert got[f"{when} patch {where}"] is False, (when, where, got)
+    assert got["before gil-state-check native"] is False
+    assert got["before gil-state-check detached"] is False
+    # The hole the exact test closes: PyGILState_Check() says yes without the GIL.
+    assert got["after gil-state-check native"] is True, got
+    assert got["after gil-state-check detached"] is True, got
 
 
 # --- the patch's code installed: where the fast path is taken ----------------------------
@@ -392,12 +427,11 @@ def test_without_the_fix_nothing_reaches_it(fixes):
     assert fixes.counts() == counts and fixes.guard_counts() == guards
 
 
-@pytest.mark.parametrize("code", CODES)
-@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda layout: layout.name)
-@pytest.mark.parametrize("dtype", VIEWABLE, ids=dtype_name)
+@pytest.mark.parametrize("code, dtype, layout", [
+    *flagged(CODES[0], dtype_layout_cases(VIEWABLE)), *flagged(CODES[1], layout_cases(VIEWABLE))])
 def test_parity_holds_with_the_fix_installed(fixes, dtype, layout, code):
     """The parity suite's dtype x layout cases, every path (owned included where torch
-    has it), while the fix is installed (the patch's code, and the emulation)."""
+    has it), while the fix is installed (the patch's code; the emulation on every layout)."""
     if cpu_allocation_error(dtype) is not None:
         pytest.skip(f"torch cannot allocate {dtype} on the CPU")
     t = layout.build(dtype)
@@ -428,9 +462,9 @@ def _built_or_skip(layout, dtype):
         pytest.skip(f"{layout.name} of {dtype}: {exc}")
 
 
-@pytest.mark.parametrize("check", [True, False], ids=["thread-check", "no-check"])
-@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda layout: layout.name)
-@pytest.mark.parametrize("dtype", VIEWABLE + REFUSED, ids=dtype_name)
+@pytest.mark.parametrize("check, dtype, layout", [
+    *flagged(True, dtype_layout_cases(VIEWABLE + REFUSED), "thread-check"),
+    *flagged(False, layout_cases(VIEWABLE + REFUSED), "no-check")])
 def test_borrowed_dltensor_equals_torchs(fixes, dtype, layout, check):
     t = _built_or_skip(layout, dtype)
     theirs = outcome(fixes, fixes.torch_api, t)
@@ -594,9 +628,9 @@ def test_the_fixed_dlpack_route_calls_the_cut_out_function(fixes, monkeypatch):
         assert "prototype" in routes.BY_NAME[name].label
 
 
-@pytest.mark.parametrize("read_only", [False, True], ids=["writable", "read-only"])
-@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda layout: layout.name)
-@pytest.mark.parametrize("dtype", VIEWABLE + REFUSED, ids=dtype_name)
+@pytest.mark.parametrize("read_only, dtype, layout", [
+    *flagged(False, dtype_layout_cases(VIEWABLE + REFUSED), "writable"),
+    *flagged(True, layout_cases(VIEWABLE + REFUSED), "read-only")])
 def test_patched_dltensor_equals_torchs(fixes, dtype, layout, read_only):
     """The patch's function fills what torch 2.15's fills, refuses what it refuses."""
     if read_only and not has_read_only_table():

@@ -18,3 +18,31 @@ def run_ok(code: str, timeout: float = 300) -> str:
     rc, out, err = subproc.run_python(code, timeout=timeout)
     assert rc == 0, f"{subproc.describe_returncode(rc)}\n{out[-2000:]}\n{err[-4000:]}"
     return out
+
+
+#: Code for a child to start with: ``create_subinterpreter()`` (creates and destroys one,
+#: which turns ``PyGILState_Check()`` off process-wide on CPython 3.11 to 3.13) and
+#: ``while_another_thread_holds_the_gil(fn, n)`` (n calls of fn() while a spinning Python
+#: thread holds the GIL most of the time, its thread state then the current one).
+SUBINTERPRETER = """
+def create_subinterpreter():
+    try:
+        import _interpreters as interpreters  # 3.13
+    except ImportError:
+        import _xxsubinterpreters as interpreters  # 3.11, 3.12
+    interpreters.destroy(interpreters.create())
+
+def while_another_thread_holds_the_gil(fn, n=50):
+    import threading
+    stop = threading.Event()
+    def spin():
+        while not stop.is_set():
+            pass
+    other = threading.Thread(target=spin)
+    other.start()
+    try:
+        return [fn() for _ in range(n)]
+    finally:
+        stop.set()
+        other.join()
+"""

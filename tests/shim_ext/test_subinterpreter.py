@@ -6,15 +6,12 @@ one Python never saw included. Each test here runs in a fresh child process (the
 is process-wide), creates a subinterpreter there, and checks, on threads without the
 GIL:
 
-- the interpreter fix's own ``incref`` / ``decref`` (the patch's code, installed into
-  torch's interpreter vtable): a copy of a tensor's ``at::Tensor`` on a native thread or
-  on a detached Python thread waits for the GIL while another thread holds it; the
-  negative control (the same fast path testing ``PyGILState_Check()``) does not wait;
 - the borrow (shim_ext's ``torch_tensor_borrow_from_pyobject``): a call from a thread
   without the GIL is refused, ``*ret`` untouched, also while another thread holds it;
 - consumer.h's ``torch_borrow_read``: ``TORCH_BORROW_NO_GIL``, nothing read.
 
-All three share one test, ``torch_borrow/thread_state.h``.
+Both share one test, ``torch_borrow/thread_state.h``, with the interpreter fix's own
+``incref`` / ``decref`` (checked the same way in ``tests/bench/test_internal_fixes.py``).
 """
 
 from __future__ import annotations
@@ -25,68 +22,12 @@ import pathlib
 
 import pytest
 
-from helpers.child import run_ok
+from helpers.child import SUBINTERPRETER, run_ok
 from helpers.expect import expected_paths
 
 if importlib.util.find_spec("cffi") is None:
     pytest.skip("no cffi in this environment (free-threaded CPython 3.13): the test "
                 "helpers are built with cffi", allow_module_level=True)
-
-SUBINTERPRETER = """
-def create_subinterpreter():
-    try:
-        import _interpreters as interpreters  # 3.13
-    except ImportError:
-        import _xxsubinterpreters as interpreters  # 3.11, 3.12
-    interpreters.destroy(interpreters.create())
-
-# n calls of fn() while a spinning Python thread holds the GIL most of the time (its
-# thread state is then the current one).
-def while_another_thread_holds_the_gil(fn, n=50):
-    import threading
-    stop = threading.Event()
-    def spin():
-        while not stop.is_set():
-            pass
-    other = threading.Thread(target=spin)
-    other.start()
-    try:
-        return [fn() for _ in range(n)]
-    finally:
-        stop.set()
-        other.join()
-"""
-
-FIX_CHILD = SUBINTERPRETER + """
-import json, torch
-from bench.native import internal_fixes
-fixes = internal_fixes.InternalFixes(torch)
-out = {}
-def probe(when):
-    for code in ("patch", "gil-state-check"):
-        with fixes.interpreter_fix(code):
-            for where in ("native", "detached"):
-                t = torch.randn(4)
-                assert t._use_count() == 1
-                out[f"{when} {code} {where}"] = fixes.copy_finished_while_gil_held(t, where, 200)
-probe("before")
-create_subinterpreter()
-probe("after")
-print(json.dumps(out))
-"""
-
-
-def test_the_interpreter_fix_waits_for_the_gil_once_a_subinterpreter_exists():
-    got = json.loads(run_ok(FIX_CHILD).splitlines()[-1])
-    for when in ("before", "after"):
-        for where in ("native", "detached"):
-            assert got[f"{when} patch {where}"] is False, (when, where, got)
-    assert got["before gil-state-check native"] is False
-    assert got["before gil-state-check detached"] is False
-    # The hole the exact test closes: PyGILState_Check() says yes without the GIL.
-    assert got["after gil-state-check native"] is True, got
-    assert got["after gil-state-check detached"] is True, got
-
 
 BORROW_CHILD = SUBINTERPRETER + """
 import ctypes, json, threading, torch
