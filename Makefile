@@ -59,7 +59,7 @@ help:  ## list the targets
 	@echo "Targets marked * create a virtual environment of several GB per torch (.venv/,"
 	@echo "once; make clean removes them). All targets:"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 19 | \
-	  sed -E 's/^((bench|bench-evidence|bench-quick|bench-report|callgrind|test|patch-check|info|test-devmode|memcheck|survey|test-freethreaded|test-pythons|race-survey|bench-freethreaded|bench-freethreaded-quick|envs-ahead) )/* \1/; t; s/^/  /'
+	  sed -E 's/^((bench|bench-evidence|bench-quick|bench-report|callgrind|test|patch-check|info|test-devmode|memcheck|survey|test-freethreaded|test-pythons|race-survey|bench-freethreaded|bench-freethreaded-quick|envs-ahead|test-bench|coverage) )/* \1/; t; s/^/  /'
 
 # --- environments ------------------------------------------------------------------------
 # pyproject's optional-dependency group $(2), read by environment $(1)'s python.
@@ -86,8 +86,10 @@ $(VENVS)/torch-%/.ready:
 # from building at once at all (the build writes into the checkout: bridge/_bridge.c,
 # *.egg-info); creating environments (.ready, downloads) may overlap.
 # Then the one setting of the import path: a .pth in site-packages that appends the
-# checkout's root after site-packages, so `python -P -m bench` and the tests import the
-# benchmark package from the checkout while `bridge` stays the installed build.
+# current directory after site-packages when it is a checkout's root (bench/ and tests/
+# there), so `python -P -m bench` and the tests import the benchmark package from the
+# checkout they run from, whichever clone built the environment, while `bridge` stays
+# the installed build.
 $(VENVS)/torch-%/.built: $(VENVS)/torch-%/.ready $(SOURCES)
 	@echo ">>> building shim_ext and bridge against torch $* (about 1.5 min)"
 	@mkdir -p build
@@ -95,8 +97,8 @@ $(VENVS)/torch-%/.built: $(VENVS)/torch-%/.ready $(SOURCES)
 	  flock build/.build.lock flock $(call env,$*)/.lock \
 	  $(call env,$*)/bin/pip install -q --disable-pip-version-check --no-build-isolation \
 	  ".[test]" $(PIP_QUIET)
-	$(call env,$*)/bin/python -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_path("purelib"), \
-	  "torch_borrow_bridge_checkout.pth").write_text("$(CURDIR)\n")'
+	@cp bench/checkout.pth "$$($(call env,$*)/bin/python -c \
+	  'import sysconfig; print(sysconfig.get_path("purelib"))')/torch_borrow_bridge_checkout.pth"
 	@touch $@
 
 # The benchmarks' own needs (pyproject's `bench` extra), only where benchmarks run.
@@ -180,11 +182,22 @@ test: $(addprefix test-,$(TEST_TORCH))  ## the suite on torch 2.15.0, 2.14.1 and
 # an idle worker steals queued tests (worksteal). PYTHONSAFEPATH keeps the workers, which
 # pytest-xdist starts without -P, off the source tree's bridge/ too.
 PYTEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n < 4 ? n : 4 )))
-pytest = PYTHONSAFEPATH=1 $(call py,$(1)) -m pytest -n $(PYTEST_JOBS) --dist worksteal $(PYTEST_ARGS)
+# The product's suite is tests/ without tests/bench/: the benchmark tools' and the
+# emulated fixes' tests build the benchmarks' C++ (minutes a run) and need the bench
+# extra, so `make test-bench` runs them once, on the default torch. $(2): the paths to
+# run instead; PYTEST_ARGS naming a path under tests/ runs that path instead too.
+SUITE     := tests --ignore=tests/bench
+pytest     = PYTHONSAFEPATH=1 $(call py,$(1)) -m pytest -n $(PYTEST_JOBS) --dist worksteal \
+             $(if $(2)$(filter tests/%,$(PYTEST_ARGS)),$(2),$(SUITE)) $(PYTEST_ARGS)
 
 $(addprefix test-,$(sort $(TORCH_VERSIONS) $(TEST_TORCH))): test-%: $(VENVS)/torch-%/.built
 	@echo ">>> tests on torch $* ($(PYTAG))"
 	$(call pytest,$*)
+
+.PHONY: test-bench
+test-bench: $(VENVS)/torch-$(TORCH)/.bench  ## the benchmark tools' and emulated fixes' tests (tests/bench/), once, on the default torch
+	@echo ">>> benchmark tests on torch $(TORCH) ($(PYTAG))"
+	$(call pytest,$(TORCH),tests/bench)
 
 # The patches' base takes headers from the torch 2.15.0 wheel, so this always runs there.
 # Its output also goes to PATCH_CHECK_LOG, committed, so a reader sees what ran.
@@ -318,3 +331,39 @@ bench-freethreaded-quick:  ## bench/freethreaded.py briefly on free-threaded 3.1
 	$(MAKE) --no-print-directory env PYTHON="$$ft" TORCH=$(FT_TORCH); \
 	FT="$$($(MAKE) -s --no-print-directory env-python PYTHON="$$ft" TORCH=$(FT_TORCH))"; \
 	$$FT -P -m bench.freethreaded --quick --out bench/results/scratch
+
+# --- coverage --------------------------------------------------------------------------------
+# What the whole suite (tests/bench/ included) covers of the product: the Python of bridge/
+# and shim_ext/ (coverage.py, branches, child processes too) and the C headers of bridge/
+# and shim_ext/include/ as compiled into the bridge and the consumer examples (gcc
+# --coverage, read by gcovr). Its own environments (.venv/coverage/), built with
+# COVERAGE_FLAGS. The summary is checked against COVERAGE_BASELINE: every line and branch
+# outcome covered there must be covered now (tests/covered/README.md).
+COVERAGE_VENVS    := .venv/coverage
+COVERAGE_FLAGS    := -O0 --coverage
+COVERAGE_OUT      := build/coverage-torch-$(TORCH)
+COVERAGE_BASELINE ?= tests/covered/cross-product-torch-$(TORCH).json
+COVERAGE_SUMMARY  ?= tests/covered/covered-torch-$(TORCH).json
+cov_py             = $(COVERAGE_VENVS)/torch-$(TORCH)/bin/python -P
+.PHONY: coverage
+coverage:  ## lines and branch outcomes of bridge/ and shim_ext/ the whole suite covers -> tests/covered/covered-torch-<v>.json, checked against the baseline
+	CFLAGS="$(COVERAGE_FLAGS)" LDFLAGS=--coverage \
+	  $(MAKE) --no-print-directory env-bench VENVS=$(COVERAGE_VENVS) TORCH=$(TORCH)
+	set -o pipefail; $(COVERAGE_VENVS)/torch-$(TORCH)/bin/pip install -q --disable-pip-version-check \
+	  "coverage>=7.10" "gcovr>=8" $(PIP_QUIET)
+	rm -rf $(COVERAGE_OUT) && mkdir -p $(COVERAGE_OUT)
+	find build/torch-$(TORCH)* -name '*.gcda' -delete
+	COVERAGE_FILE=$(CURDIR)/$(COVERAGE_OUT)/.coverage EXAMPLE_CFLAGS="$(COVERAGE_FLAGS)" \
+	  PYTHONSAFEPATH=1 $(cov_py) -m coverage run -m pytest -n $(PYTEST_JOBS) --dist worksteal \
+	  -p no:cacheprovider --basetemp=$(COVERAGE_OUT)/tmp -q tests $(PYTEST_ARGS)
+	COVERAGE_FILE=$(CURDIR)/$(COVERAGE_OUT)/.coverage $(cov_py) -m coverage combine -q
+	COVERAGE_FILE=$(CURDIR)/$(COVERAGE_OUT)/.coverage $(cov_py) -m coverage json -q \
+	  -o $(COVERAGE_OUT)/python.json
+	$(cov_py) -m gcovr --root / --filter '.*/bridge/[^/]*\.h$$' \
+	  --filter '.*/shim_ext/include/torch_borrow/[^/]*\.h$$' --json $(COVERAGE_OUT)/c.json \
+	  $$($(cov_py) -c 'import sys, pathlib, hashlib; print(*pathlib.Path("build").glob("torch-$(TORCH)*-" + hashlib.sha256(str(pathlib.Path(sys.prefix).resolve()).encode()).hexdigest()[:8]))') \
+	  $(COVERAGE_OUT)/tmp
+	PYTHONPATH=tests $(cov_py) -m covered --python $(COVERAGE_OUT)/python.json \
+	  --c $(COVERAGE_OUT)/c.json --out $(COVERAGE_SUMMARY) \
+	  --label "the suite at $$(git rev-parse --short HEAD), torch $(TORCH), $(PYTAG)" \
+	  $(if $(wildcard $(COVERAGE_BASELINE)),$(if $(filter $(COVERAGE_BASELINE),$(COVERAGE_SUMMARY)),,--baseline $(COVERAGE_BASELINE)))

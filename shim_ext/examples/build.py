@@ -36,20 +36,27 @@ def include_dir() -> str:
     return str(HERE.parent / "include")
 
 
+def _flags() -> list[str]:
+    """Extra compiler flags for the examples alone, from ``$EXAMPLE_CFLAGS`` (``make
+    coverage`` sets ``-O0 --coverage`` there; not CFLAGS, which every other build of the
+    process would take too)."""
+    return shlex.split(os.environ.get("EXAMPLE_CFLAGS", ""))
+
+
 def command(source: str, out_dir: pathlib.Path) -> list[str]:
     """The compiler command that builds ``source`` (a key of EXAMPLES) into ``out_dir``."""
     out = pathlib.Path(out_dir) / (EXAMPLES[source] + sysconfig.get_config_var("EXT_SUFFIX"))
     includes = ["-I" + sysconfig.get_paths()["include"], "-I" + include_dir()]
     common = ["-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-Wall", "-Wextra"]
     if source.endswith(".c"):
-        return [os.environ.get("CC", "cc"), "-std=c11", *common, *includes,
+        return [os.environ.get("CC", "cc"), "-std=c11", *common, *_flags(), *includes,
                 str(HERE / source), "-o", str(out), "-ldl"]
     import torch
     from packaging.version import Version
 
     std = "c++20" if Version(torch.__version__).release >= (2, 14) else "c++17"
     torch_include = pathlib.Path(torch.__file__).parent / "include"
-    return [os.environ.get("CXX", "c++"), f"-std={std}", *common, *includes,
+    return [os.environ.get("CXX", "c++"), f"-std={std}", *common, *_flags(), *includes,
             "-I" + str(torch_include), str(HERE / source), "-o", str(out), "-ldl"]
 
 
