@@ -4,7 +4,8 @@ The first view of a process inside a compiled function works with ``fullgraph=Fa
 (a graph break: the view is made eagerly on the real tensor) and is refused with
 dynamo's own ``torch._dynamo.exc.Unsupported`` at compile time with ``fullgraph=True``,
 before the bridge runs; on the eager, aot_eager and inductor backends. Compile state and
-the bridge's resolution are per process, so each case runs in a fresh child.
+the bridge's resolution are per process, so each case runs in a fresh child (forked
+after ``import torch``: ``helpers.forkserver``).
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ print("OK")
     ("eager", False), ("eager", True), ("aot_eager", False), ("aot_eager", True),
     ("inductor", False)])
 def test_first_view_inside_torch_compile(backend, fullgraph):
-    out = run_ok(COMPILE.format(backend=backend, fullgraph=fullgraph), timeout=300)
+    out = run_ok(COMPILE.format(backend=backend, fullgraph=fullgraph), timeout=300,
+                 forked=True)
     assert out.strip().endswith("OK"), out
 
 
@@ -68,5 +70,5 @@ def f(x):
 y, paths = torch.compile(f, backend="eager")(torch.ones(2))
 assert {p: i.available for p, i in paths.items()} == expected_paths(), paths
 print("OK")
-""", timeout=300)
+""", timeout=300, forked=True)
     assert out.strip().endswith("OK")

@@ -226,7 +226,7 @@ print("plain ok")
 @pytest.mark.parametrize("kind", ["grow", "lie", "flip"])
 @pytest.mark.parametrize("path", paths_here())
 def test_python_device_or_layout_without_the_key_under_a_mode_is_refused(kind, path):
-    out = run_ok(_MODE_CHILD.format(kind=kind, path=path))
+    out = run_ok(_MODE_CHILD.format(kind=kind, path=path), forked=True)
     assert "refused: " in out and "VIEWED" not in out, out
     assert "INTERNAL ASSERT" not in out, out  # the bridge's own words, not torch's
     assert "plain ok" in out, out

@@ -18,7 +18,7 @@ a ``FakeTensorMode``, ``torch.func.functionalize``, ``torch.func.vmap`` or insid
 The samples are read inside the context too (every read's Python, on the consumer's
 routes without shim_ext, runs there). Each case runs in its own child process (the first
 use is process-wide), compared with a reference child whose first use is outside any
-context.
+context; the children are forked after ``import torch`` (``helpers.forkserver``).
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ print("RESULT " + json.dumps(out, sort_keys=True, default=str))
 
 def _run(context: str, first: str, built: str = "", unguarded: bool = False) -> dict:
     out = run_ok(_CHILD.format(context=context, first=first, built=built,
-                               unguarded=unguarded))
+                               unguarded=unguarded), forked=True)
     line = next(l for l in out.splitlines() if l.startswith("RESULT "))
     return json.loads(line.removeprefix("RESULT "))
 
@@ -256,3 +256,21 @@ def test_a_transform_the_set_up_cannot_turn_off_leaves_nothing_kept(built, first
     assert "Functionalize" in got["inside"]["plain"] or "wrapped" in got["inside"]["plain"]
     assert got["state"] == ref["state"]
     assert got["dtypes"] == ref["dtypes"]
+
+
+def test_a_forked_child_is_a_fresh_process_after_import_torch():
+    """What the cases above rely on: a forked child has torch and nothing of this project
+    imported, and ends as a started one would (its exit status, a signal, its output)."""
+    from helpers.forkserver import run_forked
+
+    rc, out, err = run_forked(
+        "import sys\nprint(sorted(m for m in sys.modules if m.partition('.')[0] in "
+        "('bridge', 'shim_ext', 'bench', 'helpers')), 'torch' in sys.modules, __name__)\n"
+        "print('to stderr', file=sys.stderr)\nsys.exit(3)")
+    assert (rc, out, err) == (3, "[] True __main__\n", "to stderr\n")
+    rc, _, _ = run_forked("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)")
+    assert rc == -11
+    rc, _, err = run_forked("raise ValueError('boom')")
+    assert rc == 1 and "ValueError: boom" in err
+    rc, _, _ = run_forked("import time\ntime.sleep(60)", timeout=0.5)
+    assert rc == -9

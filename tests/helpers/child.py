@@ -9,13 +9,20 @@ from __future__ import annotations
 from hostile import subproc
 
 
-def run_ok(code: str, timeout: float = 300) -> str:
+def run_ok(code: str, timeout: float = 300, forked: bool = False) -> str:
     """Run ``code`` in a child interpreter (``python -P``) and return its stdout.
 
+    ``forked``: in a child forked from ``helpers.forkserver``'s server, which has imported
+    torch already (for snippets that begin with ``import torch``; no interpreter start).
     Raises AssertionError with how the child ended (exit status or signal) and the end
     of its stdout and stderr when it does not exit with status 0. ``timeout`` in seconds.
     """
-    rc, out, err = subproc.run_python(code, timeout=timeout)
+    if forked:
+        from helpers.forkserver import run_forked
+
+        rc, out, err = run_forked(code, timeout=timeout)
+    else:
+        rc, out, err = subproc.run_python(code, timeout=timeout)
     assert rc == 0, f"{subproc.describe_returncode(rc)}\n{out[-2000:]}\n{err[-4000:]}"
     return out
 
