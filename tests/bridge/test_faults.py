@@ -278,3 +278,27 @@ except (bridge.PathUnavailableError, RuntimeError):
 else:
     assert v.path in bridge.PATHS and v.path == bridge.get_path(), v
 """)
+
+
+#: (first read, second read): from each dimension room into each other one.
+_ROOMS = ("2-d", "9-dims", "16-dims", "17-dims", "63-dims")
+
+
+@pytest.mark.parametrize("first, then", [(a, b) for a in _ROOMS for b in _ROOMS if a != b])
+def test_a_view_that_resolves_first_fills_a_recycled_view(first, then):
+    """``view_<path>`` with nothing installed (a process's first view, or the next one
+    after a set-up that kept nothing) resolves, then reads through its own copy of the
+    read: into a recycled view whose tuples the last read made in another dimension
+    room, it is as exact as the hot one."""
+    from bridge import _bridge
+    from helpers.cases import LAYOUTS
+    from helpers.parity import assert_parity
+
+    build = {lay.name: lay.build for lay in LAYOUTS}
+    t = build[then](torch.float64)
+    for p in AVAILABLE:
+        assert_parity(build[first](torch.float32))
+        _bridge._install_symbols({}, None, False)  # what a set-up that kept nothing installs
+        _select._resolution = None
+        v = VIEWS[p](t)
+        assert (v.path, view_fields(v)) == (p, torch_answer(t))

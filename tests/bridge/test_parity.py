@@ -49,6 +49,30 @@ def test_dtype_layout_parity(dtype, layout):
     assert_parity(t)
 
 
+#: Each layout after itself and after its neighbours, each order: a view freed after one
+#: read is the next read's (views are recycled), so the second read fills a view whose
+#: tuples were made for the first (the same sizes and strides, another dimension room,
+#: or the same room with other values).
+LAYOUT_PAIRS = [pytest.param(a, b, id=f"{a.name}-then-{b.name}")
+                for x, y in zip(LAYOUTS, LAYOUTS[1:]) for a, b in ((x, y), (y, x))] + [
+                pytest.param(x, x, id=f"{x.name}-then-{x.name}") for x in LAYOUTS]
+
+
+@pytest.mark.parametrize("first, then", LAYOUT_PAIRS)
+def test_a_recycled_view_reads_the_next_layout(first, then):
+    """Through the per-path functions, and through ``bridge.view`` on each path (its own
+    copy of the read), each second read into a view the first one left."""
+    t = then.build(torch.float64)
+    for p in paths_here():
+        assert_parity(first.build(torch.float32))
+        bridge.set_path(p)
+        v = bridge.view(t)
+        assert (v.path, view_fields(v)) == (p, torch_answer(t))
+        del v
+    assert_parity(first.build(torch.float32))
+    assert_parity(t)
+
+
 @pytest.mark.parametrize("dtype", REFUSED, ids=dtype_name)
 def test_refused_dtypes_get_the_same_error_on_every_path(dtype):
     _allocatable(dtype)
