@@ -355,6 +355,9 @@ COVERAGE_FLAGS    := -O0 --coverage
 # of the examples' -Werror build there, not of the build users make.
 EXAMPLE_COVERAGE_FLAGS := $(COVERAGE_FLAGS) -Wno-error=format-truncation
 COVERAGE_OUT      := build/coverage-torch-$(TORCH)
+# The tests' own folders (the examples' builds among them) outside the checkout: git
+# commands a test runs in a folder inside a checkout would act on the checkout.
+COVERAGE_TMP      := $(or $(TMPDIR),/tmp)/torch-borrow-coverage-torch-$(TORCH)
 COVERAGE_BASELINE ?= tests/covered/cross-product-torch-$(TORCH).json
 COVERAGE_SUMMARY  ?= tests/covered/covered-torch-$(TORCH).json
 cov_py             = $(COVERAGE_VENVS)/torch-$(TORCH)/bin/python -P
@@ -368,14 +371,14 @@ coverage:  ## lines and branch outcomes of bridge/ and shim_ext/ the whole suite
 	find build/torch-$(TORCH)* -name '*.gcda' -delete
 	COVERAGE_FILE=$(CURDIR)/$(COVERAGE_OUT)/.coverage EXAMPLE_CFLAGS="$(EXAMPLE_COVERAGE_FLAGS)" \
 	  PYTHONSAFEPATH=1 $(cov_py) -m coverage run -m pytest -n $(PYTEST_JOBS) --dist worksteal \
-	  -p no:cacheprovider --basetemp=$(COVERAGE_OUT)/tmp -q tests $(PYTEST_ARGS)
+	  -p no:cacheprovider --basetemp=$(COVERAGE_TMP) -q tests $(PYTEST_ARGS)
 	COVERAGE_FILE=$(CURDIR)/$(COVERAGE_OUT)/.coverage $(cov_py) -m coverage combine -q
 	COVERAGE_FILE=$(CURDIR)/$(COVERAGE_OUT)/.coverage $(cov_py) -m coverage json -q \
 	  -o $(COVERAGE_OUT)/python.json
-	$(cov_py) -m gcovr --root / --filter '.*/bridge/[^/]*\.h$$' \
-	  --filter '.*/shim_ext/include/torch_borrow/[^/]*\.h$$' --json $(COVERAGE_OUT)/c.json \
+	$(cov_py) -m gcovr --root . --filter '(.*/)?bridge/[^/]*\.h$$' \
+	  --filter '(.*/)?shim_ext/include/torch_borrow/[^/]*\.h$$' --json $(COVERAGE_OUT)/c.json \
 	  $$($(cov_py) -c 'import sys, pathlib, hashlib; print(*pathlib.Path("build").glob("torch-$(TORCH)*-" + hashlib.sha256(str(pathlib.Path(sys.prefix).resolve()).encode()).hexdigest()[:8]))') \
-	  $(COVERAGE_OUT)/tmp
+	  $(COVERAGE_TMP)
 	PYTHONPATH=tests $(cov_py) -m covered --python $(COVERAGE_OUT)/python.json \
 	  --c $(COVERAGE_OUT)/c.json --out $(COVERAGE_SUMMARY) \
 	  --label "the suite at $$(git rev-parse --short HEAD), torch $(TORCH), $(PYTAG)" \

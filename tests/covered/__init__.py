@@ -1,0 +1,1 @@
+"""What the suite covers of the product: ``python -m covered`` (``make coverage``)."""
