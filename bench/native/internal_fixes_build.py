@@ -19,14 +19,15 @@ import pathlib
 
 import cffi
 
-from bench.native import patched_dlpack, patched_interpreter, toolchain
+from bench.native import patched_dlpack, patched_interpreter
+from proposal import toolchain
 
 HERE = pathlib.Path(__file__).resolve().parent
 MODULE = "_bench_internal_fixes"
 SOURCES = (HERE / "internal_fixes.cpp", HERE / "patched_interpreter.cpp",
            HERE / "safe_gil.h", toolchain.EXCERPTS / "Exceptions.h.SafeGilScopedAcquire",
            toolchain.SHIM_INCLUDE / "torch_borrow" / "thread_state.h",
-           pathlib.Path(__file__).resolve(), HERE / "toolchain.py",
+           pathlib.Path(__file__).resolve(), pathlib.Path(toolchain.__file__),
            HERE / "patched_dlpack.cpp", *patched_interpreter.sources(),
            *patched_dlpack.sources())
 _DECLS = """

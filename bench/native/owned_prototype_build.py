@@ -15,12 +15,12 @@ import pathlib
 
 import cffi
 
-from bench.native import toolchain
+from proposal import toolchain
 
 HERE = pathlib.Path(__file__).resolve().parent
 MODULE = "_bench_owned_prototype"
 SOURCES = (HERE / "owned_prototype.cpp", pathlib.Path(__file__).resolve(),
-           HERE / "toolchain.py")
+           pathlib.Path(toolchain.__file__))
 FUNCTION = "owned_prototype_tensor_from_pyobject"
 
 _DECLS = """
