@@ -172,7 +172,7 @@ bench-fallback-ops-quick: $(VENVS)/torch-$(TORCH)/.bench  ## the same briefly, i
 	$(call py,$(TORCH)) -m bench.fallback_ops.run --quick --out bench/results/scratch
 
 findings-fallback-shims: $(VENVS)/torch-$(TORCH)/.bench  ## proposal/findings/fallback-shims.md from the committed bench/results/*fallback-ops*
-	$(call py,$(TORCH)) -m bench.fallback_ops.findings --torch $(TORCH)
+	PYTHONPATH=tests $(call py,$(TORCH)) -m findings.fallback_shims --torch $(TORCH)
 
 test: $(addprefix test-,$(TEST_TORCH))  ## the suite on torch 2.15.0, 2.14.1 and 2.13.0 (or TORCH=..., PYTHON=...)
 
@@ -225,7 +225,7 @@ memcheck: $(VENVS)/torch-$(TORCH)/.built  ## views and hostile inputs under valg
 	$(call py,$(TORCH)) tests/hostile/memcheck.py --python $(call env,$(TORCH))/bin/python
 
 survey: $(VENVS)/torch-2.14.1/.built $(VENVS)/torch-2.15.0/.built  ## torch's own torch_tensor_from_pyobject and DLPack exchange on hostile inputs -> proposal/findings/torch-shim.md
-	PYTHONPATH=tests $(call py,2.15.0) -m hostile.torch_shim_survey --out proposal/findings/torch-shim.md \
+	PYTHONPATH=tests $(call py,2.15.0) -m findings.torch_shim_survey --out proposal/findings/torch-shim.md \
 	  --python $(call env,2.14.1)/bin/python --python $(call env,2.15.0)/bin/python
 
 # --- CUDA tensors on a GPU machine -----------------------------------------------------------
@@ -313,7 +313,7 @@ with_both = set -e; ft="$$($(CPYTHON_FT) | tail -n 1)"; \
 # RACE_ARGS=... passes options to the survey (e.g. --trials 2 --seconds 0.5).
 RACE_ARGS  ?=
 race-survey:  ## readers (borrow, pointer trick, owned, torch's) vs t.data= / set_ / swap_tensors (+ del), free-threaded and GIL -> proposal/findings/free-threaded.md
-	$(call with_both,PYTHONPATH=tests $$FT -P -m hostile.race_survey --python $$FT --python $$GIL \
+	$(call with_both,PYTHONPATH=tests $$FT -P -m findings.race_survey --python $$FT --python $$GIL \
 	  --out proposal/findings/free-threaded.md $(RACE_ARGS))
 
 # GIL_PYTHON=python3.13 GIL_TORCH=2.12.0 compares like with like (same CPython, same torch).
