@@ -10,6 +10,9 @@ does what both those tools and the benchmarks (``bench/``) use, so that nothing 
   tests against them.
 - ``proposal.toolchain``: how those and every benchmark module are compiled against the
   installed torch, into ``build/bench-<torch>-<SOABI>/``, and loaded from there.
+- ``proposal.stats``: the one bootstrap interval of a median (scipy, 9,999 resamples,
+  fixed seed), which the benchmark reports and ``tools/render.py`` (the RFC's figures)
+  both use.
 
 Importing the package imports nothing else.
 """
