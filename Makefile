@@ -59,7 +59,7 @@ help:  ## list the targets
 	@echo "Targets marked * create a virtual environment of several GB per torch (.venv/,"
 	@echo "once; make clean removes them). All targets:"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 19 | \
-	  sed -E 's/^((bench|bench-evidence|bench-quick|bench-report|callgrind|test|patch-check|info|test-devmode|memcheck|survey|test-freethreaded|test-pythons|race-survey|bench-freethreaded|bench-freethreaded-quick|envs-ahead|test-bench|coverage) )/* \1/; t; s/^/  /'
+	  sed -E 's/^((bench|bench-evidence|bench-quick|bench-report|callgrind|test|patch-check|info|test-devmode|memcheck|survey|test-freethreaded|test-pythons|race-survey|bench-freethreaded|bench-freethreaded-quick|envs-ahead|test-bench|coverage|rfc|rfc-check) )/* \1/; t; s/^/  /'
 
 # --- environments ------------------------------------------------------------------------
 # pyproject's optional-dependency group $(2), read by environment $(1)'s python.
@@ -209,6 +209,16 @@ patch-check: $(VENVS)/torch-2.15.0/.patch  ## apply the patches to PyTorch's bas
 	@dpkg -s libgtest-dev >/dev/null 2>&1 || { apt-get update -qq && \
 	  apt-get install -y -qq libgtest-dev=1.12.1-0.2 >/dev/null; }
 	set -o pipefail; $(call py,2.15.0) proposal/tools/patch_check.py 2>&1 | tee $(PATCH_CHECK_LOG)
+
+# The RFC's and the appendix's figures, computed from the committed JSON (never typed by
+# hand); its intervals are the benchmark reports' bootstrap (proposal/stats.py: numpy and
+# scipy), so it runs in the benchmark environment.
+.PHONY: rfc rfc-check
+rfc: $(VENVS)/torch-$(TORCH)/.bench  ## fill proposal/RFC.md and appendix.md's generated blocks from bench/results/ and proposal/findings/
+	$(call py,$(TORCH)) proposal/tools/render.py
+
+rfc-check: $(VENVS)/torch-$(TORCH)/.bench  ## exit 1 if proposal/RFC.md or appendix.md is not what make rfc would write
+	$(call py,$(TORCH)) proposal/tools/render.py --check
 
 info: $(VENVS)/torch-$(TORCH)/.built  ## what `python -m bridge info` says on TORCH
 	$(call py,$(TORCH)) -m bridge info

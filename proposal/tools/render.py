@@ -7,8 +7,8 @@ file is not what rendering would produce. Each block's inputs: ``proposal/README
 Every interval is ``proposal.stats.median_ci``, the benchmark reports' own bootstrap, so
 it needs numpy and scipy: run it in the benchmark environment.
 
-Usage: ``python -P proposal/tools/render.py [--results DIR] [--check]`` in an environment
-with the bench extra.
+Usage: ``make rfc`` (``make rfc-check``: ``--check``), or in an environment with the bench
+extra ``python -P proposal/tools/render.py [--results DIR] [--check]``.
 """
 
 from __future__ import annotations
@@ -963,7 +963,7 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(new)
             print(f"rendered {rel(path)}")
     for path in stale:
-        print(f"{rel(path)} is stale: run python -P proposal/tools/render.py", file=sys.stderr)
+        print(f"{rel(path)} is stale: run make rfc", file=sys.stderr)
     return 1 if stale else 0
 
 
