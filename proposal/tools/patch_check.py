@@ -1009,7 +1009,7 @@ def describe_run() -> str:
     commit = run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                  check=False).stdout.strip() or "unknown"
     dirty = run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "proposal",
-                 "shim_ext", "bench/native", ":!proposal/patch-check.log"],  # written by this run
+                 "shim_ext", ":!proposal/patch-check.log"],  # written by this run
                 check=False).stdout.strip()
     gxx = run(["g++", "--version"], check=False).stdout.splitlines()[:1]
     return (f"make patch-check at {commit}{' (with uncommitted changes)' if dirty else ''}, "
