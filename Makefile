@@ -59,7 +59,7 @@ help:  ## list the targets
 	@echo "Targets marked * create a virtual environment of several GB per torch (.venv/,"
 	@echo "once; make clean removes them). All targets:"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 19 | \
-	  sed -E 's/^((bench|bench-evidence|bench-quick|bench-report|callgrind|test|patch-check|info|test-devmode|memcheck|survey|test-freethreaded|test-pythons|race-survey|bench-freethreaded|bench-freethreaded-quick|envs-ahead|test-bench|coverage) )/* \1/; t; s/^/  /'
+	  sed -E 's/^((bench|bench-evidence|bench-quick|bench-report|callgrind|test|patch-check|info|test-devmode|memcheck|survey|test-freethreaded|test-pythons|race-survey|bench-freethreaded|bench-freethreaded-quick|envs-ahead|test-bench|coverage|rfc|rfc-check) )/* \1/; t; s/^/  /'
 
 # --- environments ------------------------------------------------------------------------
 # pyproject's optional-dependency group $(2), read by environment $(1)'s python.
@@ -179,7 +179,7 @@ bench-fallback-ops-quick: $(VENVS)/torch-$(TORCH)/.bench  ## the same briefly, i
 	$(call py,$(TORCH)) -m bench.fallback_ops.run --quick --out bench/results/scratch
 
 findings-fallback-shims: $(VENVS)/torch-$(TORCH)/.bench  ## proposal/findings/fallback-shims.md from the committed bench/results/*fallback-ops*
-	$(call py,$(TORCH)) -m bench.fallback_ops.findings --torch $(TORCH)
+	PYTHONPATH=tests $(call py,$(TORCH)) -m findings.fallback_shims --torch $(TORCH)
 
 test: $(addprefix test-,$(TEST_TORCH))  ## the suite on torch 2.15.0, 2.14.1 and 2.13.0 (or TORCH=..., PYTHON=...)
 
@@ -217,6 +217,16 @@ patch-check: $(VENVS)/torch-2.15.0/.patch  ## apply the patches to PyTorch's bas
 	  apt-get install -y -qq libgtest-dev=1.12.1-0.2 >/dev/null; }
 	set -o pipefail; $(call py,2.15.0) proposal/tools/patch_check.py 2>&1 | tee $(PATCH_CHECK_LOG)
 
+# The RFC's and the appendix's figures, computed from the committed JSON (never typed by
+# hand); its intervals are the benchmark reports' bootstrap (proposal/stats.py: numpy and
+# scipy), so it runs in the benchmark environment.
+.PHONY: rfc rfc-check
+rfc: $(VENVS)/torch-$(TORCH)/.bench  ## fill proposal/RFC.md and appendix.md's generated blocks from bench/results/ and proposal/findings/
+	$(call py,$(TORCH)) proposal/tools/render.py
+
+rfc-check: $(VENVS)/torch-$(TORCH)/.bench  ## exit 1 if proposal/RFC.md or appendix.md is not what make rfc would write
+	$(call py,$(TORCH)) proposal/tools/render.py --check
+
 info: $(VENVS)/torch-$(TORCH)/.built  ## what `python -m bridge info` says on TORCH
 	$(call py,$(TORCH)) -m bridge info
 
@@ -232,7 +242,7 @@ memcheck: $(VENVS)/torch-$(TORCH)/.built  ## views and hostile inputs under valg
 	$(call py,$(TORCH)) tests/hostile/memcheck.py --python $(call env,$(TORCH))/bin/python
 
 survey: $(VENVS)/torch-2.14.1/.built $(VENVS)/torch-2.15.0/.built  ## torch's own torch_tensor_from_pyobject and DLPack exchange on hostile inputs -> proposal/findings/torch-shim.md
-	PYTHONPATH=tests $(call py,2.15.0) -m hostile.torch_shim_survey --out proposal/findings/torch-shim.md \
+	PYTHONPATH=tests $(call py,2.15.0) -m findings.torch_shim_survey --out proposal/findings/torch-shim.md \
 	  --python $(call env,2.14.1)/bin/python --python $(call env,2.15.0)/bin/python
 
 # --- CUDA tensors on a GPU machine -----------------------------------------------------------
@@ -323,7 +333,7 @@ with_both = set -e; ft="$$($(CPYTHON_FT) | tail -n 1)"; \
 # RACE_ARGS=... passes options to the survey (e.g. --trials 2 --seconds 0.5).
 RACE_ARGS  ?=
 race-survey:  ## readers (borrow, pointer trick, owned, torch's) vs t.data= / set_ / swap_tensors (+ del), free-threaded and GIL -> proposal/findings/free-threaded.md
-	$(call with_both,PYTHONPATH=tests $$FT -P -m hostile.race_survey --python $$FT --python $$GIL \
+	$(call with_both,PYTHONPATH=tests $$FT -P -m findings.race_survey --python $$FT --python $$GIL \
 	  --out proposal/findings/free-threaded.md $(RACE_ARGS))
 
 # GIL_PYTHON=python3.13 GIL_TORCH=2.12.0 compares like with like (same CPython, same torch).

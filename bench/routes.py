@@ -7,7 +7,7 @@ A route reads what a kernel launcher needs (data pointer, ndim, sizes, strides i
 elements, dtype, device type and index); a ``part`` is a piece of one (a handle alone,
 the getters alone). ``contenders(t, peers, fixes, paths)`` gives ``{name: run(n)}`` (ns
 per call) and ``{name: why not}``; a ``*_fixed`` route runs torch's own functions with
-the interpreter fix installed for its loop (``native/internal_fixes.py``; ``*_emulation``:
+the interpreter fix installed for its loop (``proposal/fixes/internal_fixes.py``; ``*_emulation``:
 the earlier hand-written fix), ``dlpack_patched`` the DLPack series' own function
 (fixed DLPack), ``dlpack_borrowed*`` the earlier hand-written DLPack prototype.
 """
@@ -44,7 +44,7 @@ ROUTES = (
     Route("dlpack_managed", "DLPack managed_tensor_from_py_object_no_sync + deleter", "today"),
     Route("dlpack_managed_fixed", "DLPack managed + deleter + interpreter fix", "internal fix"),
     # Fixed DLPack: the DLPack series' own function (proposal/patches/dlpack/, cut out of
-    # the patched Module.cpp: bench/native/patched_dlpack.py). The two rows after it are
+    # the patched Module.cpp: proposal/fixes/patched_dlpack.py). The two rows after it are
     # the earlier hand-written prototype, kept as labelled rows.
     Route("dlpack_patched", "fixed DLPack: the DLPack patches' dltensor_from_py_object_no_sync",
           "internal fix"),
@@ -160,7 +160,7 @@ def contenders(t, peers, fixes, paths: dict[str, bool],
 def load_fixes(torch):
     """``(InternalFixes or None, why not)``: the internal fixes built for ``torch``."""
     try:
-        from bench.native import internal_fixes
+        from proposal.fixes import internal_fixes
     except ImportError as exc:  # no cffi (free-threaded 3.13)
         return None, f"cannot import internal_fixes: {exc}"
     try:

@@ -1,20 +1,27 @@
-"""The import structure of the Python packages (``shim_ext``, ``bridge``, ``bench``): no
-import circle, and no arrow from a lower part back up (``shim_ext`` below ``bridge``,
-both below ``bench``). Imports inside functions count: a lazy import is still an arrow."""
+"""The import structure of the Python packages (``shim_ext``, ``bridge``, ``proposal``,
+``bench``): no import circle, and no arrow from a lower part back up (``shim_ext`` below
+``bridge``, both below ``proposal``, all three below ``bench``). Imports inside functions
+count: a lazy import is still an arrow. ``proposal`` (the patches' tools and the fixes
+built from them) imports nothing from ``bench``, not even in the scripts its tools run in
+child processes."""
 
 from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 import pytest
 from helpers.paths import ROOT
 
-PACKAGES = ("shim_ext", "bridge", "bench")
+PACKAGES = ("shim_ext", "bridge", "proposal", "bench")
 #: compiled modules (no ``.py``), each a leaf: ``_bridge.pyx`` imports no package module
 COMPILED = ("bridge._bridge", "shim_ext._entry", "shim_ext._borrow")
 #: each package's rank: an import may only go to a package of the same or a lower rank
-RANK = {"shim_ext": 0, "bridge": 1, "bench": 2}
+RANK = {"shim_ext": 0, "bridge": 1, "proposal": 2, "bench": 3}
+#: folders of no package module: evidence, code to copy, PyTorch's files and the files the
+#: patches add to them
+NOT_MODULES = {"results", "examples", "third_party", "patch_src"}
 
 
 def modules() -> dict[str, pathlib.Path | None]:
@@ -23,7 +30,7 @@ def modules() -> dict[str, pathlib.Path | None]:
     for package in PACKAGES:
         for path in (ROOT / package).rglob("*.py"):
             parts = path.relative_to(ROOT).with_suffix("").parts
-            if {"results", "examples"} & set(parts[:-1]):  # evidence, code to copy
+            if NOT_MODULES & set(parts[:-1]):
                 continue
             name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
             found[name] = path
@@ -94,7 +101,8 @@ def test_the_graph_sees_the_packages(graph):
     # the graph is not empty by accident: the known arrows are there
     assert "bridge._select" in graph["bridge"]
     assert "shim_ext" in graph["bridge._resolve"]
-    assert "bench.native.toolchain" in graph["bench.native.internal_fixes_build"]
+    assert "proposal.toolchain" in graph["proposal.fixes.internal_fixes_build"]
+    assert "proposal.fixes.internal_fixes" in graph["bench.routes"]
 
 
 def test_no_import_circle(graph):
@@ -105,6 +113,20 @@ def test_no_arrow_back_up(graph):
     upward = sorted((a, b) for a, targets in graph.items() for b in targets
                     if RANK[b.split(".")[0]] > RANK[a.split(".")[0]])
     assert upward == []
+
+
+def test_proposal_imports_nothing_from_bench(graph):
+    """Not by an import statement, and not in the Python a tool hands to a child process
+    as a string (``patch_check.py``'s ``INSTALL_AND_TEST``): every file under proposal/."""
+    assert sorted((a, b) for a, targets in graph.items() for b in targets
+                  if a.split(".")[0] == "proposal" and b.split(".")[0] == "bench") == []
+    statement = re.compile(r"^\s*(from\s+bench(\.\w+)*\s+import|import\s+bench\b)", re.M)
+    found = []
+    for path in sorted((ROOT / "proposal").rglob("*.py")):
+        text = path.read_text()
+        found += [f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, m.start()) + 1}"
+                  for m in statement.finditer(text)]
+    assert found == []
 
 
 def test_the_circle_check_finds_a_circle():

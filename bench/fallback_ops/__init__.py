@@ -6,6 +6,7 @@ interpreter fix, or borrowed.
   consumer (a CPython extension) and its build; ``Consumer(torch)`` loads it.
 - ``scenario.py`` (with ``conftest.py``), ``run.py``: the timed run
   (``make bench-fallback-ops``); ``callgrind.py``: its instruction counts
-  (``make callgrind-fallback-ops``); ``report.py``: both as markdown;
-  ``findings.py``: ``proposal/findings/fallback-shims.md`` (``make findings-fallback-shims``).
+  (``make callgrind-fallback-ops``); ``report.py``: both as markdown. The findings
+  built on them, ``proposal/findings/fallback-shims.md``, are written by
+  ``tests/findings/fallback_shims.py`` (``make findings-fallback-shims``).
 """

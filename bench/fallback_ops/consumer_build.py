@@ -19,7 +19,7 @@ import types
 import torch
 import torch.utils.cpp_extension as cpp_extension
 from packaging.version import Version
-from bench.native import toolchain
+from proposal import toolchain
 
 HERE = pathlib.Path(__file__).resolve().parent
 MODULE = "_bench_fallback_ops"
@@ -38,7 +38,7 @@ def build(out: pathlib.Path) -> pathlib.Path:
     macros = [("FALLBACK_OPS_CHECK_SIGNATURES", None)] if CHECK_SIGNATURES else []
     ext = Extension(MODULE, [str(CPP)], language="c++",
                     include_dirs=cpp_extension.include_paths(), define_macros=macros,
-                    extra_compile_args=[f"-std={toolchain.CXX_STD}", "-O2", "-fvisibility=hidden",
+                    extra_compile_args=[f"-std={toolchain.cxx_std()}", "-O2", "-fvisibility=hidden",
                                         "-Wall", "-Wno-unused-function"])
     return toolchain.build_extensions([ext], out, out / "fallback-ops-tmp")[0]
 
@@ -63,7 +63,7 @@ def _to_pyobject_builder():
 
     return types.SimpleNamespace(
         MODULE="_bench_fallback_to_pyobject", build=build,
-        SOURCES=(cpp, pathlib.Path(__file__).resolve(), pathlib.Path(toolchain.__file__).resolve()))
+        SOURCES=(cpp, pathlib.Path(__file__).resolve(), pathlib.Path(toolchain.__file__)))
 
 
 def to_pyobject_builder():

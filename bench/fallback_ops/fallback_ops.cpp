@@ -24,7 +24,7 @@
 //   built for an older torch (bench/native/owned_prototype.cpp): a NEW reference per tensor,
 //   deleted with aoti_torch_delete_tensor_object on every exit path. (The interpreter
 //   fix is the same code with torch's PyInterpreter patched for the duration: the
-//   Python side installs it, bench/native/internal_fixes.py.)
+//   Python side installs it, proposal/fixes/internal_fixes.py.)
 // - ROUTE_BORROW: torch_tensor_borrow_from_pyobject: a BORROWED handle, valid while
 //   the Python object lives (the caller's argument tuple keeps it alive for the whole
 //   call) and its tensor is not replaced; never deleted. The shims below run no

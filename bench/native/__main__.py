@@ -14,7 +14,7 @@ BUILDERS = {
     "peers_native": "bench.native.peers_native_build",
     "batched_read": "bench.native.batched_read_build",
     "owned_prototype": "bench.native.owned_prototype_build",
-    "internal_fixes": "bench.native.internal_fixes_build",
+    "internal_fixes": "proposal.fixes.internal_fixes_build",
     "cuda_core_consumer": "bench.native.cuda_core_consumer_build",
     "fallback_ops": "bench.fallback_ops.consumer_build",
 }

@@ -15,13 +15,14 @@ import pathlib
 
 import cffi
 
-from bench.native import toolchain
+from proposal import toolchain
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 MODULE = "_bench_batched_read"
 SOURCES = (HERE / "batched_read.cpp", HERE / "batched_read.h", pathlib.Path(__file__).resolve(),
-           HERE / "toolchain.py", ROOT / "shim_ext" / "include" / "torch_borrow" / "abi.h")
+           pathlib.Path(toolchain.__file__),
+           ROOT / "shim_ext" / "include" / "torch_borrow" / "abi.h")
 
 # Only what Python calls: the struct and the two reads are batched_read.h's, found by
 # address (dlsym on the built module) by the native loops' wrapper.

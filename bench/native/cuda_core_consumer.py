@@ -35,7 +35,7 @@ from bench.native import torch_version
 #: takes, AOTI bridge or DLPack, observed by ``cuda_core_peer``).
 ROUTES = ("owned", "owned_prototype", "owned_fixed", "borrow", "pointer", "dlpack",
           "dlpack_fixed", "cuda_core")
-#: The routes with an internal fix of torch's (``bench/native/internal_fixes.cpp``).
+#: The routes with an internal fix of torch's (``proposal/fixes/internal_fixes.cpp``).
 FIXED = ("owned_fixed", "dlpack_fixed")
 #: The dtypes cuda.core 1.2's tensor bridge maps (``_tensor_bridge.pyx``'s
 #: ``_build_itemsize_map``: AOTI dtype code -> itemsize; its binary names these

@@ -39,7 +39,7 @@ and every field compares equal):
 - ``view_dlpack``: torch's own ``DLPackExchangeAPI.dltensor_from_py_object_no_sync``
   (torch 2.10+), which copies the ``at::Tensor`` and destroys the copy;
 - ``view_dlpack_fixed``: the same slot of the copy of torch's API that
-  ``bench/native/internal_fixes.cpp`` hands out, whose ``dltensor_from_py_object_no_sync``
+  ``proposal/fixes/internal_fixes.cpp`` hands out, whose ``dltensor_from_py_object_no_sync``
   is the DLPack patches' own function (``proposal/patches/dlpack/``, cut out of the
   patched ``Module.cpp``: a borrowed reference, the real-type check, the conj/neg refusal).
 
@@ -360,7 +360,7 @@ def view_dlpack(object obj):
 
 
 def view_dlpack_fixed(object obj):
-    """The borrowed ``dltensor_from_py_object_no_sync`` (``bench/native/internal_fixes.cpp``)."""
+    """The borrowed ``dltensor_from_py_object_no_sync`` (``proposal/fixes/internal_fixes.cpp``)."""
     if _dltensor_fixed == NULL:
         _not_installed(b"the borrowed dltensor_from_py_object_no_sync")
     return _fill_dlpack(obj, _dltensor_fixed)

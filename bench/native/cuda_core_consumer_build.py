@@ -12,7 +12,7 @@ import pathlib
 import re
 import shutil
 
-from bench.native import toolchain
+from proposal import toolchain
 
 HERE = pathlib.Path(__file__).resolve().parent
 MODULE = "_bench_cuda_core_consumer"

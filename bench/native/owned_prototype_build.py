@@ -1,7 +1,7 @@
 """cffi build script for ``_bench_owned_prototype`` (``owned_prototype.cpp``): 2.14's
 ``torch_tensor_from_pyobject``, built for the running torch.
 
-Like ``internal_fixes_build.py``: out-of-line API mode, compiled against the installed
+Like ``proposal/fixes/internal_fixes_build.py``: out-of-line API mode, compiled against the installed
 torch's headers, linking ``libtorch_python`` (``THPVariableClass``) and ``libtorch_cpu``
 / ``libc10`` into ``tmpdir`` (``bench.native.build_dir``: ``build/bench-<torch
 version>-<SOABI>/``, git-ignored). Benchmark-only: nothing the bridge imports. The
@@ -15,12 +15,12 @@ import pathlib
 
 import cffi
 
-from bench.native import toolchain
+from proposal import toolchain
 
 HERE = pathlib.Path(__file__).resolve().parent
 MODULE = "_bench_owned_prototype"
 SOURCES = (HERE / "owned_prototype.cpp", pathlib.Path(__file__).resolve(),
-           HERE / "toolchain.py")
+           pathlib.Path(toolchain.__file__))
 FUNCTION = "owned_prototype_tensor_from_pyobject"
 
 _DECLS = """

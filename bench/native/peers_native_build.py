@@ -14,7 +14,7 @@ import pathlib
 import cffi
 import torch.utils.cpp_extension as cpp_extension
 
-from bench.native import toolchain
+from proposal import toolchain
 
 HERE = pathlib.Path(__file__).resolve().parent
 MODULE = "_bench_peers"

@@ -105,10 +105,12 @@ def check(torch, cuda, router) -> dict:
 
 def stats(samples, ref=None, counts=None) -> dict:
     """Median / best / stdev of per-round ns; with ``ref``, the paired per-round ratio's
-    median and 95% percentile-bootstrap interval (scipy) or its range without scipy. With
-    ``counts`` (rounds per fresh process, the samples pooled in process order) of two or
-    more processes, each process's own median (``process_medians_ns``) and, with ``ref``,
-    its own median ratio (``ratio_by_process``)."""
+    median and its 95% percentile-bootstrap interval (``proposal.stats.median_ci``, the
+    reports' and the RFC's; none with fewer than 3 rounds or no spread), or its range
+    where scipy is missing. With ``counts`` (rounds per fresh process, the samples pooled
+    in process order) of two or more processes, each process's own median
+    (``process_medians_ns``) and, with ``ref``, its own median ratio
+    (``ratio_by_process``)."""
     import numpy as np
 
     a = np.asarray(samples, float)
@@ -129,16 +131,15 @@ def stats(samples, ref=None, counts=None) -> dict:
         if edges is not None:
             out["ratio_by_process"] = [float(np.median(r[x:y]))
                                        for x, y in zip(edges[:-1], edges[1:])]
-        try:
-            from scipy import stats as st
+        from proposal.stats import median_ci
 
-            if len(r) >= 3 and np.ptp(r) > 0:
-                ci = st.bootstrap((r,), np.median, confidence_level=0.95, n_resamples=9999,
-                                  method="percentile", rng=np.random.default_rng(20261202))
-                out["ratio_ci"] = [float(ci.confidence_interval.low),
-                                   float(ci.confidence_interval.high)]
-        except ImportError:
+        try:
+            _, low, high = median_ci(r)
+        except ImportError:  # no scipy where this runs
             out["ratio_range"] = [float(r.min()), float(r.max())]
+        else:
+            if not np.isnan(low):
+                out["ratio_ci"] = [low, high]
     return out
 
 

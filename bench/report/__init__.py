@@ -180,7 +180,7 @@ def markdown(r: Results, chart_name: str | None) -> str:
               "Every route a native consumer has from a Python tensor to its metadata (data "
               "pointer, ndim, sizes, strides, dtype, device type and index), today and after "
               "each internal fix, timed in interleaved rounds (`bench/routes.py`; the `*_fixed` "
-              "rows run torch's own functions with `bench/native/internal_fixes.cpp`'s interpreter "
+              "rows run torch's own functions with `proposal/fixes/internal_fixes.cpp`'s interpreter "
               "fix installed for their loop only: the patch's own incref / decref, built from "
               "the patch against torch 2.15 and main's SafeGilScopedAcquire (verbatim from "
               "pytorch/pytorch 02d90f32's torch/csrc/Exceptions.h), not a build of main; the `*_fixed_emulation` rows the earlier hand-written "

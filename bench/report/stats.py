@@ -1,10 +1,13 @@
 """The paired statistics of the report: medians of per-round differences and ratios
-with 95% percentile-bootstrap intervals (``scipy.stats.bootstrap``, 9,999 resamples, fixed
-seed, so a report is reproducible from its JSON), their formats, and the goals' verdicts."""
+with 95% percentile-bootstrap intervals (``median_ci``: ``proposal.stats``', the one
+bootstrap the RFC's figures use too; 9,999 resamples, fixed seed, so a report is
+reproducible from its JSON), their formats, and the goals' verdicts."""
 
 from __future__ import annotations
 
 import numpy as np
+
+from proposal.stats import median_ci
 
 
 def ns(b, stat: str) -> float:
@@ -18,20 +21,6 @@ def paired(a, b, kind: str = "diff", confidence: float = 0.95):
     (``"ratio"``), with a percentile-bootstrap ``confidence`` interval of that median.
     Returns ``(centre, low, high)``; the interval is (nan, nan) with fewer than 3 rounds."""
     return median_ci(a - b if kind == "diff" else a / b, confidence)
-
-
-def median_ci(values, confidence: float = 0.95):
-    """``(median, low, high)`` of per-round ``values``, the interval a percentile bootstrap
-    of the median (fixed seed); (nan, nan) with fewer than 3 rounds or no spread."""
-    from scipy import stats
-
-    centre = float(np.median(values))
-    if len(values) < 3 or np.ptp(values) == 0:
-        return centre, float("nan"), float("nan")
-    res = stats.bootstrap((values,), np.median, confidence_level=confidence,
-                          n_resamples=9_999, method="percentile",
-                          rng=np.random.default_rng(20261129))
-    return centre, float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 def fmt_ci(c, unit=""):

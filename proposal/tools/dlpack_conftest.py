@@ -2,7 +2,7 @@
 (as ``conftest.py``; in neither the patch nor the base): the DLPack series' tests run
 against the series' own code, not the torch 2.15.0 wheel's.
 
-``$PATCHED_DLPACK_LIB`` names a library built from ``bench/native/patched_dlpack.cpp``:
+``$PATCHED_DLPACK_LIB`` names a library built from ``proposal/fixes/patched_dlpack.cpp``:
 both structs' ``DLTensorFromPyObjectNoSync`` cut out of the patched ``Module.cpp``.
 Before any test imports torch's tables, each of the wheel's two exchange tables
 (``torch._C._dlpack_exchange_api()`` and ``torch._C._const_dlpack_exchange_api()``) is

@@ -33,6 +33,10 @@ HERE = pathlib.Path(__file__).resolve().parent  # proposal/tools/
 PROPOSAL = HERE.parent
 ROOT = PROPOSAL.parent
 sys.path.insert(0, str(HERE))
+# The checkout after site-packages, for the fixes (proposal.fixes), as the environment's
+# .pth puts it when run from the checkout's root: from anywhere else too.
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))
 
 import make_patch  # noqa: E402
 import upstream_base  # noqa: E402
@@ -736,7 +740,7 @@ def check_conj_neg_alone(work: pathlib.Path) -> None:
 # 0001's test (test/test_pyinterpreter_threads.py, in PyTorch's form) against the torch
 # 2.15 wheel: run three times in fresh processes, with torch's own incref / decref (2.15:
 # always the GIL), with the patch's own code installed into the interpreter's vtable
-# (bench/native/internal_fixes.py, code "patch": the methods cut out of the patched file,
+# (proposal/fixes/internal_fixes.py, code "patch": the methods cut out of the patched file,
 # compiled against main's SafeGilScopedAcquire), and with a negative control (the same
 # fast path testing PyGILState_Check(), code "gil-state-check"), which must fail the
 # subinterpreter case: so the test can fail.
@@ -744,13 +748,14 @@ INTERPRETER_TEST = "test/test_pyinterpreter_threads.py"
 INTERPRETER_TEST_SUBINTERPRETER = "test_copies_wait_for_the_gil_once_a_subinterpreter_exists"
 INSTALL_AND_TEST = """\
 import sys, torch, pytest
-code = sys.argv[1]
+code, checkout = sys.argv[1:3]
+sys.path.append(checkout)  # proposal.fixes; the cwd is the patched tree
 if code != "torch":
-    from bench.native import internal_fixes
+    from proposal.fixes import internal_fixes
     fixes = internal_fixes.InternalFixes(torch)
     assert fixes._lib.fixes_interpreter_install(fixes.CODES[code]) == 0, code
     assert fixes.installed_code() == code
-sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", *sys.argv[2:]]))
+sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", *sys.argv[3:]]))
 """
 
 
@@ -759,7 +764,7 @@ def run_interpreter_fix_test(tree: pathlib.Path, work: pathlib.Path) -> None:
     env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(work / "torch_extensions")}
     test = str(tree / INTERPRETER_TEST)
     for code, must_pass in (("torch", True), ("patch", True), ("gil-state-check", False)):
-        done = run([sys.executable, "-P", "-c", INSTALL_AND_TEST, code, test, "-rA"],
+        done = run([sys.executable, "-P", "-c", INSTALL_AND_TEST, code, str(ROOT), test, "-rA"],
                    cwd=tree, env=env, check=False)
         lines = done.stdout.strip().splitlines()
         summary = lines[-1] if lines else done.stderr[-2000:]
@@ -1004,7 +1009,7 @@ def describe_run() -> str:
     commit = run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                  check=False).stdout.strip() or "unknown"
     dirty = run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "proposal",
-                 "shim_ext", "bench/native", ":!proposal/patch-check.log"],  # written by this run
+                 "shim_ext", ":!proposal/patch-check.log"],  # written by this run
                 check=False).stdout.strip()
     gxx = run(["g++", "--version"], check=False).stdout.splitlines()[:1]
     return (f"make patch-check at {commit}{' (with uncommitted changes)' if dirty else ''}, "
@@ -1024,13 +1029,13 @@ def describe_run() -> str:
 # internal headers, and the fork's copy the base comes from has an unrelated defect
 # (BASE.toml); what is compiled and run is the functions the series changes.
 DLPACK_PATCHES = sorted((PROPOSAL / "patches" / "dlpack").glob("000*.patch"))
-PATCHED_DLPACK_CPP = ROOT / "bench" / "native" / "patched_dlpack.cpp"
+PATCHED_DLPACK_CPP = PROPOSAL / "fixes" / "patched_dlpack.cpp"
 
 
 def _load_patched_dlpack():
-    """bench/native/patched_dlpack.py (the checkout is on the environment's import path:
-    the Makefile's ``.pth``)."""
-    from bench.native import patched_dlpack
+    """proposal/fixes/patched_dlpack.py, which cuts the series' functions out of a patched
+    ``Module.cpp``."""
+    from proposal.fixes import patched_dlpack
 
     return patched_dlpack
 

@@ -4,8 +4,11 @@ Every ``<!-- BEGIN generated: NAME -->`` block is rebuilt from the raw values of
 committed JSON in ``bench/results/`` and ``proposal/findings/`` (never from a rendered
 table); a missing input renders as a placeholder naming it. ``--check`` exits 1 if either
 file is not what rendering would produce. Each block's inputs: ``proposal/README.md``.
+Every interval is ``proposal.stats.median_ci``, the benchmark reports' own bootstrap, so
+it needs numpy and scipy: run it in the benchmark environment.
 
-Usage: ``python3 proposal/tools/render.py [--results DIR] [--check]``.
+Usage: ``make rfc`` (``make rfc-check``: ``--check``), or in an environment with the bench
+extra ``python -P proposal/tools/render.py [--results DIR] [--check]``.
 """
 
 from __future__ import annotations
@@ -14,13 +17,19 @@ import argparse
 import json
 import os
 import pathlib
-import random
 import re
 import statistics
 import sys
 
 PROPOSAL = pathlib.Path(__file__).resolve().parent.parent
 ROOT = PROPOSAL.parent
+# The checkout after site-packages, for proposal.stats, as the environment's .pth puts it
+# when run from the checkout's root: from anywhere else too.
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))
+
+from proposal.stats import median_ci  # noqa: E402 (the reports' bootstrap)
+
 RFC = PROPOSAL / "RFC.md"
 APPENDIX = PROPOSAL / "appendix.md"
 RESULTS = ROOT / "bench" / "results"
@@ -70,7 +79,6 @@ PROTOTYPE_NOTE = (f"{PROTOTYPE_MARK}: timed before the DLPack series existed, wi
                   "bench-evidence` and the GPU script re-time it")
 OPS = ("add", "amax", "median", "mm_out", "addmm_out")  # bench/fallback_ops/consumer.py's order
 LEAD_OP = "addmm_out"  # the fallback-shim row's op: the most tensor arguments (4)
-BOOTSTRAP = 2000
 
 
 class Render:
@@ -141,15 +149,6 @@ def link(path: pathlib.Path) -> str:
 def median(values) -> float:
     """The median of ``values`` (ns, instructions: whatever unit they are in)."""
     return statistics.median(values)
-
-
-def median_ci(values, seed: int = 0) -> tuple[float, float, float]:
-    """Median and a 95% percentile-bootstrap interval (fixed seed: the render is stable)."""
-    values = list(values)
-    rng = random.Random(seed)
-    boots = sorted(statistics.median(rng.choices(values, k=len(values)))
-                   for _ in range(BOOTSTRAP))
-    return median(values), boots[int(0.025 * BOOTSTRAP)], boots[int(0.975 * BOOTSTRAP) - 1]
 
 
 def fmt(value: float, digits: int = 0) -> str:
@@ -964,7 +963,7 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(new)
             print(f"rendered {rel(path)}")
     for path in stale:
-        print(f"{rel(path)} is stale: run python3 proposal/tools/render.py", file=sys.stderr)
+        print(f"{rel(path)} is stale: run make rfc", file=sys.stderr)
     return 1 if stale else 0
 
 

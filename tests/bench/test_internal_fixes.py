@@ -1,4 +1,4 @@
-"""The two internal fixes the benchmarks run (``bench/native/internal_fixes.cpp``) are
+"""The two internal fixes the benchmarks run (``proposal/fixes/internal_fixes.cpp``) are
 harmless, and the DLPack prototype fills what torch's own function fills.
 
 The interpreter fix (the global ``PyInterpreter``'s vtable pointed, for a ``with`` block,
@@ -33,10 +33,10 @@ if importlib.util.find_spec("cffi") is None:
     pytest.skip("no cffi in this environment (free-threaded CPython 3.13): the internal "
                 "fixes are built with cffi", allow_module_level=True)
 
-from bench.native import internal_fixes
-from bench.native import patched_interpreter
-from bench import native
 from bench.native import peers_native
+from proposal.fixes import internal_fixes
+from proposal.fixes import patched_interpreter
+from proposal.toolchain import build_dir, torch_version
 
 N = 10**6
 
@@ -129,7 +129,7 @@ def test_the_built_code_is_the_patched_files(fixes, tmp_path):
         assert "THPUtils_hasAttachedThreadState() && !Py_IsFinalizing()" in body, name
     assert got["added"] == {make_patch.ATTACHED_H: make_patch.attached_header()}
     assert f"#include <{make_patch.ATTACHED_H}>" in "\n".join(patched)
-    built = native.build_dir(torch_version(torch)) / "patched"
+    built = build_dir(torch_version(torch)) / "patched"
     patched_interpreter.write_include(tmp_path)
     for name in (patched_interpreter.INCLUDE_NAME, make_patch.ATTACHED_H):
         assert (built / name).read_text() == (tmp_path / name).read_text(), name
@@ -184,7 +184,7 @@ def test_the_guard_is_mains_class_verbatim():
     assert hashlib.sha256(data).hexdigest() == row["sha256"]
     assert row["commit"] == "02d90f320cf11bb96f3ae2165cb9e092f4b6f626"
     assert b"class SafeGilScopedAcquire {" in data and b"guard_->disarm();" in data
-    header = (patched_interpreter.REPO / "bench" / "native" / "safe_gil.h").read_text()
+    header = (patched_interpreter.REPO / "proposal" / "fixes" / "safe_gil.h").read_text()
     assert '#include "Exceptions.h.SafeGilScopedAcquire"' in header
 # On the finalizing thread it acquires and stays true: the child of
 # test_copies_alive_across_interpreter_finalization probes it there.
@@ -193,7 +193,7 @@ def test_the_guard_is_mains_class_verbatim():
 # --- once a subinterpreter exists (PyGILState_Check() then answers yes everywhere) -----
 FIX_CHILD = SUBINTERPRETER + """
 import json, torch
-from bench.native import internal_fixes
+from proposal.fixes import internal_fixes
 fixes = internal_fixes.InternalFixes(torch)
 out = {}
 def probe(when):
@@ -319,7 +319,7 @@ def test_patch_on_autograd_engine_threads(fixes):
 
 CHILD = """
 import torch
-from bench.native import internal_fixes
+from proposal.fixes import internal_fixes
 fixes = internal_fixes.InternalFixes(torch)
 # Installed for good (not through the context manager, whose generator the interpreter
 # would close, and so uninstall, during finalization).
@@ -541,8 +541,7 @@ def test_borrowed_dltensor_refuses_what_is_not_a_tensor(fixes, obj, check):
 
 
 # --- fixed DLPack: the DLPack patches' own function, cut out of the patched file ------------
-from bench.native import patched_dlpack  # noqa: E402
-from bench.native import torch_version
+from proposal.fixes import patched_dlpack  # noqa: E402
 
 DLPACK_PIECES = ["DLPackCheckTensor", "DLTensorFromPyObjectNonOwning",
                  "TorchDLPackExchangeAPI::DLTensorFromPyObjectNoSync",
@@ -573,7 +572,7 @@ def test_the_fixed_dlpack_code_is_the_patched_file(fixes, tmp_path):
     helper = got["pieces"][1][2]
     for token in ("THPVariable_Unpack(obj)", "is_conj()", "is_neg()", "is_python_dispatch()"):
         assert token in helper, token
-    built = native.build_dir(torch_version(torch)) / "patched"
+    built = build_dir(torch_version(torch)) / "patched"
     patched_dlpack.write_include(tmp_path)
     name = patched_dlpack.INCLUDE_NAME
     assert (built / name).read_text() == (tmp_path / name).read_text()

@@ -66,7 +66,7 @@ class RecordingFakeTensorMode(FakeTensorMode):
         return super().__torch_dispatch__(func, types, args, kwargs)
 
 if FIRST.startswith("consumer"):
-    from bench.native import load_extension
+    from proposal.toolchain import load_extension
     import pathlib
     consumer = load_extension("borrow_consumer_c", pathlib.Path(BUILT))
     read = consumer.view

@@ -4,6 +4,6 @@
 with it); ``runner`` is the script a child process runs to feed the catalogue to the
 bridge or to torch's own ``torch_tensor_from_pyobject``; ``subproc`` starts those
 children and collects their results, so a crash is a finding, not a dead test run.
-``torch_shim_survey`` writes ``proposal/findings/torch-shim.md``; ``memcheck`` runs a
-workload under valgrind and counts errors in our modules.
+``memcheck`` runs a workload under valgrind and counts errors in our modules. The surveys
+built on them (``proposal/findings/``) are in ``tests/findings/``.
 """

@@ -17,7 +17,7 @@ so the GIL stays held, as both functions require.
 
 Prints ``{"event": "start", ...}`` (flushed) just before the call and ``{"event":
 "result", ...}`` after it, one JSON object a line; a child that dies in between died in
-the call. ``tests/hostile/torch_shim_survey.py`` runs every FUNCTION x INPUT in a child
+the call. ``tests/findings/torch_shim_survey.py`` runs every FUNCTION x INPUT in a child
 of its own (``make survey``).
 """
 

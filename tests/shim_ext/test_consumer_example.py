@@ -25,7 +25,7 @@ import torch
 
 import bridge
 import shim_ext
-from bench.native import load_extension
+from proposal.toolchain import load_extension
 from helpers.consumers import (CASES, MODULES, ROUTES, Plain, expected_route,
                                expected_route_without_shim_ext, expected_tuple, force,
                                libtorch_exports, make, needs_route)

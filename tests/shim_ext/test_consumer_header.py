@@ -23,7 +23,7 @@ import pytest
 import torch
 
 import bridge
-from bench.native import load_extension
+from proposal.toolchain import load_extension
 import shim_ext
 from helpers import cases as parity_cases
 from helpers.consumers import (ROUTES, build, expected_route, expected_route_without_shim_ext,
@@ -265,7 +265,7 @@ CHILD = textwrap.dedent("""
     import torch, bridge
     from hostile import cases
     from pathlib import Path
-    from bench.native import load_extension
+    from proposal.toolchain import load_extension
     out = {}
     for name in sys.argv[2].split(","):
         c = load_extension(name, Path(sys.argv[1]))
@@ -328,7 +328,7 @@ SHIM_EXT_CHILD = textwrap.dedent("""
         shim_ext.built_for = lambda module: "2.0.0"
     from hostile import cases
     from pathlib import Path
-    from bench.native import load_extension
+    from proposal.toolchain import load_extension
     c = load_extension("borrow_consumer_c", Path(sys.argv[1]))
     route, why, checks, seconds = c.route_info()
     out = {"route": route, "why": why, "checks": checks, "seconds": seconds, "wrong": {}}
@@ -530,7 +530,7 @@ LAUNCHER_CHILD = textwrap.dedent("""
         sys.modules["shim_ext"] = None
     import torch  # the launcher imports torch itself; resolved at its import
     from pathlib import Path
-    from bench.native import load_extension
+    from proposal.toolchain import load_extension
     launcher = load_extension("launcher", Path(sys.argv[1]))
     a, b = torch.randn(4, 5), torch.randn(4, 5)
     out = torch.empty(4, 5)

@@ -73,7 +73,7 @@ def test_the_borrow_refuses_a_thread_without_the_gil_once_a_subinterpreter_exist
 CONSUMER_CHILD = SUBINTERPRETER + """
 import ctypes, json, pathlib, sys, threading, torch
 import cffi, shim_ext
-from bench.native import load_extension
+from proposal.toolchain import load_extension
 build = pathlib.Path(sys.argv[1])
 ffi = cffi.FFI()
 ffi.cdef("int probe_read(void* obj, char* message, int n);")

@@ -1,8 +1,8 @@
 // The interpreter fix's own code: ConcretePyInterpreterVTable::incref / decref
 // as the patch in proposal/patches/ writes them, compiled against torch 2.15's
-// headers (benchmark-only; bench/native/internal_fixes.cpp installs them).
+// headers (never the bridge's; proposal/fixes/internal_fixes.cpp installs them).
 //
-// Generated at build time by bench/native/patched_interpreter.py, from the patch
+// Generated at build time by proposal/fixes/patched_interpreter.py, from the patch
 // applied to the base copy of torch/csrc/PyInterpreter.cpp, unedited:
 // patched_interpreter.inc (the two methods cut out of the patched file) and
 // torch/csrc/utils/attached_thread_state.h (the header the patch adds, whole).

@@ -1,16 +1,16 @@
 """cffi build script for ``_bench_internal_fixes`` (``internal_fixes.cpp`` and
 ``patched_interpreter.cpp``).
 
-Out-of-line API mode, like ``peers_native_build.py``: ``build(tmpdir)`` first cuts the
+Out-of-line API mode, like ``bench/native/peers_native_build.py``: ``build(tmpdir)`` first cuts the
 interpreter fix's own ``incref`` / ``decref`` out of the patch
 (``patched_interpreter.write_include``: the patch that changes ``PyInterpreter.cpp``
 applied to the base copy, the definitions written to ``tmpdir/patched/``), then compiles
 the C++ against the installed torch's headers and links ``libtorch_python`` (for
 ``THPVariableClass``), ``libtorch_cpu`` (``at::toDLPackNonOwning``) and ``libc10``
-(``c10::impl::getGlobalPyInterpreter``) into ``tmpdir`` (``bench.native.build_dir``:
-``build/bench-<torch version>-<SOABI>/``, git-ignored; ``toolchain.torch_cpp_options``). A patch that no longer applies,
-or whose functions no longer compile, fails the build with the compiler's message.
-Benchmark-only: nothing the bridge imports.
+(``c10::impl::getGlobalPyInterpreter``) into ``tmpdir`` (``proposal.toolchain.build_dir``:
+``build/bench-<torch version>-<SOABI>/``, git-ignored; ``toolchain.torch_cpp_options``).
+A patch that no longer applies, or whose functions no longer compile, fails the build
+with the compiler's message. Nothing the bridge imports.
 """
 
 from __future__ import annotations
@@ -19,14 +19,15 @@ import pathlib
 
 import cffi
 
-from bench.native import patched_dlpack, patched_interpreter, toolchain
+from proposal import toolchain
+from proposal.fixes import patched_dlpack, patched_interpreter
 
 HERE = pathlib.Path(__file__).resolve().parent
 MODULE = "_bench_internal_fixes"
 SOURCES = (HERE / "internal_fixes.cpp", HERE / "patched_interpreter.cpp",
            HERE / "safe_gil.h", toolchain.EXCERPTS / "Exceptions.h.SafeGilScopedAcquire",
            toolchain.SHIM_INCLUDE / "torch_borrow" / "thread_state.h",
-           pathlib.Path(__file__).resolve(), HERE / "toolchain.py",
+           pathlib.Path(__file__).resolve(), pathlib.Path(toolchain.__file__),
            HERE / "patched_dlpack.cpp", *patched_interpreter.sources(),
            *patched_dlpack.sources())
 _DECLS = """

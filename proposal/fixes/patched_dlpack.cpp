@@ -1,11 +1,11 @@
 // The DLPack fix's own code: both exchange structs' DLTensorFromPyObjectNoSync
 // and the helpers they call, as the DLPack series (proposal/patches/dlpack/)
 // writes them in torch/csrc/Module.cpp, compiled against the installed torch's
-// headers (benchmark-only; internal_fixes.cpp puts them into copies of torch's
+// headers (never the bridge's; internal_fixes.cpp puts them into copies of torch's
 // exchange tables, and make patch-check runs test/test_dlpack.py's cases
 // against them).
 //
-// patched_dlpack.inc is generated at build time by bench/native/patched_dlpack.py:
+// patched_dlpack.inc is generated at build time by proposal/fixes/patched_dlpack.py:
 // the series applied to the base copy of Module.cpp, the definitions cut out of
 // the patched file, unedited, each under a #line directive into that file.
 // Around them, only what the rest of Module.cpp supplies: its includes (the

@@ -1,7 +1,7 @@
 // Two fixes a PyTorch maintainer could make inside torch, with no new ABI, run
 // for real so the benchmarks can time torch's own functions with and without
-// them (bench/native/internal_fixes.py wraps this file; benchmark-only, never used by
-// the bridge).
+// them and make patch-check can run the patches' tests against them
+// (proposal/fixes/internal_fixes.py wraps this file; never used by the bridge).
 //
 // 1. The interpreter fix. Every at::Tensor copy of a tensor whose TensorImpl
 //    has a PyObject increfs that PyObject on the refcount's 1 -> 2 step and

@@ -1,5 +1,5 @@
 """Cutting C++ definitions out of a patched PyTorch file, never retyping them: what the
-benchmark's builds of the patches' own code share (``patched_interpreter.py``,
+builds of the patches' own code share (``patched_interpreter.py``,
 ``patched_dlpack.py``). ``apply_to_base`` applies patches to a vendored base file in a
 temporary folder; ``braced_end`` finds where a definition ends, braces inside comments
 and literals skipped."""

@@ -1,7 +1,8 @@
-"""Two fixes inside torch, with no new ABI, run for real (benchmark-only).
+"""Two fixes inside torch, with no new ABI, run for real (the benchmarks time them,
+``make patch-check`` runs the patches' tests against them).
 
 ``internal_fixes.cpp`` says what each one changes and on which ABI facts it rests; this
-module builds it (``internal_fixes_build.py``, beside the peers' loops) and wraps it in
+module builds it (``internal_fixes_build.py``, with ``proposal.toolchain``) and wraps it in
 ``InternalFixes``: ``interpreter_fix(code)``, for a ``with`` block, points the global
 ``c10::impl::PyInterpreter``'s ``vtable_`` at a copy of torch's whose ``incref`` / ``decref``
 skip the GIL acquisition on an attached thread (``c10/core/impl/PyInterpreter.h``,
@@ -19,8 +20,8 @@ import contextlib
 import ctypes
 from dataclasses import dataclass
 
-from bench import native
-from bench.native import torch_version
+from proposal import toolchain
+from proposal.toolchain import torch_version
 
 _PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
 _PyCapsule_GetPointer.restype = ctypes.c_void_p
@@ -50,9 +51,9 @@ class DLTensorFields:
 
 
 def _module(torch_version: str):
-    from bench.native import internal_fixes_build
+    from proposal.fixes import internal_fixes_build
 
-    return native.built_module(internal_fixes_build, native.build_dir(torch_version))
+    return toolchain.built_module(internal_fixes_build, toolchain.build_dir(torch_version))
 
 
 def torch_dlpack_api(torch) -> int:
