@@ -356,7 +356,7 @@ bench-freethreaded-quick:  ## bench/freethreaded.py briefly on free-threaded 3.1
 # What the whole suite (tests/bench/ included) covers of the product: the Python of bridge/
 # and shim_ext/ (coverage.py, branches, child processes too) and the C headers of bridge/
 # and shim_ext/include/ as compiled into the bridge and the consumer examples (gcc
-# --coverage, read by gcovr). Its own environments (.venv/coverage/), built with
+# --coverage, read by gcov). Its own environments (.venv/coverage/), built with
 # COVERAGE_FLAGS. The summary is checked against COVERAGE_BASELINE: every line and branch
 # outcome covered there must be covered now (tests/covered/__main__.py says how).
 COVERAGE_VENVS    := .venv/coverage
@@ -371,12 +371,15 @@ COVERAGE_TMP      := $(or $(TMPDIR),/tmp)/torch-borrow-coverage-torch-$(TORCH)
 COVERAGE_BASELINE ?= tests/covered/cross-product-torch-$(TORCH).json
 COVERAGE_SUMMARY  ?= tests/covered/covered-torch-$(TORCH).json
 cov_py             = $(COVERAGE_VENVS)/torch-$(TORCH)/bin/python -P
+# setup.py's build folder of the coverage environment (keyed by its prefix, as setup.py does)
+cov_build          = $$($(cov_py) -c 'import sys, pathlib, hashlib; print(*pathlib.Path("build").glob( \
+                     "torch-$(TORCH)*-" + hashlib.sha256(str(pathlib.Path(sys.prefix).resolve()).encode()).hexdigest()[:8]))')
 .PHONY: coverage
 coverage:  ## lines and branch outcomes of bridge/ and shim_ext/ the whole suite covers -> tests/covered/covered-torch-<v>.json, checked against the baseline
 	CFLAGS="$(COVERAGE_FLAGS)" LDFLAGS=--coverage \
 	  $(MAKE) --no-print-directory env-bench VENVS=$(COVERAGE_VENVS) TORCH=$(TORCH)
 	set -o pipefail; $(COVERAGE_VENVS)/torch-$(TORCH)/bin/pip install -q --disable-pip-version-check \
-	  "coverage>=7.10" "gcovr>=8" $(PIP_QUIET)
+	  "coverage>=7.10" $(PIP_QUIET)
 	rm -rf $(COVERAGE_OUT) && mkdir -p $(COVERAGE_OUT)
 	find build/torch-$(TORCH)* -name '*.gcda' -delete
 	COVERAGE_FILE=$(CURDIR)/$(COVERAGE_OUT)/.coverage EXAMPLE_CFLAGS="$(EXAMPLE_COVERAGE_FLAGS)" \
@@ -385,11 +388,7 @@ coverage:  ## lines and branch outcomes of bridge/ and shim_ext/ the whole suite
 	COVERAGE_FILE=$(CURDIR)/$(COVERAGE_OUT)/.coverage $(cov_py) -m coverage combine -q
 	COVERAGE_FILE=$(CURDIR)/$(COVERAGE_OUT)/.coverage $(cov_py) -m coverage json -q \
 	  -o $(COVERAGE_OUT)/python.json
-	$(cov_py) -m gcovr --root . --filter '(.*/)?bridge/[^/]*\.h$$' \
-	  --filter '(.*/)?shim_ext/include/torch_borrow/[^/]*\.h$$' --json $(COVERAGE_OUT)/c.json \
-	  $$($(cov_py) -c 'import sys, pathlib, hashlib; print(*pathlib.Path("build").glob("torch-$(TORCH)*-" + hashlib.sha256(str(pathlib.Path(sys.prefix).resolve()).encode()).hexdigest()[:8]))') \
-	  $(COVERAGE_TMP)
 	PYTHONPATH=tests $(cov_py) -m covered --python $(COVERAGE_OUT)/python.json \
-	  --c $(COVERAGE_OUT)/c.json --out $(COVERAGE_SUMMARY) \
+	  --gcov-dir $(cov_build) $(COVERAGE_TMP) --out $(COVERAGE_SUMMARY) \
 	  --label "the suite at $$(git rev-parse --short HEAD), torch $(TORCH), $(PYTAG)" \
 	  $(if $(wildcard $(COVERAGE_BASELINE)),$(if $(filter $(COVERAGE_BASELINE),$(COVERAGE_SUMMARY)),,--baseline $(COVERAGE_BASELINE)))

@@ -2,18 +2,20 @@
 
 ``make coverage`` runs the whole suite (tests/, tests/bench/ included) under coverage.py
 (the Python of ``bridge`` and ``shim_ext``, branches on, child processes too) in an
-environment whose bridge, shim_ext and consumer examples are compiled with ``--coverage``,
-then this module turns coverage.py's JSON and gcovr's JSON (the C headers of
-``bridge/`` and ``shim_ext/include/``, as compiled into the bridge and the consumer
-examples) into one summary: per file, the covered lines and the branch outcomes taken
-(Python: ``[from, to]`` arcs; C: ``[line, branch index]`` of gcov). Paths are relative to
-a checkout (``bridge/...``, ``shim_ext/...``), so two checkouts' summaries compare.
+environment whose bridge and consumer examples are compiled with ``--coverage``, then
+this module turns coverage.py's JSON and gcov's (``gcov --json-format`` of each ``.gcda``
+found: the C headers of ``bridge/`` and ``shim_ext/include/``, as compiled into the
+bridge and the consumer examples) into one summary: per file, the covered lines and the
+branch outcomes taken (Python: ``[from, to]`` arcs; C: ``[translation unit, line, branch
+index]``: gcc numbers a line's branches per unit, so one unit's are not another's).
+Paths are relative to a checkout (``bridge/...``, ``shim_ext/...``), so two checkouts'
+summaries compare.
 
 With ``--baseline``, every covered line and branch outcome of the baseline must be
 covered again: the missing ones are printed and the exit status is 1. That is how a
 smaller suite shows it reaches what a larger one reached.
 
-    python -P -m covered --python cov.json --c gcovr.json --out summary.json \\
+    python -P -m covered --python cov.json --gcov-dir DIR [DIR ...] --out summary.json \\
         [--baseline tests/covered/BASELINE.json] [--label TEXT]
 """
 
@@ -23,6 +25,7 @@ import argparse
 import json
 import pathlib
 import re
+import subprocess
 import sys
 
 
@@ -50,22 +53,40 @@ def python_set(report: dict) -> dict:
     return out
 
 
-def c_set(report: dict) -> dict:
-    """gcovr's ``--json`` report -> ``{header: {"lines", "branches"}}``, headers of
-    ``bridge/`` and ``shim_ext/include/`` only, counts merged over the objects."""
+def gcov_reports(folders) -> list[dict]:
+    """``gcov --json-format --stdout --branch-probabilities`` of every ``.gcda`` under
+    ``folders`` (gcov reads the notes beside each; the sources themselves are not
+    needed)."""
+    reports = []
+    for gcda in sorted(p for folder in folders for p in pathlib.Path(folder).rglob("*.gcda")):
+        done = subprocess.run(["gcov", "--json-format", "--stdout", "--branch-probabilities",
+                               str(gcda)], capture_output=True, text=True, check=True)
+        reports += [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    return reports
+
+
+def c_set(reports: list[dict]) -> dict:
+    """gcov's JSON reports -> ``{header: {"lines", "branches"}}`` for the headers of
+    ``bridge/`` and ``shim_ext/include/``; a branch is ``[unit, line, index]``, its unit
+    the unit's main source (``bridge/_bridge.c``, ``shim_ext/examples/consumer.c``)."""
     out: dict[str, dict[str, set]] = {}
-    for f in report["files"]:
-        rel = product_path(f["file"])
-        if rel is None or not rel.endswith(".h"):
-            continue
-        entry = out.setdefault(rel, {"lines": set(), "branches": set()})
-        for line in f["lines"]:
-            n = line["line_number"]
-            if line["count"] > 0:
-                entry["lines"].add(n)
-            for i, b in enumerate(line.get("branches", [])):
-                if b["count"] > 0:
-                    entry["branches"].add((n, i))
+    for report in reports:
+        units = [product_path(f["file"]) for f in report["files"]
+                 if f["file"].endswith((".c", ".cc", ".cpp"))]
+        units = [u for u in units if u is not None]
+        unit = units[0] if len(units) == 1 else pathlib.Path(report["data_file"]).name
+        for f in report["files"]:
+            rel = product_path(f["file"])
+            if rel is None or not rel.endswith(".h"):
+                continue
+            entry = out.setdefault(rel, {"lines": set(), "branches": set()})
+            for line in f["lines"]:
+                n = line["line_number"]
+                if line["count"] > 0:
+                    entry["lines"].add(n)
+                for i, b in enumerate(line["branches"]):
+                    if b["count"] > 0:
+                        entry["branches"].add((unit, n, i))
     return {k: {"lines": sorted(v["lines"]), "branches": sorted(map(list, v["branches"]))}
             for k, v in sorted(out.items())}
 
@@ -89,7 +110,7 @@ def missing(baseline: dict, now: dict) -> list[str]:
             have = {tuple(b) for b in got["branches"]}
             for b in was["branches"]:
                 if tuple(b) not in have:
-                    lost.append(f"{part} {name}:{b[0]} branch {b[1]}")
+                    lost.append(f"{part} {name}: branch {b}")
     return lost
 
 
@@ -97,7 +118,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m covered", description=__doc__.split("\n\n")[0])
     ap.add_argument("--python", type=pathlib.Path, required=True,
                     help="coverage.py's JSON report (coverage json)")
-    ap.add_argument("--c", type=pathlib.Path, required=True, help="gcovr's JSON report (--json)")
+    ap.add_argument("--gcov-dir", type=pathlib.Path, nargs="+", required=True,
+                    help="folders searched for .gcda files (the builds made with --coverage)")
     ap.add_argument("--out", type=pathlib.Path, required=True, help="the summary to write")
     ap.add_argument("--label", default="", help="what was run, kept in the summary")
     ap.add_argument("--baseline", type=pathlib.Path,
@@ -105,7 +127,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     summary = {"label": args.label,
                "python": python_set(json.loads(args.python.read_text())),
-               "c": c_set(json.loads(args.c.read_text()))}
+               "c": c_set(gcov_reports(args.gcov_dir))}
     summary["totals"] = totals(summary)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(summary, indent=1) + "\n")
