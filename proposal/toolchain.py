@@ -22,7 +22,7 @@ import sys
 import sysconfig
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-# main's SafeGilScopedAcquire, verbatim (the interpreter fix's safe_gil.h includes it), and
+# SafeGilScopedAcquire as pytorch/pytorch#189128 (open) adds it, verbatim (the interpreter fix's safe_gil.h includes it), and
 # the one attached-thread test (shim_ext's header, which the patch's header is made from).
 EXCERPTS = REPO / "proposal" / "third_party" / "pytorch" / "excerpts"
 SHIM_INCLUDE = REPO / "shim_ext" / "include"

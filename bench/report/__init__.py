@@ -182,7 +182,7 @@ def markdown(r: Results, chart_name: str | None) -> str:
               "each internal fix, timed in interleaved rounds (`bench/routes.py`; the `*_fixed` "
               "rows run torch's own functions with `proposal/fixes/internal_fixes.cpp`'s interpreter "
               "fix installed for their loop only: the patch's own incref / decref, built from "
-              "the patch against torch 2.15 and main's SafeGilScopedAcquire (verbatim from "
+              "the patch against torch 2.15 and #189128's SafeGilScopedAcquire (verbatim from "
               "pytorch/pytorch 02d90f32's torch/csrc/Exceptions.h), not a build of main; the `*_fixed_emulation` rows the earlier hand-written "
               "emulation). Instruction counts of the same routes: "
               "`make callgrind`.", "",

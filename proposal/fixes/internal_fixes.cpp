@@ -74,7 +74,7 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/python_headers.h>
 
-#include "safe_gil.h" // main's guard, probed across finalization
+#include "safe_gil.h" // #189128's guard, probed across finalization
 #include <torch_borrow/thread_state.h> // the one attached-thread test
 
 // patched_interpreter.cpp: the patch's own incref / decref (null when the
@@ -540,9 +540,9 @@ void report_guard(const char* when, long long refcnt_before, long long refcnt_af
   std::fflush(stderr);
 }
 
-// One guard on its own, on the finalizing thread: main's class acquires (a
+// One guard on its own, on the finalizing thread: #189128's class acquires (a
 // nested acquisition: this thread is attached) and disarms, so it is true.
-// Never probed after finalization: main's guard has no Py_IsInitialized() test
+// Never probed after finalization: #189128's guard has no Py_IsInitialized() test
 // of its own (its callers make it), and a thread state made for a finalized
 // interpreter is not to be had.
 void report_probe(const char* when) {

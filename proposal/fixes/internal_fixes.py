@@ -122,10 +122,10 @@ class InternalFixes:
         return int(out[0]), int(out[1])
 
     def guard_counts(self) -> dict[str, int]:
-        """What ``SafeGilScopedAcquire`` (main's class, ``safe_gil.h``) did since the module
+        """What ``SafeGilScopedAcquire`` (pytorch/pytorch#189128's class, ``safe_gil.h``) did since the module
         was loaded: ``constructed`` (every guard: the patch's slow path, one per incref /
         decref that did not take the fast path) and ``acquired`` (it converted to true:
-        the GIL was held in its scope; main's class stays true while Python finalizes)."""
+        the GIL was held in its scope; that class stays true while Python finalizes)."""
         out = self._ffi.new("uint64_t[2]")
         self._lib.fixes_guard_counts(out)
         return {"constructed": int(out[0]), "acquired": int(out[1])}
@@ -225,7 +225,7 @@ class InternalFixes:
         self._lib.fixes_release_held()
 
     def guard_probe(self, where: str) -> dict[str, bool]:
-        """One ``SafeGilScopedAcquire`` (main's class) on its own, on a thread that is
+        """One ``SafeGilScopedAcquire`` (#189128's class) on its own, on a thread that is
         ``"attached"`` (this thread, GIL taken first), ``"detached"`` (this thread with
         the GIL released) or ``"foreign"`` (a new native thread without a thread state):
         ``{"true": the guard converts to true, "held_inside": PyGILState_Check() in its

@@ -100,7 +100,7 @@ void fixes_guard_counts(std::uint64_t* out) {
   out[1] = c.acquired.load(std::memory_order_relaxed);
 }
 
-// One guard on the calling thread, on its own (main's class, tested alone). Bits:
+// One guard on the calling thread, on its own (#189128's class, tested alone). Bits:
 // 1 the guard converts to true; 2 PyGILState_Check() inside its scope; 4
 // PyGILState_Check() after it; 8 this thread has a thread state after it.
 // attach != 0 takes the GIL first (PyGILState_Ensure) and gives it back after.

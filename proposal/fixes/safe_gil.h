@@ -16,7 +16,7 @@
 // The name the patch uses, torch::detail::SafeGilScopedAcquire, is a class
 // derived from main's that only counts (constructed, converts to true), so the
 // tests can tell the fast path (no guard) from the slow path (a guard) and see
-// what the guard decided; it changes nothing of what main's class does.
+// what the guard decided; it changes nothing of what #189128's class does.
 
 #include <atomic>
 #include <cstdint>

@@ -340,7 +340,7 @@ EXCERPT = "SafeGilScopedAcquire"
 
 
 def safe_gil_header(work: pathlib.Path) -> pathlib.Path:
-    """``work/safe_gil_main.h``: main's SafeGilScopedAcquire (the excerpt, checked against
+    """``work/safe_gil_main.h``: #189128's SafeGilScopedAcquire (the excerpt, checked against
     BASE.toml's SHA-256) inside ``torch::detail``, after the headers it needs."""
     (row,) = [r for r in upstream_base.load_manifest().get("excerpt", []) if r["name"] == EXCERPT]
     data = (PROPOSAL / "third_party" / "pytorch" / row["file"]).read_bytes()
@@ -445,7 +445,7 @@ def compile_py_interpreter(tree: pathlib.Path, work: pathlib.Path, flags: list[s
         if done.returncode != 0:
             raise CheckFailed(f"{source.name} (0001) does not compile with main's "
                               f"SafeGilScopedAcquire:\n{done.stderr[-6000:]}")
-        print(f"compiled {source.name} (0001) with main's SafeGilScopedAcquire (Exceptions.h "
+        print(f"compiled {source.name} (0001) with #189128's SafeGilScopedAcquire (Exceptions.h "
               "at 02d90f32, verbatim): no error")
     check_fast_path(obj)
 
@@ -741,7 +741,7 @@ def check_conj_neg_alone(work: pathlib.Path) -> None:
 # 2.15 wheel: run three times in fresh processes, with torch's own incref / decref (2.15:
 # always the GIL), with the patch's own code installed into the interpreter's vtable
 # (proposal/fixes/internal_fixes.py, code "patch": the methods cut out of the patched file,
-# compiled against main's SafeGilScopedAcquire), and with a negative control (the same
+# compiled against #189128's SafeGilScopedAcquire), and with a negative control (the same
 # fast path testing PyGILState_Check(), code "gil-state-check"), which must fail the
 # subinterpreter case: so the test can fail.
 INTERPRETER_TEST = "test/test_pyinterpreter_threads.py"
@@ -914,7 +914,7 @@ CLANG_TIDY_NOT_REACHED = (
     "are step 3's, against the wheel's headers). PyObjectConversionPythonImpl.cpp is "
     "checked as patched, so the base's one compile error (is_tensor_pyobject) shows as a "
     "clang-diagnostic-error on a base line; PyInterpreter.cpp with step 3's "
-    "SafeGilScopedAcquire (main's, from Exceptions.h at 02d90f32). clang-diagnostic-missing-prototypes needs the "
+    "SafeGilScopedAcquire (#189128's, from Exceptions.h at 02d90f32). clang-diagnostic-missing-prototypes needs the "
     "warning on: -Wmissing-prototypes is passed. HeaderFilterRegex names repository-"
     "relative paths; the patched tree's torch/csrc/ and c10/core/TensorImpl.h are "
     "passed as the header filter.")

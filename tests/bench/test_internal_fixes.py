@@ -155,7 +155,7 @@ def test_the_patch_is_found_by_what_it_changes(tmp_path, monkeypatch):
         patched_interpreter.interpreter_patch()
 
 
-# --- main's SafeGilScopedAcquire (safe_gil.h), on its own --------------------------------
+# --- #189128's SafeGilScopedAcquire (safe_gil.h), on its own -----------------------------
 @pytest.mark.parametrize("where, expected", [
     # attached: pybind11 nests (a counter), the thread still holds the GIL after
     ("attached", {"true": True, "held_inside": True, "held_after": True, "state_after": True}),
