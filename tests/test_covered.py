@@ -16,7 +16,8 @@ def _gcov(unit, header, lines):
 
 
 def test_paths_are_cut_to_the_product_folder():
-    assert product_path("/v/lib/python3.11/site-packages/bridge/_resolve.py") == "bridge/_resolve.py"
+    site = "/v/lib/python3.11/site-packages"
+    assert product_path(f"{site}/bridge/_resolve.py") == "bridge/_resolve.py"
     assert product_path("/w/b/build/torch-2.15.0/bridge/_bridge_read.h") == "bridge/_bridge_read.h"
     assert product_path("/w/shim_ext/include/torch_borrow/reader.h") == \
         "shim_ext/include/torch_borrow/reader.h"

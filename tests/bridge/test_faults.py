@@ -280,25 +280,49 @@ else:
 """)
 
 
-#: (first read, second read): from each dimension room into each other one.
+#: The first reads: one of each dimension room (two inline halves, the inline rest, a heap).
 _ROOMS = ("2-d", "9-dims", "16-dims", "17-dims", "63-dims")
 
 
-@pytest.mark.parametrize("first, then", [(a, b) for a in _ROOMS for b in _ROOMS if a != b])
-def test_a_view_that_resolves_first_fills_a_recycled_view(first, then):
+def _then_cases():
+    from helpers.cases import LAYOUTS
+
+    cases = {lay.name: lay.build for lay in LAYOUTS}
+    # no storage data, yet an offset: the pointer is not null, the storage's start is
+    cases["empty-storage-offset"] = lambda d: torch.empty(0, 5, dtype=d)[:, 2:]
+    cases["freed-at-offset"] = _freed_at_offset  # elements, no memory: refused
+    return cases
+
+
+def _freed_at_offset(dtype):
+    t = torch.zeros(64, dtype=dtype)[16:32].view(4, 4)
+    t.untyped_storage().resize_(0)
+    return t
+
+
+_THEN = _then_cases()
+
+
+@pytest.mark.parametrize("then", _THEN)
+def test_a_view_that_resolves_first_fills_a_recycled_view(then):
     """``view_<path>`` with nothing installed (a process's first view, or the next one
     after a set-up that kept nothing) resolves, then reads through its own copy of the
-    read: into a recycled view whose tuples the last read made in another dimension
-    room, it is as exact as the hot one."""
+    read: on every layout, into a recycled view whose tuples the last read made in each
+    dimension room, it is as exact as the hot one."""
     from bridge import _bridge
     from helpers.cases import LAYOUTS
     from helpers.parity import assert_parity
 
     build = {lay.name: lay.build for lay in LAYOUTS}
-    t = build[then](torch.float64)
-    for p in AVAILABLE:
-        assert_parity(build[first](torch.float32))
-        _bridge._install_symbols({}, None, False)  # what a set-up that kept nothing installs
-        _select._resolution = None
-        v = VIEWS[p](t)
-        assert (v.path, view_fields(v)) == (p, torch_answer(t))
+    t = _THEN[then](torch.float64)
+    for first in _ROOMS:
+        for p in AVAILABLE:
+            assert_parity(build[first](torch.float32))
+            _bridge._install_symbols({}, None, False)  # what a set-up that kept nothing installs
+            _select._resolution = None
+            if then == "freed-at-offset":
+                with pytest.raises(BufferError, match="no memory|no storage|freed"):
+                    VIEWS[p](t)
+                continue
+            v = VIEWS[p](t)
+            assert (v.path, view_fields(v)) == (p, torch_answer(t)), (first, p)

@@ -73,6 +73,33 @@ def test_a_recycled_view_reads_the_next_layout(first, then):
     assert_parity(t)
 
 
+def _same_rank_cases():
+    """Tensors of nine dimensions (a view's second inline room) that end a read early:
+    elements but no memory (refused), and no elements, with and without storage data."""
+    freed = torch.zeros(64)[16:32].view(2, 2, 2, 2, 1, 1, 1, 1, 1)
+    freed.untyped_storage().resize_(0)
+    return {"elements-no-memory": freed,
+            "no-elements": torch.zeros(64)[16:16].view(0, 1, 1, 1, 1, 1, 1, 1, 1),
+            "no-elements-no-storage-data":
+                torch.empty(0, 5)[:, 2:].view(0, 1, 1, 1, 1, 1, 1, 1, 3)}
+
+
+@pytest.mark.parametrize("case", ["elements-no-memory", "no-elements",
+                                  "no-elements-no-storage-data"])
+def test_a_recycled_view_of_the_same_rank_ends_early_alike(case):
+    """Into a view whose tuples a nine-dimensional read made (the read that keeps them when
+    the values match), a tensor that ends the read early is refused, or viewed, exactly
+    as into a fresh view."""
+    t = _same_rank_cases()[case]
+    for p in paths_here():
+        assert_parity(filled((2, 2, 2, 2, 1, 1, 1, 1, 1), torch.float32))
+        if case == "elements-no-memory":
+            with pytest.raises(BufferError, match="elements but its storage holds no memory"):
+                VIEWS[p](t)
+        else:
+            assert view_fields(VIEWS[p](t)) == torch_answer(t), p
+
+
 @pytest.mark.parametrize("dtype", REFUSED, ids=dtype_name)
 def test_refused_dtypes_get_the_same_error_on_every_path(dtype):
     _allocatable(dtype)
