@@ -114,6 +114,17 @@ def missing(baseline: dict, now: dict) -> list[str]:
     return lost
 
 
+def dumps(summary: dict) -> str:
+    """The summary as JSON with one line per file (a diff shows which file changed)."""
+    parts = []
+    for part in ("python", "c"):
+        rows = ",\n".join(f"  {json.dumps(name)}: {json.dumps(v, separators=(',', ':'))}"
+                          for name, v in summary[part].items())
+        parts.append(f'"{part}": {{\n{rows}\n}}')
+    head = ", ".join(f"{json.dumps(k)}: {json.dumps(summary[k])}" for k in ("label", "totals"))
+    return "{" + head + ",\n" + ",\n".join(parts) + "}\n"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m covered", description=__doc__.split("\n\n")[0])
     ap.add_argument("--python", type=pathlib.Path, required=True,
@@ -130,7 +141,7 @@ def main(argv=None) -> int:
                "c": c_set(gcov_reports(args.gcov_dir))}
     summary["totals"] = totals(summary)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(summary, indent=1) + "\n")
+    args.out.write_text(dumps(summary))
     for part, t in summary["totals"].items():
         print(f"{part}: {t['files']} files, {t['lines']} lines and {t['branches']} branch "
               f"outcomes covered")
