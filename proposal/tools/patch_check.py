@@ -16,6 +16,7 @@ installed: clang-format, flake8, ruff, expecttest, pytest; and clang-tidy
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import filecmp
 import hashlib
 import importlib.util
@@ -82,10 +83,34 @@ def step(title: str) -> None:
     print(f"\n=== {title}", flush=True)
 
 
+# Commands that need nothing from each other (compiles, clang-tidy runs) are started
+# ahead, one per core; run() of the same command then takes the started one's result, so
+# the steps still print, and fail, in their order.
+_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
+_AHEAD: dict[tuple, concurrent.futures.Future] = {}
+
+
+def _key(cmd, cwd, env) -> tuple:
+    return (tuple(map(str, cmd)), str(cwd), None if env is None else tuple(sorted(env.items())))
+
+
+def start(cmd: list[str], cwd: pathlib.Path | None = None, env: dict | None = None) -> None:
+    """Start ``cmd`` now, in the pool (unless the same command is started and not taken
+    yet); a later ``run`` of the same command (same ``cwd`` and ``env``) waits for it
+    instead of running it again."""
+    key = _key(cmd, cwd, env)
+    if key not in _AHEAD:
+        _AHEAD[key] = _POOL.submit(subprocess.run, cmd, cwd=cwd, env=env,
+                                   capture_output=True, text=True)
+
+
 def run(cmd: list[str], cwd: pathlib.Path | None = None, env: dict | None = None,
         check: bool = True) -> subprocess.CompletedProcess:
-    """Run a command, capturing its output; raise CheckFailed with that output on failure."""
-    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    """Run a command (or take the result of the same one ``start``ed earlier), capturing
+    its output; raise CheckFailed with that output on failure."""
+    ahead = _AHEAD.pop(_key(cmd, cwd, env), None)
+    done = (ahead.result() if ahead is not None else
+            subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True))
     if check and done.returncode != 0:
         raise CheckFailed(f"{' '.join(cmd[:3])} ... exited {done.returncode}\n"
                           f"{done.stdout[-4000:]}{done.stderr[-4000:]}")
@@ -269,9 +294,13 @@ def base_gap_only(stderr: str) -> bool:
             and bool(pure) and all(KNOWN_BASE_GAP.search(p) for p in pure))
 
 
+def compile_command(source: pathlib.Path, obj: pathlib.Path, flags: list[str]) -> list[str]:
+    return ["g++", *flags, "-c", str(source), "-o", str(obj)]
+
+
 def compile_one(source: pathlib.Path, obj: pathlib.Path, flags: list[str]) -> bool:
     """Compile ``source``; True when it stops at the base's one known gap (no object written)."""
-    done = run(["g++", *flags, "-c", str(source), "-o", str(obj)], check=False)
+    done = run(compile_command(source, obj, flags), check=False)
     if done.returncode != 0 and base_gap_only(done.stderr):
         print(f"compiled {source.name} up to one error of the base, not the patch: the stored "
               "copy (149ccf4d) lacks is_tensor_pyobject, which v2.15.0's interface declares")
@@ -421,12 +450,12 @@ def check_fast_path(obj: pathlib.Path) -> None:
 
 
 def compile_py_interpreter(tree: pathlib.Path, work: pathlib.Path, flags: list[str]) -> None:
-    """Patch 0001's PyInterpreter.cpp: compiled up to the base's known gap, then with main's
-    SafeGilScopedAcquire."""
+    """Patch 0001's PyInterpreter.cpp: compiled up to the base's known gap, then with
+    #189128's SafeGilScopedAcquire."""
     source, obj = tree / PY_INTERPRETER, work / "PyInterpreter.o"
     commit = next(row["commit"] for row in upstream_base.load_manifest()["file"]
                   if row["path"] == PY_INTERPRETER)[:8]
-    done = run(["g++", *flags, "-c", str(source), "-o", str(obj)], check=False)
+    done = run(compile_command(source, obj, flags), check=False)
     if done.returncode == 0:
         print(f"compiled {source.name} (0001)")
     else:
@@ -437,13 +466,13 @@ def compile_py_interpreter(tree: pathlib.Path, work: pathlib.Path, flags: list[s
         print(f"compiled {source.name} (0001) up to the base's one gap, not the patch's: its "
               f"{2 * len(uses)} errors are the {len(uses)} uses of "
               f"torch::detail::SafeGilScopedAcquire (lines {', '.join(map(str, uses))}), which "
-              f"the stored copy ({commit}) takes from main's torch/csrc/Exceptions.h and "
+              f"the stored copy ({commit}) takes from #189128's torch/csrc/Exceptions.h and "
               "v2.15.0's headers do not declare")
         header = safe_gil_header(work)
         done = run(["g++", *flags, "-include", str(header), "-c", str(source), "-o", str(obj)],
                    check=False)
         if done.returncode != 0:
-            raise CheckFailed(f"{source.name} (0001) does not compile with main's "
+            raise CheckFailed(f"{source.name} (0001) does not compile with #189128's "
                               f"SafeGilScopedAcquire:\n{done.stderr[-6000:]}")
         print(f"compiled {source.name} (0001) with #189128's SafeGilScopedAcquire (Exceptions.h "
               "at 02d90f32, verbatim): no error")
@@ -488,15 +517,25 @@ def check_borrow_misuse_does_not_compile(work: pathlib.Path, flags: list[str]) -
               f"({errors[0][2][:100]})")
 
 
-def compile_libtorch_sources(tree: pathlib.Path,
-                             work: pathlib.Path) -> tuple[list[pathlib.Path], list[str]]:
-    """Compile LIBTORCH_SOURCES of ``tree`` into ``work`` at feature version 2.16 (the
-    base's PythonImpl gap supplied where it stops there); return the objects and flags."""
+def libtorch_flags(tree: pathlib.Path, work: pathlib.Path) -> list[str]:
+    """The flags of ``tree``'s libtorch units at feature version 2.16 (the overlay's
+    version.h written into ``work``)."""
     overlay = work / "overlay"
     (overlay / "torch/headeronly").mkdir(parents=True)
     (overlay / "torch/headeronly/version.h").write_text(HEADERONLY_VERSION_2_16)
-    flags = compile_flags(tree, overlay)
+    return compile_flags(tree, overlay)
+
+
+def compile_libtorch_sources(tree: pathlib.Path, work: pathlib.Path,
+                             flags: list[str] | None = None
+                             ) -> tuple[list[pathlib.Path], list[str]]:
+    """Compile LIBTORCH_SOURCES of ``tree`` into ``work`` at feature version 2.16 (the
+    base's PythonImpl gap supplied where it stops there; ``flags``: ``libtorch_flags``'s,
+    made here if not given); return the objects and flags."""
+    flags = libtorch_flags(tree, work) if flags is None else flags
     objects = []
+    for rel in LIBTORCH_SOURCES:  # at once, one per core
+        start(compile_command(tree / rel, work / (pathlib.Path(rel).stem + ".o"), flags))
     for rel in LIBTORCH_SOURCES:
         obj = work / (pathlib.Path(rel).stem + ".o")
         if compile_one(tree / rel, obj, flags):
@@ -507,19 +546,27 @@ def compile_libtorch_sources(tree: pathlib.Path,
 
 def compile_libtorch(tree: pathlib.Path, work: pathlib.Path) -> list[pathlib.Path]:
     """Compile the touched libtorch sources and stable headers; return the objects."""
-    objects, flags = compile_libtorch_sources(tree, work)
+    flags = libtorch_flags(tree, work)
     headers_tu = work / "stable_headers.cpp"
     headers_tu.write_text("".join(f"#include <{h}>\n" for h in STABLE_HEADERS)
                           + "void use(torch::stable::Tensor t) { (void)t.is_conj(); (void)t.is_neg(); }\n"
                           + "int64_t borrow(void* o) { return torch::stable::tensor_borrow_from_pyobject(o).dim(); }\n")
-    compile_one(headers_tu, work / "stable_headers.o", flags + [f"-DTORCH_TARGET_VERSION={TARGET_2_16}"])
-    check_borrow_misuse_does_not_compile(work, flags + [f"-DTORCH_TARGET_VERSION={TARGET_2_16}"])
     # 0003's accessor, from the patched c10/core/TensorImpl.h (the tree comes first on
-    # the include path, so every unit above was compiled against it too).
+    # the include path, so every unit here is compiled against it too).
     impl_tu = work / "tensor_impl_accessor.cpp"
     impl_tu.write_text("#include <c10/core/TensorImpl.h>\n"
                        "bool custom(const c10::TensorImpl& impl) {\n"
                        "  return impl.has_custom_metadata();\n}\n")
+    v2_16 = flags + [f"-DTORCH_TARGET_VERSION={TARGET_2_16}"]
+    # every unit below at once, one per core, the longest first
+    start(compile_command(tree / PY_INTERPRETER, work / "PyInterpreter.o", flags))
+    for rel in LIBTORCH_SOURCES:
+        start(compile_command(tree / rel, work / (pathlib.Path(rel).stem + ".o"), flags))
+    start(compile_command(headers_tu, work / "stable_headers.o", v2_16))
+    start(compile_command(impl_tu, work / "tensor_impl_accessor.o", flags))
+    objects, _ = compile_libtorch_sources(tree, work, flags)
+    compile_one(headers_tu, work / "stable_headers.o", v2_16)
+    check_borrow_misuse_does_not_compile(work, v2_16)
     compile_one(impl_tu, work / "tensor_impl_accessor.o", flags)
     print(f"  ({impl_tu.name}: c10::TensorImpl::has_custom_metadata() of the patched "
           f"{TENSOR_IMPL_H}, which every unit above includes in place of the wheel's)")
@@ -953,10 +1000,15 @@ def lint_clang_tidy(tree: pathlib.Path, work: pathlib.Path) -> int:
     # torch/csrc/** as lintrunner's CLANGTIDY takes it, and 0003's c10/core/TensorImpl.h.
     header_filter = f"^{re.escape(str(tree))}/(torch/csrc/.*|{re.escape(TENSOR_IMPL_H)})"
     total, opened = 0, set()
+
+    def command(source, extra):
+        return [clang_tidy, f"--header-filter={header_filter}",
+                "--extra-arg=-Wmissing-prototypes", str(source), "--", *flags, *extra]
+
+    for source, extra in reversed(units):  # PyInterpreter.cpp, the longest by far, first
+        start(command(source, extra), cwd=tree)
     for source, extra in units:
-        done = run([clang_tidy, f"--header-filter={header_filter}",
-                    "--extra-arg=-Wmissing-prototypes", str(source), "--", *flags, *extra],
-                   cwd=tree, check=False)
+        done = run(command(source, extra), cwd=tree, check=False)
         if not re.search(r"^\d+ warnings?(?: and \d+ errors?)? generated\.$",
                          done.stdout + done.stderr, flags=re.M) and done.returncode != 0:
             raise CheckFailed(f"clang-tidy did not run on {source.name}:\n{done.stderr[-3000:]}")
