@@ -48,6 +48,7 @@ def serve():
             requests.close(); answers.close()
             sys.stdout.flush(); sys.stderr.flush()
             os.dup2(out.fileno(), 1); os.dup2(err.fileno(), 2)
+            out.close(); err.close()  # fds 1 and 2 stay; nothing left open for -X dev to see
             code = 0
             try:
                 exec(compile(req["code"], "<child>", "exec"), {"__name__": "__main__"})
