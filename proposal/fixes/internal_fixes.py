@@ -274,6 +274,27 @@ class InternalFixes:
             base = _PyCapsule_GetPointer(const_api(), b"dlpack_exchange_api") or 0
         return int(self._lib.fixes_dlpack_api_patched(base, int(bool(read_only))))
 
+    @contextlib.contextmanager
+    def managed_export_patched(self):
+        """For a ``with`` block: torch's own ``DLPackExchangeAPI`` (the table
+        ``torch.Tensor.__dlpack_c_exchange_api__`` points to) has the DLPack series'
+        ``managed_tensor_from_py_object_no_sync`` in its slot
+        (``TorchDLPackExchangeAPI::ManagedTensorFromPyObjectNoSync``, cut out of the
+        patched ``Module.cpp``); the slot is restored on exit. In place, because a consumer
+        such as tvm-ffi keeps the table's address from its first call and reads the slot at
+        every call: its own call path then runs the series' function. Raises ``FixError``
+        when torch has no exchange API."""
+        if not self.torch_api:
+            raise FixError("this torch has no __dlpack_c_exchange_api__")
+        slot = ctypes.c_void_p.from_address(
+            self.torch_api + int(self._lib.patched_dlpack_managed_offset()))
+        before = slot.value
+        slot.value = int(self._ffi.cast("uintptr_t", self._lib.patched_dlpack_managed_slot(0)))
+        try:
+            yield
+        finally:
+            slot.value = before
+
     def dltensor(self, api: int, obj) -> DLTensorFields:
         """One ``dltensor_from_py_object_no_sync(obj, &out)`` through ``api`` (torch's
         address, ``torch_api``, or one from ``dlpack_api``); the filled fields.

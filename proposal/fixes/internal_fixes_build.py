@@ -42,6 +42,8 @@ _DECLS = """
     uintptr_t fixes_dlpack_api(uintptr_t torch_api, int check_attached);
     uintptr_t fixes_dlpack_api_patched(uintptr_t torch_api, int read_only);
     void* patched_dlpack_slot(int read_only);
+    void* patched_dlpack_managed_slot(int read_only);
+    size_t patched_dlpack_managed_offset(void);
     int fixes_dltensor_once(uintptr_t api, uintptr_t obj, DLTensor* out);
     const char* fixes_patch_name(void);
     void fixes_guard_counts(uint64_t* out);

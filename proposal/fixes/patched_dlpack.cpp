@@ -1,9 +1,10 @@
 // The DLPack fix's own code: both exchange structs' DLTensorFromPyObjectNoSync
-// and the helpers they call, as the DLPack series (proposal/patches/dlpack/)
-// writes them in torch/csrc/Module.cpp, compiled against the installed torch's
-// headers (never the bridge's; internal_fixes.cpp puts them into copies of torch's
-// exchange tables, and make patch-check runs test/test_dlpack.py's cases
-// against them).
+// and ManagedTensorFromPyObjectNoSync and the helpers they call, as the DLPack
+// series (proposal/patches/dlpack/) writes them in torch/csrc/Module.cpp,
+// compiled against the installed torch's headers (never the bridge's;
+// internal_fixes.cpp puts them into copies of torch's exchange tables, make
+// patch-check runs test/test_dlpack.py's cases against them, and the consumer
+// count puts the managed one into torch's own table for a measured loop).
 //
 // patched_dlpack.inc is generated at build time by proposal/fixes/patched_dlpack.py:
 // the series applied to the base copy of Module.cpp, the definitions cut out of
@@ -11,7 +12,7 @@
 // Around them, only what the rest of Module.cpp supplies: its includes (the
 // ones these functions use) and, for each method, a struct of its struct's name
 // (the real ones derive from DLPackExchangeAPI and declare the other slots;
-// DLTensorFromPyObjectNoSync is static and reads none of that).
+// the methods are static and read none of that).
 
 #include <cstddef>
 #include <exception>
@@ -24,14 +25,17 @@
 #include <torch/version.h>
 
 #if TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 14
-// torch before 2.14 has toDLPackNonOwning(src, out) only, and no read-only
-// exchange table; the series calls it with read_only, which is false for
-// the table these versions have. Only benchmarks and tests on such a torch
+// torch before 2.14 has toDLPackNonOwning(src, out) only, no
+// toDLPackVersionedReadOnly, and no read-only exchange table; the series calls
+// them with read_only, which is false for the table these versions have. Only benchmarks and tests on such a torch
 // (2.13 in the test suite, 2.11 on the GPU host) reach this.
 namespace at {
 inline void toDLPackNonOwning(const Tensor& src, DLTensor* out, bool read_only) {
   TORCH_CHECK(!read_only, "torch before 2.14 has no read-only DLPack export");
   toDLPackNonOwning(src, out);
+}
+inline DLManagedTensorVersioned* toDLPackVersionedReadOnly(const Tensor&) {
+  TORCH_CHECK(false, "torch before 2.14 has no read-only DLPack export");
 }
 } // namespace at
 #endif
@@ -48,6 +52,12 @@ static_assert(std::is_same_v<
 static_assert(std::is_same_v<
               decltype(&TorchConstDLPackExchangeAPI::DLTensorFromPyObjectNoSync),
               DLPackDLTensorFromPyObjectNoSync>);
+static_assert(std::is_same_v<
+              decltype(&TorchDLPackExchangeAPI::ManagedTensorFromPyObjectNoSync),
+              DLPackManagedTensorFromPyObjectNoSync>);
+static_assert(std::is_same_v<
+              decltype(&TorchConstDLPackExchangeAPI::ManagedTensorFromPyObjectNoSync),
+              DLPackManagedTensorFromPyObjectNoSync>);
 } // namespace
 } // namespace patched_dlpack
 
@@ -62,7 +72,20 @@ __attribute__((visibility("default"))) void* patched_dlpack_slot(int read_only) 
   return reinterpret_cast<void*>(slot);
 }
 
-// Where that slot sits in a DLPackExchangeAPI, and the table's size (bytes).
+// The patch's managed_tensor_from_py_object_no_sync (the owning export), likewise.
+__attribute__((visibility("default"))) void* patched_dlpack_managed_slot(int read_only) {
+  DLPackManagedTensorFromPyObjectNoSync slot = read_only
+      ? &patched_dlpack::TorchConstDLPackExchangeAPI::ManagedTensorFromPyObjectNoSync
+      : &patched_dlpack::TorchDLPackExchangeAPI::ManagedTensorFromPyObjectNoSync;
+  return reinterpret_cast<void*>(slot);
+}
+
+// Where the managed slot sits in a DLPackExchangeAPI (bytes).
+__attribute__((visibility("default"))) std::size_t patched_dlpack_managed_offset(void) {
+  return offsetof(DLPackExchangeAPI, managed_tensor_from_py_object_no_sync);
+}
+
+// Where the dltensor slot sits in a DLPackExchangeAPI, and the table's size (bytes).
 __attribute__((visibility("default"))) void patched_dlpack_layout(std::size_t* out) {
   out[0] = offsetof(DLPackExchangeAPI, dltensor_from_py_object_no_sync);
   out[1] = sizeof(DLPackExchangeAPI);

@@ -3,10 +3,10 @@
 The DLPack series (``proposal/patches/dlpack/*.patch``, in order) is applied with
 ``git apply`` to the base copy of ``torch/csrc/Module.cpp`` in ``proposal/third_party/pytorch/``,
 in a temporary folder; out of the patched file, never retyped, come both structs'
-``DLTensorFromPyObjectNoSync`` (``TorchDLPackExchangeAPI``'s and the read-only
-``TorchConstDLPackExchangeAPI``'s) and every file-scope function they call, directly or
-through each other, that the series adds (``DLTensorFromPyObjectNonOwning``,
-``DLPackCheckTensor``). ``write_include`` writes them, each under a ``#line`` directive
+``DLTensorFromPyObjectNoSync`` and ``ManagedTensorFromPyObjectNoSync``
+(``TorchDLPackExchangeAPI``'s and the read-only ``TorchConstDLPackExchangeAPI``'s) and
+every file-scope function they call, directly or through each other, that the series
+adds (``DLTensorFromPyObjectNonOwning``, ``DLPackCheckTensor``). ``write_include`` writes them, each under a ``#line`` directive
 naming its line in the patched file, to ``patched_dlpack.inc``, which
 ``patched_dlpack.cpp`` compiles against the installed torch's headers; each method sits
 in a struct of its own struct's name that declares nothing else.
@@ -28,9 +28,12 @@ PATCHES = REPO / "proposal" / "patches" / "dlpack"
 REL = "torch/csrc/Module.cpp"
 BASE = REPO / "proposal" / "third_party" / "pytorch" / REL
 INCLUDE_NAME = "patched_dlpack.inc"
-#: The structs whose ``DLTensorFromPyObjectNoSync`` is cut, in the order written out.
+#: The structs whose methods are cut, in the order written out.
 STRUCTS = ("TorchDLPackExchangeAPI", "TorchConstDLPackExchangeAPI")
-METHOD = "DLTensorFromPyObjectNoSync"
+#: The exchange slots' methods cut out of each struct: the non-owning export, and the
+#: managed (owning) export that tvm-ffi calls for every torch argument.
+METHODS = ("DLTensorFromPyObjectNoSync", "ManagedTensorFromPyObjectNoSync")
+METHOD = METHODS[0]
 
 
 def series() -> list[pathlib.Path]:
@@ -56,16 +59,16 @@ def patched_text(patches: list[pathlib.Path]) -> str:
     return apply_to_base(BASE, REL, patches)[REL]
 
 
-def method(text: str, struct: str) -> tuple[int, str]:
-    """``(line, text)`` of ``struct``'s one ``DLTensorFromPyObjectNoSync`` definition."""
+def method(text: str, struct: str, name: str = METHOD) -> tuple[int, str]:
+    """``(line, text)`` of ``struct``'s one ``name`` definition (a static method)."""
     head = re.search(rf"^struct {struct} : public \w+ {{\n", text, flags=re.M)
     if head is None:
         raise ExtractionError(f"no struct {struct}")
     end = braced_end(text, head.start())
-    found = [m for m in re.finditer(rf"^  static int {METHOD}\(void\* py_obj, DLTensor\* out\) \{{",
+    found = [m for m in re.finditer(rf"^  static int {name}\(\s*void\* py_obj,",
                                     text, flags=re.M) if head.start() < m.start() < end]
     if len(found) != 1:
-        raise ExtractionError(f"{struct}: expected one {METHOD}, found {len(found)}")
+        raise ExtractionError(f"{struct}: expected one {name}, found {len(found)}")
     start = found[0].start()
     return line_of(text, start), text[start:braced_end(text, start)]
 
@@ -83,28 +86,29 @@ def function(text: str, name: str) -> tuple[int, str] | None:
 
 
 def cut(patched: str, base: str) -> list[tuple[str, int, str]]:
-    """The pieces to compile, helpers first (in the patched file's order), then the two
-    methods: ``[(name, first line in the patched file, text)]``. Raises
+    """The pieces to compile, helpers first (in the patched file's order), then the
+    methods (``METHODS`` of each of ``STRUCTS``): ``[(name, first line in the patched file, text)]``. Raises
     ``ExtractionError`` when a method is unchanged from the base (nothing of the patch
     to build) or a struct or method is missing."""
     methods = []
     for struct in STRUCTS:
-        line, body = method(patched, struct)
-        if body == method(base, struct)[1]:
-            raise ExtractionError(f"the series leaves {struct}::{METHOD} unchanged")
-        methods.append((f"{struct}::{METHOD}", line, body))
+        for name in METHODS:
+            line, body = method(patched, struct, name)
+            if body == method(base, struct, name)[1]:
+                raise ExtractionError(f"the series leaves {struct}::{name} unchanged")
+            methods.append((f"{struct}::{name}", line, body))
     helpers: dict[str, tuple[int, str]] = {}
     todo = [body for _, _, body in methods]
     while todo:
         for name in sorted(set(re.findall(r"\b([A-Z][A-Za-z0-9]+)\(", todo.pop()))):
-            if name in helpers or name == METHOD or function(base, name) is not None:
+            if name in helpers or name in METHODS or function(base, name) is not None:
                 continue
             found = function(patched, name)
             if found is not None:
                 helpers[name] = found
                 todo.append(found[1])
     if not helpers:
-        raise ExtractionError(f"the patched {METHOD} call no function the series adds")
+        raise ExtractionError("the patched methods call no function the series adds")
     ordered = sorted(helpers.items(), key=lambda item: item[1][0])
     return [(name, line, body) for name, (line, body) in ordered] + methods
 
@@ -120,17 +124,22 @@ def extract(patches: list[pathlib.Path] | None = None) -> dict:
 
 
 def include_text(pieces: list[tuple[str, int, str]], origin: str) -> str:
-    """``patched_dlpack.inc``: each piece under ``#line N "<origin>"``; a method inside a
-    struct of its struct's name (public, nothing else declared)."""
+    """``patched_dlpack.inc``: each piece under ``#line N "<origin>"``; a struct's methods
+    inside one struct of its name (public, nothing else declared)."""
     lines = [f"// Generated by proposal/fixes/patched_dlpack.py from {origin}: these",
              "// definitions cut out of the patched file, unedited. Do not edit; rebuild."]
+    open_struct = None
     for name, line, body in pieces:
-        lines.append(f"// {name}")
-        if "::" in name:
-            struct = name.split("::")[0]
-            lines += [f"struct {struct} {{", " public:", f'#line {line} "{origin}"', body, "};"]
-        else:
-            lines += [f'#line {line} "{origin}"', body]
+        struct = name.split("::")[0] if "::" in name else None
+        if struct != open_struct:
+            if open_struct is not None:
+                lines.append("};")
+            if struct is not None:
+                lines += [f"struct {struct} {{", " public:"]
+            open_struct = struct
+        lines += [f"// {name}", f'#line {line} "{origin}"', body]
+    if open_struct is not None:
+        lines.append("};")
     return "\n".join(lines) + "\n"
 
 

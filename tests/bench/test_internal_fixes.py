@@ -545,8 +545,11 @@ from proposal.fixes import patched_dlpack  # noqa: E402
 
 DLPACK_PIECES = ["DLPackCheckTensor", "DLTensorFromPyObjectNonOwning",
                  "TorchDLPackExchangeAPI::DLTensorFromPyObjectNoSync",
-                 "TorchConstDLPackExchangeAPI::DLTensorFromPyObjectNoSync"]
+                 "TorchDLPackExchangeAPI::ManagedTensorFromPyObjectNoSync",
+                 "TorchConstDLPackExchangeAPI::DLTensorFromPyObjectNoSync",
+                 "TorchConstDLPackExchangeAPI::ManagedTensorFromPyObjectNoSync"]
 SLOT_OFFSET = 40  # dltensor_from_py_object_no_sync in ATen/dlpack.h's DLPackExchangeAPI
+MANAGED_OFFSET = 24  # managed_tensor_from_py_object_no_sync, likewise
 
 
 def slot_of(api: int) -> int:
@@ -558,8 +561,9 @@ def slot_of(api: int) -> int:
 
 def test_the_fixed_dlpack_code_is_the_patched_file(fixes, tmp_path):
     """The module was built from the DLPack series applied to the base Module.cpp: the
-    generated file holds, line for line, both structs' DLTensorFromPyObjectNoSync and the
-    helpers they call, as the patched file has them and the base does not."""
+    generated file holds, line for line, both structs' DLTensorFromPyObjectNoSync and
+    ManagedTensorFromPyObjectNoSync and the helpers they call, as the patched file has
+    them and the base does not."""
     got = patched_dlpack.extract()
     assert got["patches"] == [p.name for p in patched_dlpack.series()]
     assert [name for name, _, _ in got["pieces"]] == DLPACK_PIECES
@@ -576,6 +580,21 @@ def test_the_fixed_dlpack_code_is_the_patched_file(fixes, tmp_path):
     patched_dlpack.write_include(tmp_path)
     name = patched_dlpack.INCLUDE_NAME
     assert (built / name).read_text() == (tmp_path / name).read_text()
+
+
+def test_the_managed_export_is_the_series_own_in_torchs_table_for_a_block(fixes):
+    """``managed_export_patched`` puts the cut-out managed function into torch's own table
+    (where tvm-ffi reads it at every call) for the block only, and restores torch's."""
+    import ctypes
+
+    slot = ctypes.c_void_p.from_address(fixes.torch_api + MANAGED_OFFSET)
+    torch_own = slot.value
+    with fixes.managed_export_patched():
+        assert slot.value == int(fixes._ffi.cast(
+            "uintptr_t", fixes._lib.patched_dlpack_managed_slot(0)))
+        assert slot.value != torch_own
+        assert int(fixes._lib.patched_dlpack_managed_offset()) == MANAGED_OFFSET
+    assert slot.value == torch_own
 
 
 def has_read_only_table() -> bool:
