@@ -59,7 +59,7 @@ help:  ## list the targets
 	@echo "Targets marked * create a virtual environment of several GB per torch (.venv/,"
 	@echo "once; make clean removes them). All targets:"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 19 | \
-	  sed -E 's/^((bench|bench-evidence|bench-quick|bench-report|callgrind|test|patch-check|info|test-devmode|memcheck|survey|test-freethreaded|test-pythons|race-survey|bench-freethreaded|bench-freethreaded-quick|envs-ahead|test-bench|coverage|rfc|rfc-check) )/* \1/; t; s/^/  /'
+	  sed -E 's/^((bench|bench-evidence|bench-quick|bench-report|callgrind|test|patch-check|info|test-devmode|memcheck|survey|test-freethreaded|test-pythons|race-survey|bench-freethreaded|bench-freethreaded-quick|envs-ahead|test-bench|coverage|rfc|rfc-check|callgrind-consumers) )/* \1/; t; s/^/  /'
 
 # --- environments ------------------------------------------------------------------------
 # pyproject's optional-dependency group $(2), read by environment $(1)'s python.
@@ -158,6 +158,13 @@ callgrind: $(VENVS)/torch-$(TORCH)/.built  ## instructions per call of every rou
 	$(call py,$(TORCH)) -m bench.callgrind --out bench/results --stem callgrind-$(RESULT_TAG)torch-$(TORCH)
 	$(call py,$(TORCH)) -m bench.fallback_ops.callgrind --out bench/results \
 	  --stem callgrind-fallback-ops-$(RESULT_TAG)torch-$(TORCH)
+
+# Each real consumer (cuda.core's tensor bridge, tvm-ffi, a private-unpack launcher) on the
+# route it takes, today and with each patch, counted by callgrind (bench/consumers.py):
+# committed as it comes out, for each CPython (PYTHON=...); the RFC's consumers table.
+.PHONY: callgrind-consumers
+callgrind-consumers: $(VENVS)/torch-$(TORCH)/.bench  ## each real consumer on its own route, today and with each patch -> bench/results/consumers-torch-<v>.{md,json}
+	$(call py,$(TORCH)) -m bench.consumers --out bench/results --stem consumers-$(RESULT_TAG)torch-$(TORCH)
 
 # ATen ops called from C through torch's generated fallback shims on tensors from Python,
 # input handles owned / owned + interpreter fix / borrowed (bench/fallback_ops/):

@@ -17,6 +17,7 @@ BUILDERS = {
     "internal_fixes": "proposal.fixes.internal_fixes_build",
     "cuda_core_consumer": "bench.native.cuda_core_consumer_build",
     "fallback_ops": "bench.fallback_ops.consumer_build",
+    "unpack_launcher": "bench.native.unpack_launcher_build",
 }
 
 

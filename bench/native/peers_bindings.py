@@ -45,13 +45,16 @@ class Binding:
 
     ``empty()`` and ``tensor(t)`` are the library's own callables (None when
     unavailable); ``info`` goes into the results (version, how it was built, the route
-    the tensor took, or ``"unavailable"``).
+    the tensor took, or ``"unavailable"``); ``more`` the library's other functions by
+    name (tvm-ffi's ``tensor8``: the same read of eight tensors in one call; its
+    ``describe``).
     """
 
     name: str
     empty: Callable | None = None
     tensor: Callable | None = None
     info: dict = field(default_factory=dict)
+    more: dict = field(default_factory=dict)
 
     @property
     def available(self) -> bool:
@@ -123,7 +126,7 @@ def _load_nanobind(torch_version: str, quiet: bool):
     from bench.native import load_extension
 
     mod = load_extension("_bench_nanobind", out)
-    return mod.empty, mod.ndarray, mod.describe, {
+    return mod.empty, mod.ndarray, mod.describe, {}, {
         "distribution": "nanobind", "version": _version("nanobind"), "argument": "nb::ndarray<>",
         "build": "nanobind_add_module (nanobind's CMake), CMAKE_BUILD_TYPE=Release"}
 
@@ -155,11 +158,13 @@ def _load_tvm_ffi(torch_version: str, quiet: bool):
             lines = str(exc).strip().splitlines()
             raise Unavailable(f"tvm_ffi.cpp.load failed: {type(exc).__name__}: "
                               + " | ".join(lines[-12:])) from None
-    return mod.empty, mod.tensor, lambda t: tuple(mod.describe(t)), {
+    describe = lambda t: tuple(mod.describe(t))  # noqa: E731
+    return mod.empty, mod.tensor, describe, {"tensor8": mod.tensor8, "describe": describe}, {
         "distribution": "apache-tvm-ffi", "version": version, "argument": "tvm::ffi::TensorView",
         "build": "tvm_ffi.cpp.load (TVM_FFI_DLL_EXPORT_TYPED_FUNC, its ninja build)"}
 
 
+#: name -> loader ``(torch_version, quiet) -> (empty, tensor, describe, more, info)``
 LOADERS = {"nanobind": _load_nanobind, "tvm_ffi": _load_tvm_ffi}
 
 
@@ -229,7 +234,7 @@ def load(name: str, torch, device="cpu", quiet: bool = False) -> Binding:
     library that cannot run here (``Binding.info["unavailable"]`` says why)."""
     version = torch_version(torch)
     try:
-        empty, tensor, describe, info = LOADERS[name](version, quiet)
+        empty, tensor, describe, more, info = LOADERS[name](version, quiet)
     except Unavailable as exc:
         return Binding(name, info={"unavailable": str(exc)})
     t = torch.randn(32, 32, dtype=torch.float32, device=device)
@@ -239,7 +244,7 @@ def load(name: str, torch, device="cpu", quiet: bool = False) -> Binding:
         info["route"] = route(name, dlpack_calls(tensor, t, torch), torch)
     except Exception as exc:  # a wrong or failing answer is reported, never timed
         return Binding(name, info={**info, "unavailable": f"{type(exc).__name__}: {exc}"})
-    return Binding(name, empty, tensor, info)
+    return Binding(name, empty, tensor, info, more)
 
 
 def load_all(torch, device="cpu", quiet: bool = False) -> dict[str, Binding]:

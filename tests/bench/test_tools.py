@@ -49,7 +49,7 @@ def test_a_binding_that_reads_the_tensor_wrongly_is_refused(monkeypatch):
         peers_bindings.check("nanobind", lambda x: wrong_ptr, [t])
 
     def liar(version, quiet):
-        return (lambda: None), (lambda x: None), (lambda x: wrong_ptr), {"version": "0"}
+        return (lambda: None), (lambda x: None), (lambda x: wrong_ptr), {}, {"version": "0"}
 
     monkeypatch.setitem(peers_bindings.LOADERS, "nanobind", liar)
     b = peers_bindings.load("nanobind", torch, quiet=True)

@@ -11,6 +11,9 @@
 // tensor(t)   one TensorView, then the reads a view makes: data pointer (+ byte
 //             offset), ndim, sizes, strides, dtype, device type and id, into a volatile
 //             sink so the reads stay. Returns nothing (None), like empty().
+// tensor8(t0, ..., t7)
+//             tensor(t)'s reads on eight TensorViews in one call: a kernel's argument
+//             list, each tensor converted by the argument setter.
 // describe(t) the same reads as an Array<int64_t> (data pointer, ndim, sizes...,
 //             strides..., dtype code, bits, lanes, device type, device id), for the
 //             correctness check made outside timing.
@@ -26,7 +29,7 @@ volatile std::uintptr_t sink;
 
 void empty() {}
 
-void tensor(tvm::ffi::TensorView t) {
+std::uintptr_t read(const tvm::ffi::TensorView& t) {
   std::uintptr_t acc = reinterpret_cast<std::uintptr_t>(t.data_ptr()) + t.byte_offset();
   const int32_t ndim = t.ndim();
   const tvm::ffi::ShapeView shape = t.shape();
@@ -37,7 +40,15 @@ void tensor(tvm::ffi::TensorView t) {
   const DLDevice dev = t.device();
   acc += dt.code + dt.bits + dt.lanes + static_cast<std::uintptr_t>(ndim);
   acc += static_cast<std::uintptr_t>(dev.device_type) + static_cast<std::uintptr_t>(dev.device_id);
-  sink = acc;
+  return acc;
+}
+
+void tensor(tvm::ffi::TensorView t) { sink = read(t); }
+
+void tensor8(tvm::ffi::TensorView t0, tvm::ffi::TensorView t1, tvm::ffi::TensorView t2,
+             tvm::ffi::TensorView t3, tvm::ffi::TensorView t4, tvm::ffi::TensorView t5,
+             tvm::ffi::TensorView t6, tvm::ffi::TensorView t7) {
+  sink = read(t0) + read(t1) + read(t2) + read(t3) + read(t4) + read(t5) + read(t6) + read(t7);
 }
 
 tvm::ffi::Array<int64_t> describe(tvm::ffi::TensorView t) {
@@ -60,4 +71,5 @@ tvm::ffi::Array<int64_t> describe(tvm::ffi::TensorView t) {
 
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(empty, empty);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(tensor, tensor);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(tensor8, tensor8);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(describe, describe);
