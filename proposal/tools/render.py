@@ -28,6 +28,7 @@ ROOT = PROPOSAL.parent
 if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))
 
+from proposal import consumers  # noqa: E402 (the consumers' rows)
 from proposal.stats import median_ci  # noqa: E402 (the reports' bootstrap)
 
 RFC = PROPOSAL / "RFC.md"
@@ -46,8 +47,6 @@ ROUTES = (
     ("dlpack_patched", "fixed DLPack: the DLPack series (borrowed, real type, conj/neg refused)"),
     ("borrow_getters", "borrow (0003's code, out of tree) + 7 getters"),
     ("fallback_getters", "pointer trick + 7 getters (private layout)"),
-    ("owned_handle_fixed", "the handle alone: owned + delete + interpreter fix"),
-    ("borrow_handle", "the handle alone: borrow"),
 )
 # Every other route the files hold, for the appendix (same order as bench/routes.py).
 MORE_ROUTES = (
@@ -61,6 +60,8 @@ MORE_ROUTES = (
     ("borrow_batched", "borrow + batched read (withdrawn)"),
     ("borrow_one_call", "one call from the PyObject (withdrawn)"),
     ("getters7", "the 7 getters alone"),
+    ("owned_handle_fixed", "the handle alone: owned + delete + interpreter fix"),
+    ("borrow_handle", "the handle alone: borrow"),
     ("owned_handle", "the handle alone: owned + delete"),
     ("fallback_handle", "the handle alone: pointer trick"),
 )
@@ -69,6 +70,8 @@ CONSUMER_ROUTES = (("owned", "owned"), ("owned_fixed", "owned + fix"),
                    ("dlpack_fixed", "fixed DLPack"), ("borrow", "borrow"),
                    ("borrow_fixed", "borrow + fix"), ("pointer", "pointer trick"))
 NO_NEW_ABI = ("owned", "owned_fixed", "dlpack_fixed")  # what torch can offer without 0003
+# cuda.core's stable routes without new ABI: it reads handles, not the DLPack exchange API
+HANDLE_ROUTES = ("owned", "owned_fixed")
 # Timed runs made before the DLPack series existed timed its hand-written prototype as
 # fixed DLPack (their JSON labels it so); such a cell is marked and this note added.
 PROTOTYPE_MARK = "\u2020"
@@ -360,16 +363,17 @@ def fallback_files(r: Render) -> dict[str, pathlib.Path | None]:
 
 
 def saving_words(r: Render, values: dict[str, float], unit: str, where: str,
-                 reasons: dict[str, str]) -> str:
-    """What the borrow saves over the cheapest route torch can offer without new ABI."""
+                 reasons: dict[str, str], against: tuple = NO_NEW_ABI) -> str:
+    """What the borrow saves over the cheapest of ``against`` (default: every route torch
+    can offer without new ABI)."""
     mine = values.get("borrow_fixed", values.get("borrow"))
-    others = {k: v for k, v in values.items() if k in NO_NEW_ABI}
+    others = {k: v for k, v in values.items() if k in against}
     if mine is None or not others:
         return r.missing(f"{where}: no borrow or no route without new ABI")
     best = min(others, key=others.get)
     words = dict(CONSUMER_ROUTES)
     lacking = [words[k] for k in ("owned_fixed", "dlpack_fixed")
-               if k not in values and k not in reasons]
+               if k in against and k not in values and k not in reasons]
     text = (f"{fmt(others[best] - mine, 0 if unit == 'instr' else 1)} {unit} "
             f"({pct((others[best] - mine) / others[best])} of {words[best]})")
     if lacking:
@@ -379,9 +383,10 @@ def saving_words(r: Render, values: dict[str, float], unit: str, where: str,
 
 
 def consumer_row(r: Render, name: str, setup: str, unit: str, values: dict[str, float],
-                 reasons: dict[str, str], where: str, saving: str | None = None) -> str:
+                 reasons: dict[str, str], where: str, saving: str | None = None,
+                 against: tuple = NO_NEW_ABI) -> str:
     """One row of the consumers table: a cell per CONSUMER_ROUTES route (``reasons``: why a
-    route cannot exist in that consumer), then the saving column."""
+    route cannot exist in that consumer), then the saving column (``saving_words``)."""
     cells = []
     for route, _ in CONSUMER_ROUTES:
         if route in values:
@@ -393,47 +398,108 @@ def consumer_row(r: Render, name: str, setup: str, unit: str, values: dict[str, 
         else:
             cells.append(f"{DASH} ({reasons[route]})" if route in reasons else DASH)
     return (f"| {name} | {setup} | {unit} | " + " | ".join(cells) + " | "
-            + (saving or saving_words(r, values, unit, where, reasons)) + " |")
+            + (saving or saving_words(r, values, unit, where, reasons, against)) + " |")
+
+
+# --- the consumers on their own routes (instructions) ----------------------------------------
+def consumer_files(r: Render) -> tuple[dict, list]:
+    """``({(source, tag): JSON or None}, [paths])`` of ``proposal.consumers``' inputs."""
+    files, paths = {}, []
+    for tag, _ in consumers.CPYTHONS:
+        for source, pattern in (("consumers", f"consumers-{tag}torch-*.json"),
+                                ("fallback", f"callgrind-fallback-ops-{tag}torch-*.json")):
+            path = r.find(pattern)
+            files[(source, tag)] = r.json(path)
+            if path is not None:
+                paths.append(path)
+    return files, paths
+
+
+def counts_cell(values: list) -> str:
+    """One count per CPython, ``a / b / c`` (``?`` where one is missing)."""
+    return " / ".join("?" if v is None else fmt(v) for v in values)
+
+
+def saving_cell(row) -> str:
+    """Each fix's saving over the cheapest stable route today and the borrow's beyond both
+    fixes, ``-a / -b / -c (p%)`` per CPython (p: the range of the percentages, of the count
+    it is taken from; a negative saving is a cost); the fix that saves most in bold, and the
+    borrow in bold where it helps; a route the consumer does not take in parentheses."""
+    parts, best = [], row.best()
+    for patch in consumers.PATCHES:
+        s = row.saving.get(patch)
+        if not s or any(x is None for x in s):
+            continue
+        shares = [x / v for x, v in zip(s, row.values[row.base[patch]])]
+        name = "borrow, beyond both fixes" if row.base[patch] == "fixes" else patch
+        text = (f"{name}: " + " / ".join(f"{-x:+,.0f}" if x else "0" for x in s)
+                + f" ({span([-x for x in shares], lambda v: f'{100 * v:+.1f}%')})")
+        if patch in row.spec.not_taken:
+            text = f"({text}, not its route)"
+        bold = patch == best or (patch == "borrow" and row.helps("borrow"))
+        parts.append(f"**{text}**" if bold else text)
+    if best is None:
+        parts.append(f"no fix saves beyond {consumers.NOISE} instr")
+    return "; ".join(parts)
 
 
 def render_consumers(r: Render) -> str:
-    """The consumers table: the C-fallback-shim consumer (instructions on CPython 3.12 and
-    3.13, then CUDA time), the seed's `StridedMemoryView` (CPU here, CUDA on the GPU host), its
-    launch step (the largest N), and numba-cuda's own benchmark where its JSON exists."""
+    """The consumers table: every real consumer on the route it takes today, the cheapest
+    stable route it could take today, and each patch (``proposal.consumers``), in
+    instructions per call on CPython 3.11 / 3.12 / 3.13; then each one's saving."""
+    files, paths = consumer_files(r)
+    rows = consumers.derive(files)
+    cols = [consumers.PATCH_WORDS[p] for p in consumers.PATCHES]
+    out = ["| consumer: its route today (source) | setup | today | cheapest stable today | "
+           + " | ".join(f"+ {c}" for c in cols) + " | saving over stable today (instr, %) |",
+           "|---|---|---:|---:|" + "---:|" * len(cols) + "---|"]
+    for row in rows:
+        gone = [r.missing(f"no count of {what}") for what in row.missing]
+        spec = row.spec
+        cells = []
+        for patch in consumers.PATCHES:
+            if patch in spec.reasons:
+                cells.append(f"{DASH} ({spec.reasons[patch]})")
+            elif patch in row.values:
+                cells.append(counts_cell(row.values[patch]))
+            else:
+                cells.append(DASH)
+        out.append(f"| **{spec.consumer}**: {spec.route_today} ({spec.cited}) | {spec.setup} | "
+                   f"{counts_cell(row.values['today'])} | {counts_cell(row.values['stable'])} | "
+                   + " | ".join(cells) + f" | {gone[0] if gone else saving_cell(row)} |")
+    out.append("| **numba-cuda** (through cuda.core) | GPU only: timed below | | | | | | | |")
+    pythons = [next((d["python"] for (src, t), d in files.items() if t == tag and d), py)
+               for tag, py in consumers.CPYTHONS]
+    notes = [f"{row.spec.consumer}: {row.spec.note}" for row in rows if row.spec.note]
+    out += ["", "_Instructions per call (callgrind), CPython " + " / ".join(pythons)
+            + ", torch 2.15, 32x32 float32 CPU tensors; the cheapest of a consumer's routes in "
+            "each cell; a saving counts as help beyond "
+            f"{consumers.NOISE} instructions on every CPython, and the patch that saves most is "
+            "in bold. " + "; ".join(dict.fromkeys(notes)) + ". Files: "
+            + ", ".join(link(p) for p in paths) + "._"]
+    return "\n".join(out) + "\n"
+
+
+def render_verdicts(r: Render) -> str:
+    """The Summary's lines, one per consumer (``proposal.consumers.verdicts``), from the
+    same rows as the consumers table."""
+    files, _ = consumer_files(r)
+    rows = consumers.derive(files)
+    lines = [f"- **{name}**: {text}" for name, text in consumers.verdicts(rows)]
+    return "\n".join(lines) + "\n" if lines else r.missing("no consumers-*.json") + "\n"
+
+
+def render_consumers_time(r: Render) -> str:
+    """The consumers in time: the seed's `StridedMemoryView` (CPU here, CUDA on the GPU
+    host), its launch step (the largest N), and numba-cuda's own launch path (GPU only,
+    its explicit-signature case) where its JSON exists. The C fallback shims' times are
+    appendix C's."""
     head = ("| consumer | setup | unit | " + " | ".join(w for _, w in CONSUMER_ROUTES)
-            + " | the borrow saves over the cheapest route without new ABI |")
+            + " | the borrow saves over cuda.core's stable route today (owned, owned + fix) |")
     out = [head, "|---|---|---|" + "---:|" * len(CONSUMER_ROUTES) + "---|"]
-    files, sources, notes = fallback_files(r), [], []
-    # 1. The C-fallback-shim consumer: instructions (CPython 3.12, 3.13), then CUDA time.
-    no_dlpack = {"dlpack_fixed": "takes handles", "pointer": "not a route there"}
-    for key in ("cg312", "cg313"):
-        data = r.json(files[key])
-        if data is None:
-            gone = r.missing(f"no callgrind-fallback-ops ({key})")
-            out.append(f"| C fallback shims | | | {gone} |")
-            continue
-        sources.append(files[key])
-        values = fallback_instr(data, LEAD_OP)
-        out.append(consumer_row(
-            r, "**C fallback shims** (`aoti_torch_cpu_*`, handles in)",
-            f"`{LEAD_OP}` 32x32, {data['arity'][LEAD_OP]} tensors, CPU, CPython "
-            f"{python_of(data)}", "instr", values, no_dlpack, files[key].name))
-    gpu = r.json(files["gpu"])
-    if gpu is None:
-        out.append(f"| C fallback shims | CUDA | | {r.missing('no fallback-ops-gpu-*.json')} |")
-    else:
-        sources.append(files["gpu"])
-        t = fallback_times(gpu, LEAD_OP, 32)
-        values = {k: median(v) for k, v in t.items() if k not in ("op", "op_sync")}
-        share = fallback_share(gpu, LEAD_OP, 32, "owned_fixed", "borrow_fixed")
-        saving = (f"{pct(share[0])} [{pct(share[1])}, {pct(share[2])}] of the op's time "
-                  "(paired per round)" if share else None)
-        out.append(consumer_row(
-            r, "C fallback shims", f"`{LEAD_OP}` 32x32, CUDA, {host_of(gpu)}, CPython "
-            f"{python_of(gpu)}, torch {torch_of(gpu)}", "ns", values, no_dlpack,
-            files["gpu"].name, saving))
-    # 2. The seed's StridedMemoryView consumer, and 3. its launch step.
-    for kind in ("here", "here-cp313", "gpu-cuda"):
+    sources, notes = [], []
+    # The seed's StridedMemoryView consumer, and its launch step.
+    for kind in ("here", "gpu-cuda"):
         path = r.timed(kind)
         data = r.json(path)
         if data is None:
@@ -458,7 +524,7 @@ def render_consumers(r: Render) -> str:
             r, "**the seed's `StridedMemoryView`** (cuda.core, metadata in)" if kind == "here"
             else "the seed's `StridedMemoryView`",
             f"{tensor}, {host_of(data)}, CPython {python_of(data)}, torch {torch_of(data)}",
-            "ns", values, reasons, path.name))
+            "ns", values, reasons, path.name, against=HANDLE_ROUTES))
         if kind == "gpu-cuda":
             launch = benchmarks(data, "7 launch")
             arities = sorted({int(p.split("-")[0][1:]) for p in launch if p.startswith("N")})
@@ -472,8 +538,8 @@ def render_consumers(r: Render) -> str:
             out.append(consumer_row(
                 r, "the seed's launch step (cuda.core `launch`)",
                 f"{n} tensors per launch, host time per launch, {host_of(data)}", "us", lv,
-                reasons, f"{path.name} launch N={n}"))
-    # 4. numba-cuda's own benchmark, from its file or its absence.
+                reasons, f"{path.name} launch N={n}", against=HANDLE_ROUTES))
+    # numba-cuda's own benchmark, from its file or its absence.
     numba = r.find("numba-cuda-*.json")
     if numba is None:
         out.append("| numba-cuda's `test_kernel_launch.py` | | | "
@@ -481,7 +547,7 @@ def render_consumers(r: Render) -> str:
                                "benchmark has not been run into this repository") + " |")
     else:
         sources.append(numba)
-        out += numba_rows(r, r.json(numba))
+        out += numba_rows(r, r.json(numba), against=HANDLE_ROUTES)[:1]
     note = ("_Per call (the launch step: per launch); instructions by callgrind, ns / us the "
             "median of interleaved rounds. Files: " + ", ".join(link(p) for p in sources)
             + (". " + "; ".join(notes)[:1].upper() + "; ".join(notes)[1:] if notes else "")
@@ -504,10 +570,10 @@ def numba_where(data: dict, s: dict | None = None) -> str:
                                               else ""))
 
 
-def numba_rows(r: Render, data: dict) -> list[str]:
+def numba_rows(r: Render, data: dict, against: tuple = NO_NEW_ABI) -> list[str]:
     """numba-cuda's own launch path (``bench/numba_cuda/run.py``): one row per NUMBA_CASES case,
     us per launch from the in-process A/B; the saving column is the paired per-round ratio
-    of the cheapest route without new ABI to the borrow, with its 95% interval."""
+    of the cheapest of ``against`` to the borrow, with its 95% interval."""
     rows = []
     for case in NUMBA_CASES:
         ab = data.get("ab", {}).get(case)
@@ -521,7 +587,7 @@ def numba_rows(r: Render, data: dict) -> list[str]:
                 continue
             values[route] = s["median_ns"] / 1e3
             ratio[route] = s
-        others = {k: v for k, v in values.items() if k in NO_NEW_ABI}
+        others = {k: v for k, v in values.items() if k in against}
         best = min(others, key=others.get) if others else None
         saving = None
         if best is not None and "ratio_median" in ratio[best]:
@@ -672,8 +738,8 @@ def render_ask(r: Render) -> str:
     if below:
         cheaper = all(route(d, "dlpack_patched") < route(d, "borrow_getters")
                       for d in below)
-        lines.append("  Fixed DLPack is " + ("below" if cheaper else "not below")
-                     + " borrow + getters on every CPython counted.")
+        lines[-1] += (" Fixed DLPack is " + ("below" if cheaper else "not below")
+                      + " borrow + getters on every CPython counted.")
     # The handle consumer, per tensor argument, after the interpreter fix on both sides.
     files = fallback_files(r)
     per_arg, shares = [], []
@@ -711,22 +777,6 @@ def render_ask(r: Render) -> str:
             "(the ops whose counts are exact); in time, per op: " + "; ".join(timed) + ".")
     else:
         lines.append("- **The borrow (0003)**: " + r.missing("no callgrind-fallback-ops JSON"))
-    # A metadata reader that never heard of the borrow: numba-cuda's own launch path.
-    numba = r.json(r.find("numba-cuda-*.json"))
-    ab = (numba or {}).get("ab", {}).get(NUMBA_CASES[0], {})
-    pairs = [(words, ab[k]) for k, words in (("owned_fixed", "owned + fix"),
-                                            ("dlpack_fixed", "fixed DLPack")) if k in ab]
-    if pairs:
-        def ratio(s):
-            lo, hi = s.get("ratio_ci") or s.get("ratio_range") or (float("nan"),) * 2
-            return f"{s['ratio_median']:.3f}x [{lo:.3f}, {hi:.3f}]"
-
-        proto = r.prototype_timed(numba["_file"])
-        mark = {"fixed DLPack": PROTOTYPE_MARK if proto else ""}
-        lines.append("  In numba-cuda's launch path (" + NUMBA_CASES[0].replace("/", " torch "
-                     "arguments, ") + f", {numba_where(numba)}): " + "; ".join(
-                         f"{w}{mark.get(w, '')} / borrow {ratio(s)} per launch" for w, s in pairs)
-                     + "." + (f" {PROTOTYPE_NOTE}." if proto and "dlpack_fixed" in ab else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -787,6 +837,30 @@ def race_summary(rows: list, trials: int) -> list[str]:
     return out
 
 
+def race_verdict(rows: list) -> str:
+    """One sentence: which readers stayed clean under every unlocked mutation, if any."""
+    unlocked = [x for x in rows
+                if not x["locked"] and "none" not in (x["reader"], x["mutation"])]
+    bad = {x["reader"] for x in unlocked if x["crashes"] or x["mixed"]}
+    readers = list(dict.fromkeys(x["reader"] for x in unlocked))
+    clean = [READER_WORDS.get(x, f"`{x}`") for x in readers if x not in bad]
+    return ("Every reader, torch's own accessors included, crashed in some children or "
+            "made mixed reads under some unlocked mutation." if not clean else
+            f"Under every unlocked mutation without a crash or a mixed read: "
+            f"{', '.join(clean)}; every other reader crashed or mixed under some mutation.")
+
+
+def render_free_threaded_line(r: Render) -> str:
+    """The RFC's line on the free-threaded build: which build, and ``race_verdict``."""
+    data = r.json(r.free_threaded)
+    info, rows = race_build(data, True) if data is not None else (None, None)
+    if info is None:
+        return r.missing(f"no free-threaded build in `{rel(r.free_threaded)}`") + "\n"
+    return (f"On CPython {info['python']} (free-threaded), torch {info['torch']} "
+            f"({link(r.free_threaded)}; appendix F), readers of one tensor another thread "
+            f"mutates: {race_verdict(rows)}\n")
+
+
 def render_free_threaded(r: Render, every: bool = False) -> str:
     """The free-threaded build's race table (``every``: both builds, totals, the locked runs)."""
     data = r.json(r.free_threaded)
@@ -806,16 +880,7 @@ def render_free_threaded(r: Render, every: bool = False) -> str:
                 "*mixed* when its pointer, shape and strides come from two tensors"
                 + (f"; {absent}" if absent else "") + f" ({link(r.free_threaded)})._", ""]
         out += race_table(info, rows, data["trials"]) + [""]
-        unlocked = [x for x in rows
-                    if not x["locked"] and "none" not in (x["reader"], x["mutation"])]
-        bad = {x["reader"] for x in unlocked if x["crashes"] or x["mixed"]}
-        readers = list(dict.fromkeys(x["reader"] for x in unlocked))
-        clean = [READER_WORDS.get(x, f"`{x}`") for x in readers if x not in bad]
-        out += [("Every reader, torch's own accessors included, crashed in some children or "
-                 "made mixed reads under some unlocked mutation." if not clean else
-                 f"Under every unlocked mutation without a crash or a mixed read: "
-                 f"{', '.join(clean)}; every other reader crashed or mixed under some mutation."),
-                ""]
+        out += [race_verdict(rows), ""]
         if every:
             out += ["In all, per reader (unlocked):", ""] + race_summary(rows, data["trials"])
             out += [""]
@@ -914,7 +979,10 @@ BUILDERS = {
     "ask": render_ask,
     "routes": render_routes,
     "consumers": render_consumers,
+    "consumers-time": render_consumers_time,
+    "verdicts": render_verdicts,
     "free-threaded": render_free_threaded,
+    "free-threaded-line": render_free_threaded_line,
     "routes-all": lambda r: render_routes(r, ROUTES + MORE_ROUTES),
     "fallback-ops": render_fallback_ops,
     "seed-all": render_seed_all,

@@ -681,7 +681,8 @@ def test_rfc_is_short_links_its_appendix_and_has_no_figure_outside_generated_sec
     assert len(rfc.splitlines()) <= 200
     assert "(appendix.md)" in rfc
     names = set(re.findall(r"<!-- BEGIN generated: ([\w-]+) -->", rfc))
-    assert {"ask", "routes", "consumers", "free-threaded"} <= names
+    assert {"ask", "verdicts", "routes", "consumers", "consumers-time",
+            "free-threaded-line"} <= names
     for path in (PROPOSAL / "RFC.md", PROPOSAL / "appendix.md"):
         prose = render.MARKER.sub("", path.read_text())
         assert not TYPED_FIGURE.findall(prose), path.name
@@ -733,17 +734,46 @@ def test_the_seed_consumer_gains_the_fixed_rows_when_its_file_has_them(tmp_path)
             "pointer": [77.0, 78.0, 76.0]}
     (tmp_path / "bench-torch-9.9.0.json").write_text(json.dumps(_bench("3.11.0", {seed: rows})))
     got, warnings = render.render_all(tmp_path, tmp_path / "none.json")
-    line = next(l for l in got["consumers"].splitlines() if "StridedMemoryView" in l)
+    line = next(l for l in got["consumers-time"].splitlines() if "StridedMemoryView" in l)
     assert "| 140.0 |" in line and "not measured in this consumer yet" in line
-    assert any("no owned + fix and no fixed DLPack row" in w for w in warnings)
+    assert any("no owned + fix row" in w for w in warnings)
     rows |= {"owned_fixed": [120.0, 121.0, 119.0], "dlpack_fixed": [70.0, 71.0, 69.0]}
     (tmp_path / "bench-torch-9.9.0.json").write_text(json.dumps(_bench("3.11.0", {seed: rows})))
     got, warnings = render.render_all(tmp_path, tmp_path / "none.json")
-    line = next(l for l in got["consumers"].splitlines() if "StridedMemoryView" in l)
-    # the cheapest route without new ABI is now fixed DLPack, below the borrow
-    assert "| 120.0 |" in line and "| 70.0 |" in line and "-14.0 ns" in line
-    assert "of fixed DLPack" in line
+    line = next(l for l in got["consumers-time"].splitlines() if "StridedMemoryView" in l)
+    # cuda.core reads handles: the borrow is set against owned + fix, never against fixed
+    # DLPack (shown, a route it does not take)
+    assert "| 120.0 |" in line and "| 70.0 |" in line and "36.0 ns (30.0% of owned + fix)" in line
+    assert "of fixed DLPack" not in line
     assert not any("no owned + fix" in w for w in warnings)
+
+
+def test_the_consumers_table_and_the_summary_lines_come_from_the_same_counts(tmp_path):
+    """Each consumer's row and its Summary line (``verdicts``) from one set of counts: the
+    cells per CPython, the fix that helps most in bold, the borrow beyond both fixes."""
+    import json
+
+    from proposal import consumers
+
+    k = "launcher|{}|{}|1"
+    counts = {k.format("unpack", "today"): 500, k.format("owned", "today"): 1300,
+              k.format("dlpack", "today"): 1000, k.format("owned", "0001"): 1100,
+              k.format("dlpack", "0001"): 900, k.format("dlpack", "dlpack"): 700,
+              k.format("borrow", "today"): 800}
+    for tag, py in consumers.CPYTHONS:
+        (tmp_path / f"consumers-{tag}torch-9.9.0.json").write_text(json.dumps(
+            {"python": py + ".0", "torch": "9.9.0", "per_call": counts}))
+    got, warnings = render.render_all(tmp_path, tmp_path / "none.json")
+    line = next(l for l in got["consumers"].splitlines() if "1 tensor + 2 ints" in l)
+    assert "| 500 / 500 / 500 | 1,000 / 1,000 / 1,000 | 900 / 900 / 900 |" in line
+    assert "**dlpack: -300 / -300 / -300 (-30.0%)**" in line
+    assert "borrow, beyond both fixes: +100 / +100 / +100 (+14.3%)" in line
+    assert "CPython 3.11.0 / 3.12.0 / 3.13.0" in got["consumers"]
+    verdict = next(l for l in got["verdicts"].splitlines() if "private-unpack" in l)
+    assert "the DLPack series saves 300" in verdict
+    assert "the borrow saves nothing beyond both fixes" in verdict
+    assert "costs +200 (+40.0%) over the private route it ships" in verdict
+    assert any("cuda.core" in w for w in warnings)  # no cuda.core counts in these files
 
 
 @needs_scipy
