@@ -75,6 +75,12 @@ const ConcreteBorrowConversion impl;
 
 extern "C" {
 
+// The handshake (torch_borrow/abi.h): the ABI this library was built with,
+// which a reader checks before it looks up anything else here.
+AOTI_TORCH_EXPORT int32_t torch_borrow_shim_abi(void) {
+  return TORCH_BORROW_SHIM_ABI;
+}
+
 // What shim_ext.load() passes to shim_ext._entry's torch_borrow_set_impl.
 AOTI_TORCH_EXPORT const void* torch_borrow_impl(void) {
   return &torch_borrow::impl;

@@ -8,6 +8,7 @@
 // (torch::detail::getPyObjectConversionImpl); tests/proposal/test_patches.py checks that
 // the blocks below and the patches hold the same tokens.
 
+#include <torch_borrow/abi.h>
 #include <torch_borrow/conversion.h>
 #include <torch_borrow/shim.h>
 
@@ -47,6 +48,12 @@ C10_NOINLINE const BorrowConversionInterface& getBorrowConversionImpl() {
 } // namespace torch_borrow::detail
 
 extern "C" {
+
+// The handshake (torch_borrow/abi.h): the ABI this library was built with,
+// which a reader checks before it looks up anything else here.
+AOTI_TORCH_EXPORT int32_t torch_borrow_shim_abi(void) {
+  return TORCH_BORROW_SHIM_ABI;
+}
 
 // Called once by shim_ext.load() with the address shim_ext._borrow's
 // torch_borrow_impl() returns; nullptr restores the no-op.

@@ -322,6 +322,16 @@ SHIM_EXT_CHILD = textwrap.dedent("""
     state = sys.argv[2]
     if state == "absent":
         sys.modules["shim_ext"] = None  # import shim_ext raises ImportError
+    impostor = None
+    if state in ("impostor", "newer-abi"):
+        # A module that imports as shim_ext and whose load() succeeds, naming a library
+        # that exports every prototyped function (each counts its calls).
+        import ctypes, types
+        impostor = ctypes.CDLL(sys.argv[3])
+        fake = types.ModuleType("shim_ext")
+        lib_module = types.SimpleNamespace(__file__=sys.argv[3])
+        fake.load = lambda: (lib_module, lib_module)
+        sys.modules["shim_ext"] = fake
     import torch
     if state == "stale":
         import shim_ext
@@ -355,8 +365,52 @@ SHIM_EXT_CHILD = textwrap.dedent("""
     out["controls"] = [c.view(t)[:3] == (t.data_ptr(), tuple(t.shape), t.stride())
                        for t in (torch.randn(3, 4)[1:], torch.nn.Parameter(torch.ones(2)),
                                  torch.randn(3).as_subclass(Plain))]
+    if impostor is not None:
+        out["impostor_calls"] = ctypes.c_int.in_dll(impostor, "impostor_calls").value
     print(json.dumps(out))
 """)
+
+#: A library claiming to be shim_ext's: every function a reader would take from it
+#: counts its calls and fails; ABI (a -D) adds the handshake symbol, of that ABI.
+IMPOSTOR_C = """
+#include <stdint.h>
+int impostor_calls = 0;
+#ifdef ABI
+int32_t torch_borrow_shim_abi(void) { return ABI; }
+#endif
+int32_t torch_tensor_borrow_from_pyobject(void* o, void** r) { (void)o; (void)r; return ++impostor_calls; }
+int32_t torch_is_conj(void* h, _Bool* r) { (void)h; (void)r; return ++impostor_calls; }
+int32_t torch_is_neg(void* h, _Bool* r) { (void)h; (void)r; return ++impostor_calls; }
+int32_t torch_borrow_custom_metadata(void* o, int32_t* l) { (void)o; (void)l; return ++impostor_calls; }
+int32_t torch_borrow_set_impl(const void* p) { (void)p; return ++impostor_calls; }
+"""
+
+
+def _impostor(tmp_path, abi: int | None) -> pathlib.Path:
+    src, lib = tmp_path / "impostor.c", tmp_path / "libimpostor.so"
+    src.write_text(IMPOSTOR_C)
+    cc = shutil.which(os.environ.get("CC", "cc")) or "cc"
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", *([f"-DABI={abi}"] if abi else []),
+                    "-o", str(lib), str(src)], check=True)
+    return lib
+
+
+@pytest.mark.parametrize("state", ["impostor", "newer-abi"])
+def test_a_shim_ext_that_fails_the_handshake_is_never_called(built, state, tmp_path):
+    """A module that imports as ``shim_ext`` and whose ``load()`` succeeds, naming a library
+    with every prototyped function: without ``torch_borrow_shim_abi`` (not this project's)
+    or with another ABI (a newer shim_ext), the header takes the route it takes without
+    shim_ext, says why, and calls none of its functions."""
+    lib = _impostor(tmp_path, None if state == "impostor" else 2)
+    out = _child_json(built, state, str(lib))
+    assert out["impostor_calls"] == 0
+    assert out["route"] == expected_route_without_shim_ext(), out["why"]
+    if state == "impostor":
+        assert "is not this project's: it exports no torch_borrow_shim_abi; ignored" in out["why"]
+    else:
+        assert "speaks ABI 2, this build ABI 1; ignored" in out["why"]
+    assert out["controls"] == [True, True, True]
+    assert not out["wrong"], json.dumps(out["wrong"], indent=1)
 
 
 @pytest.mark.parametrize("state", ["absent", "stale", "present"])
@@ -377,10 +431,10 @@ def test_shim_ext_absent_stale_present(built, state):
     assert 0 < out["seconds"] < 5
 
 
-def _child_json(built, state):
+def _child_json(built, state, *more):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT / "tests"), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    proc = subprocess.run([sys.executable, "-P", "-c", SHIM_EXT_CHILD, str(built), state],
+    proc = subprocess.run([sys.executable, "-P", "-c", SHIM_EXT_CHILD, str(built), state, *more],
                           capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return json.loads(proc.stdout.splitlines()[-1])

@@ -64,6 +64,17 @@ enum {
   TORCH_BORROW_CUSTOM_LAYOUT = 16
 };
 
+/* The handshake: each of shim_ext's libraries exports torch_borrow_shim_abi(),
+ * returning the TORCH_BORROW_SHIM_ABI it was built with. A reader looks it up
+ * before any other symbol of a library that claims to be shim_ext's and uses
+ * nothing else of it unless the two agree: a module that merely imports as
+ * "shim_ext" (a file of that name on sys.path, another project's) or a build
+ * of another ABI is never called. Bump it whenever a prototyped function's
+ * signature or a TORCH_BORROW_CUSTOM_* bit changes meaning. */
+#define TORCH_BORROW_SHIM_ABI 1
+#define TORCH_BORROW_SHIM_ABI_SYMBOL "torch_borrow_shim_abi"
+typedef int32_t (*torch_borrow_shim_abi_fn)(void);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -30,7 +30,10 @@
  * tensor is refused by its dtype on every route, no longer by its dispatch key); 1.1.4
  * finds each function shim_ext prototypes by tables.h's rule, the bridge's (libtorch's
  * own export first, else shim_ext's, each function on its own: the flag getters and the
- * metadata check no longer depend on the prototype's borrow).
+ * metadata check no longer depend on the prototype's borrow); 1.2.0 uses a shim_ext
+ * only after its libraries pass the ABI handshake (abi.h's torch_borrow_shim_abi, looked
+ * up first): a module that imports as shim_ext but is not this project's build, or is
+ * one of another TORCH_BORROW_SHIM_ABI, is ignored with the reason, never called.
  *
  * --- The routes, and what each one checks -----------------------------------------
  *
@@ -232,7 +235,7 @@
 #ifndef TORCH_BORROW_CONSUMER_H
 #define TORCH_BORROW_CONSUMER_H
 
-#define TORCH_BORROW_CONSUMER_VERSION 10104 /* 1.1.4 */
+#define TORCH_BORROW_CONSUMER_VERSION 10200 /* 1.2.0 */
 
 #ifndef PY_SSIZE_T_CLEAN
 #define PY_SSIZE_T_CLEAN

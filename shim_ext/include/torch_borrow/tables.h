@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <torch_borrow/abi.h>
+
 /* The device types whose codes the stable ABI exports or may export
    (aoti_torch_device_type_<name>; torch 2.15 has the first six), each looked up and
    skipped where torch lacks it: the known ones where torch binds no c10::DeviceType
@@ -291,8 +293,9 @@ static inline void torch_borrow_take_error(char* buf, size_t n, const char* pref
 
 /* name's address by the rule above: the first of libs[0..nlibs) (dlopen handles) that
    exports it, unless skip has TORCH_BORROW_FROM_TORCH; else shim_ext's (_entry's, then
-   _borrow's), unless skip has TORCH_BORROW_FROM_PROTOTYPE, in which case shim_ext is
-   not imported. *at: the index in libs of the library that had it, -1 for _entry, -2 for
+   _borrow's) where its library passes the ABI handshake (abi.h's
+   torch_borrow_shim_abi, looked up before name), unless skip has
+   TORCH_BORROW_FROM_PROTOTYPE, in which case shim_ext is not imported. *at: the index in libs of the library that had it, -1 for _entry, -2 for
    _borrow; why (n > 0 bytes): why the address is NULL (load()'s words, or which module
    lacks name), "" where it is not. Needs the GIL (it may import shim_ext); leaves no
    Python exception set. */
@@ -327,12 +330,25 @@ static inline void* torch_borrow_find_prototyped(const char* name, void* const* 
     PyObject* file = PyObject_GetAttrString(PyTuple_GET_ITEM(mods, i), "__file__");
     const char* path = file ? PyUnicode_AsUTF8(file) : NULL;
     void* lib = path ? dlopen(path, RTLD_NOLOAD | RTLD_LAZY) : NULL;
-    Py_XDECREF(file);
     PyErr_Clear();
     if (lib) {
-      fn = dlsym(lib, name);
+      /* The handshake first (abi.h): nothing else of a library is looked up, let alone
+         called, unless it is this project's shim_ext of this ABI. */
+      torch_borrow_shim_abi_fn abi =
+          (torch_borrow_shim_abi_fn)dlsym(lib, TORCH_BORROW_SHIM_ABI_SYMBOL);
+      int32_t got = abi ? abi() : -1;
+      if (!abi)
+        snprintf(why, n, "the shim_ext imported (%s) is not this project's: it exports no "
+                 TORCH_BORROW_SHIM_ABI_SYMBOL "; ignored", path);
+      else if (got != TORCH_BORROW_SHIM_ABI)
+        snprintf(why, n, "the shim_ext imported (%s) speaks ABI %d, this build ABI %d; "
+                 "ignored: rebuild the older of the two", path, (int)got,
+                 TORCH_BORROW_SHIM_ABI);
+      else
+        fn = dlsym(lib, name);
       dlclose(lib); /* the import keeps it loaded, and fn valid */
     }
+    Py_XDECREF(file);
     *at = -1 - i;
   }
   if (!fn && !why[0]) snprintf(why, n, "shim_ext exports no %s: rebuild it", name);
