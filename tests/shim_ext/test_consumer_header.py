@@ -27,7 +27,8 @@ from proposal.toolchain import load_extension
 import shim_ext
 from helpers import cases as parity_cases
 from helpers.consumers import (ROUTES, build, expected_route, expected_route_without_shim_ext,
-                               expected_tuple, force, make, needs_route, unreadable)
+                               expected_tuple, force, libtorch_exports, make, needs_route,
+                               unreadable)
 from helpers.paths import ROOT
 
 EXAMPLES = ROOT / "shim_ext" / "examples"
@@ -538,6 +539,71 @@ def test_vmap_refusal_names_vmap_on_every_route(built):
         c._resolve()
 
 
+def test_the_owned_route_without_shim_ext_asks_the_dispatcher_for_the_flags(built):
+    """Without shim_ext, where torch has torch_tensor_from_pyobject (2.14+), the owned
+    route reads the conj / neg bits as aten::is_conj / aten::is_neg through torch's
+    dispatcher on its own handle: a bit set after a read is refused at the next read of
+    the same tensor (nothing kept per tensor), a conj bit is asked of a complex tensor,
+    and no TorchDispatchMode sees a call."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    if "owned-noshim" not in ROUTES:  # the route must exist wherever torch exports it
+        assert not libtorch_exports("torch_tensor_from_pyobject")
+        return
+
+    class Log(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    c = load_extension("borrow_consumer_c", built)
+    try:
+        force(c, "owned-noshim")
+        for dtype, flag in ((torch.float32, torch._C._set_neg),
+                            (torch.complex64, torch._C._set_neg),
+                            (torch.complex64, torch._C._set_conj)):
+            t = torch.ones(3, 2, dtype=dtype)
+            assert c.view(t) == expected_tuple(t)
+            flag(t, True)
+            with pytest.raises(BufferError, match="negative bit|conjugate bit"):
+                c.view(t)
+            flag(t, False)
+            assert c.view(t) == expected_tuple(t)
+        t = torch.ones(4, dtype=torch.complex64)
+        tc, tn = t.conj(), torch._neg_view(t)
+        with Log() as log:
+            got = c.view(t)
+            with pytest.raises(BufferError, match="conjugate bit"):
+                c.view(tc)
+            with pytest.raises(BufferError, match="negative bit"):
+                c.view(tn)
+        assert got == expected_tuple(t) and log.seen == [], log.seen
+    finally:
+        c._resolve()
+
+
+@pytest.mark.parametrize("cls", [torch.Tensor, torch.nn.Parameter, _DeviceInPython],
+                         ids=["Tensor", "Parameter", "subclass"])
+@pytest.mark.parametrize("route", ROUTES)
+def test_a_layout_computed_in_python_is_refused_on_every_route(built, route, cls):
+    """``_make_subclass(cls, t, dispatch_layout=True)``: no Python key (no
+    __torch_dispatch__), yet reading its layout enters the interpreter. Every route
+    refuses it, the DLPack route included (the exchange never reads the layout: the
+    route reads it through TensorBase's descriptor)."""
+    c = load_extension("borrow_consumer_c", built)
+    try:
+        force(c, route)
+        t = torch.Tensor._make_subclass(cls, torch.ones(4), False, dispatch_layout=True)
+        with pytest.raises(BufferError):
+            c.view(t)
+    finally:
+        c._resolve()
+
+
 def test_route_info_says_which_why_and_what_it_checks(built):
     c = load_extension("borrow_consumer_c", built)
     try:
@@ -546,9 +612,11 @@ def test_route_info_says_which_why_and_what_it_checks(built):
             name, why, checks, seconds = c.route_info()
             assert name == (expected_route() if route == "auto" else route.split("-")[0])
             assert why.startswith(name + ":")
-            python_check = route in ("owned-noshim", "dlpack")
+            python_check = route == "dlpack"
+            dispatcher = route == "owned-noshim"
             assert ("torch._C._dispatch_keys" in checks) == python_check, checks
-            assert ("torch_is_conj" in checks) == (not python_check), checks
+            assert ("aten::is_neg" in checks and "dispatcher" in checks) == dispatcher, checks
+            assert ("torch_is_conj" in checks) == (not python_check and not dispatcher), checks
             assert 0 < seconds < 5
     finally:
         c._resolve()

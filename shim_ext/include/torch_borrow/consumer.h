@@ -33,7 +33,10 @@
  * metadata check no longer depend on the prototype's borrow); 1.2.0 uses a shim_ext
  * only after its libraries pass the ABI handshake (abi.h's torch_borrow_shim_abi, looked
  * up first): a module that imports as shim_ext but is not this project's build, or is
- * one of another TORCH_BORROW_SHIM_ABI, is ignored with the reason, never called.
+ * one of another TORCH_BORROW_SHIM_ABI, is ignored with the reason, never called; 1.3.0
+ * reads the conj / neg bits of the owned route without shim_ext through torch's
+ * dispatcher (no Python-level key-set check, no garbage-collection switch there) and
+ * refuses a layout computed in Python on the dlpack route.
  *
  * --- The routes, and what each one checks -----------------------------------------
  *
@@ -46,21 +49,27 @@
  *                torch_is_conj / torch_is_neg;
  *   "owned"      torch's torch_tensor_from_pyobject (2.14+): a new reference per read,
  *                deleted on every exit; the custom-metadata refusal is shim_ext's C check
- *                where shim_ext loads, else the Python-level check below;
+ *                where shim_ext loads; else the type's __torch_dispatch__ must be torch's
+ *                default (looked up in its MRO's dicts: no Python runs) and the conj /
+ *                neg bits are aten::is_conj (complex dtypes only: the bit exists only
+ *                there) and aten::is_neg through torch's dispatcher
+ *                (aoti_torch_call_dispatcher on a new handle to the tensor: C++ only,
+ *                the GIL held, no mode sees it); what else runs Python makes torch's
+ *                getters raise (refused; the key set names it, refusal path only);
  *   "dlpack"     torch's DLPack exchange API (the capsule
  *                torch.Tensor.__dlpack_c_exchange_api__, "dlpack_exchange_api", DLPack
  *                1.x, torch 2.10+): dltensor_from_py_object_no_sync fills a DLTensor (it
  *                copies the at::Tensor inside: a refcount round trip); DLPack has no
  *                storage offset or size and reports uint1..7 as uint8, so the storage
- *                offset, the storage's bytes and the torch.dtype are read in Python,
+ *                offset, the storage's bytes, the torch.dtype and the layout (which the
+ *                exchange never reads) are read in Python,
  *                through TensorBase's and StorageBase's own descriptors under
  *                torch._C.DisableTorchFunction (no subclass or mode answers for them);
  *                always with the Python-level check below. Torch's export accepts a
  *                negative view as plain data and gives NULL data for a FakeTensor: the
  *                check refuses both before the export is called. A dtype the stable
  *                ABI names no code for (bcomplex32, bits16, ...) is refused here.
- * The Python-level check (owned without shim_ext, dlpack; also a borrow without flag
- * getters): no released torch (2.13 to 2.15) has a C function for the conjugate /
+ * The Python-level check (dlpack; also a borrow without flag getters): no released torch (2.13 to 2.15) has a C function for the conjugate /
  * negative bits or the custom metadata, so the reader asks torch's own C++ state
  * through Python: the type's __torch_dispatch__, looked up in its MRO's dicts (no
  * metaclass answers, no Python runs), must be torch's default; then
@@ -200,10 +209,10 @@
  * free-threaded CPython, an attached thread state); the resolution is published once
  * with release / acquire atomics. The state is per translation unit (static): include
  * the header where the reads are, and each translation unit resolves once. The
- * Python-level check holds garbage collection off with PyGC_Disable, which is
- * process-wide: on free-threaded CPython two threads reading at once may re-enable it
- * under each other (a collection may then run during the other's check), so there the
- * C routes (prototype, libtorch) are the ones to rely on.
+ * Python-level check (the dlpack route) holds garbage collection off with PyGC_Disable,
+ * which is process-wide: on free-threaded CPython two threads reading at once may
+ * re-enable it under each other (a collection may then run during the other's check),
+ * so there the C routes (prototype, libtorch, owned) are the ones to rely on.
  *
  * --- The torch symbols it relies on (dlsym in libtorch_cpu.so) -------------------
  *
@@ -216,13 +225,14 @@
  * itemsize or refusal is torch_borrow/tables.h's rule, the bridge's),
  * torch_exception_get_what_without_backtrace (2.13+, the failed getter's message),
  * aoti_torch_delete_tensor_object and torch_tensor_from_pyobject (2.14+, the owned
- * route), torch_tensor_borrow_from_pyobject
+ * route; without shim_ext also aoti_torch_call_dispatcher and
+ * aoti_torch_new_tensor_handle), torch_tensor_borrow_from_pyobject
  * and torch_is_conj / torch_is_neg (where torch has them); aoti_torch_get_current_cuda_
  * stream (libtorch_cuda.so, CUDA builds); the device types torch names
  * (torch._C._autograd.DeviceType). From Python: torch.Tensor.__dlpack_c_exchange_api__,
  * torch._C._dispatch_keys, torch._C.DispatchKey / DispatchKeySet,
  * torch._C._disabled_torch_dispatch_impl, torch._C.DisableTorchFunction,
- * torch._C.TensorBase.storage_offset / untyped_storage / dtype,
+ * torch._C.TensorBase.storage_offset / untyped_storage / dtype / layout, torch.strided,
  * torch._C.StorageBase.nbytes. From the prototype (shim_ext): _entry's
  * torch_tensor_borrow_from_pyobject, torch_is_conj and torch_is_neg, _borrow's
  * torch_borrow_custom_metadata, and shim_ext.load() (the torch check and the
@@ -235,7 +245,7 @@
 #ifndef TORCH_BORROW_CONSUMER_H
 #define TORCH_BORROW_CONSUMER_H
 
-#define TORCH_BORROW_CONSUMER_VERSION 10200 /* 1.2.0 */
+#define TORCH_BORROW_CONSUMER_VERSION 10300 /* 1.3.0 */
 
 #ifndef PY_SSIZE_T_CLEAN
 #define PY_SSIZE_T_CLEAN
@@ -332,6 +342,8 @@ typedef struct torch_borrow__api {
   /* The Python-level key-set check (routes without a C check of the custom metadata or
      of the conj / neg bits): torch._C._dispatch_keys(obj).raw_repr() against masks. */
   int keys_check;                     /* 1: every read runs it before any handle */
+  int type_check; /* 1: only its first part, the type's __torch_dispatch__ (C flag getters
+                     judge the conj / neg bits, the C checks the rest: see dispatch_flag) */
   PyObject *keys_fn, *raw_repr;       /* torch._C._dispatch_keys, "raw_repr": kept */
   PyObject* dispatch_default;         /* torch._C._disabled_torch_dispatch_impl: kept */
   PyObject* dispatch_name;            /* "__torch_dispatch__" */
@@ -344,6 +356,7 @@ typedef struct torch_borrow__api {
   const torch_borrow__dlpack_api* dlpack;
   PyObject *no_torch_function, *storage_offset_fn, *untyped_storage_fn, *nbytes_fn;
   PyObject* dtype_attr; /* TensorBase's dtype getset descriptor */
+  PyObject *layout_attr, *strided; /* TensorBase's layout descriptor; torch.strided */
   PyObject* dtype_codes; /* {torch.dtype: aoti code}: kept */
   int32_t dl_device[32]; /* DLDeviceType -> aoti device code, -1: none */
   void* cuda_stream;     /* aoti_torch_get_current_cuda_stream (libtorch_cuda), or NULL */
@@ -353,6 +366,52 @@ typedef struct torch_borrow__api {
 } torch_borrow__api;
 
 static const torch_borrow__api* torch_borrow__state; /* __atomic release / acquire */
+
+/* aten::is_conj / aten::is_neg through torch's dispatcher (aoti_torch_call_dispatcher,
+   torch/csrc/inductor/aoti_torch/c/shim.h), the flag getters of a torch that exports no
+   torch_is_conj / torch_is_neg (2.14, 2.15) where shim_ext is absent: set by the
+   resolution before the state that uses them is published, the same in every
+   resolution. The dispatcher takes a tensor argument as a new reference and deletes it
+   (to_ivalue's RAIIAtenTensorHandle), so each call passes a new handle to the tensor. */
+typedef AOTITorchError (*torch_borrow__dispatcher_fn)(const char* op, const char* overload,
+                                                      uint64_t* stack);
+typedef AOTITorchError (*torch_borrow__new_handle_fn)(AtenTensorHandle, AtenTensorHandle*);
+static torch_borrow__dispatcher_fn torch_borrow__dispatcher;
+static torch_borrow__new_handle_fn torch_borrow__new_handle;
+static torch_borrow_get_i32_fn torch_borrow__dtype_of;
+static uint8_t torch_borrow__complex[TORCH_BORROW_NCODES]; /* 1: a complex dtype's code */
+
+/* One boolean operator of h's tensor, through the dispatcher. C++ only: is_conj / is_neg
+   are CompositeImplicitAutograd kernels that read the key set, dispatched above the
+   Python key, so no mode or subclass runs (a test asserts it); the GIL stays held. */
+static inline AOTITorchError torch_borrow__dispatch_flag(AtenTensorHandle h, const char* op,
+                                                         bool* ret) {
+  AtenTensorHandle arg;
+  uint64_t stack[1];
+  if (torch_borrow__new_handle(h, &arg)) return 1;
+  memcpy(stack, &arg, sizeof arg);
+  /* On failure the handle's fate is unknown (deleted if the conversion ran): leaked
+     rather than deleted twice. */
+  if (torch_borrow__dispatcher(op, "", stack)) return 1;
+  memcpy(ret, stack, sizeof *ret); /* from_ivalue: the bool in the first byte, as copied */
+  return 0;
+}
+
+/* The conj bit exists only on complex dtypes (TensorImpl::_set_conj asserts it): the
+   dispatcher is asked only for them. */
+static inline AOTITorchError torch_borrow__dispatch_is_conj(AtenTensorHandle h, bool* ret) {
+  int32_t dtype;
+  if (torch_borrow__dtype_of(h, &dtype)) return 1;
+  if (dtype < 0 || dtype >= TORCH_BORROW_NCODES || !torch_borrow__complex[dtype]) {
+    *ret = 0;
+    return 0;
+  }
+  return torch_borrow__dispatch_flag(h, "aten::is_conj", ret);
+}
+
+static inline AOTITorchError torch_borrow__dispatch_is_neg(AtenTensorHandle h, bool* ret) {
+  return torch_borrow__dispatch_flag(h, "aten::is_neg", ret);
+}
 
 static inline int torch_borrow__fail(torch_borrow_meta* m, int status, const char* fmt, ...)
 #if defined(__GNUC__)
@@ -597,6 +656,8 @@ static inline int torch_borrow__dlpack_setup(PyObject* torch, void* lib, torch_b
   a->storage_offset_fn = base ? PyObject_GetAttrString(base, "storage_offset") : NULL;
   a->untyped_storage_fn = base ? PyObject_GetAttrString(base, "untyped_storage") : NULL;
   a->dtype_attr = base ? PyObject_GetAttrString(base, "dtype") : NULL;
+  a->layout_attr = base ? PyObject_GetAttrString(base, "layout") : NULL;
+  a->strided = PyObject_GetAttrString(torch, "strided");
   storage = c ? PyObject_GetAttrString(c, "StorageBase") : NULL;
   a->nbytes_fn = storage ? PyObject_GetAttrString(storage, "nbytes") : NULL;
   a->dtype_codes = PyDict_New();
@@ -616,9 +677,10 @@ static inline int torch_borrow__dlpack_setup(PyObject* torch, void* lib, torch_b
   }
   if (!a->no_torch_function || !a->storage_offset_fn || !a->untyped_storage_fn ||
       !a->nbytes_fn || !a->dtype_attr || !Py_TYPE(a->dtype_attr)->tp_descr_get ||
+      !a->layout_attr || !Py_TYPE(a->layout_attr)->tp_descr_get || !a->strided ||
       !a->dtype_codes || PyDict_Size(a->dtype_codes) == 0) {
     snprintf(why, n, "torch lacks torch._C.DisableTorchFunction, TensorBase's "
-             "storage_offset / untyped_storage / dtype or StorageBase.nbytes, which the "
+             "storage_offset / untyped_storage / dtype / layout or StorageBase.nbytes, which the "
              "DLPack route reads");
     return -1;
   }
@@ -634,6 +696,11 @@ static inline int torch_borrow__dlpack_setup(PyObject* torch, void* lib, torch_b
   "functionalize, conj, neg, sparse, nested, quantized, zero and meta keys, and the "   \
   "type's __torch_dispatch__ must be torch's default; no C check of Python-computed "   \
   "sizes without the key (torch's getters then raise: refused); "
+#define TORCH_BORROW__CHECKS_DISPATCH                                                   \
+  "C: the type's __torch_dispatch__ must be torch's default (looked up, no Python "     \
+  "runs), aten::is_neg and, for a complex dtype, aten::is_conj through torch's "        \
+  "dispatcher (C++ only); what runs Python in torch's getters makes them raise: "       \
+  "refused; "
 #define TORCH_BORROW__CHECKS_COMMON                                                     \
   "C: real type, strided layout, dtype, device, memory present, every element inside "  \
   "the storage, at most 64 dims"
@@ -653,6 +720,8 @@ static inline void torch_borrow__free(torch_borrow__api* a) {
   Py_XDECREF(a->untyped_storage_fn);
   Py_XDECREF(a->nbytes_fn);
   Py_XDECREF(a->dtype_attr);
+  Py_XDECREF(a->layout_attr);
+  Py_XDECREF(a->strided);
   Py_XDECREF(a->dtype_codes);
   PyMem_RawFree(a);
 }
@@ -687,7 +756,7 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
   char unsettled[TORCH_BORROW_MESSAGE_SIZE] = "";
   PyObject* guards[TORCH_BORROW_NGUARDS];
   size_t i;
-  int getters, keys_ok;
+  int getters, keys_ok, dispatch_ok;
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   name = PyUnicode_FromString("torch");
@@ -720,6 +789,11 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
   TORCH_BORROW__GET(what, torch_borrow_what_fn, "torch_exception_get_what_without_backtrace");
   TORCH_BORROW__GET(del, torch_borrow_delete_fn, "aoti_torch_delete_tensor_object");
 #undef TORCH_BORROW__GET
+  torch_borrow__dispatcher =
+      (torch_borrow__dispatcher_fn)torch_borrow__sym(lib, "aoti_torch_call_dispatcher");
+  torch_borrow__new_handle =
+      (torch_borrow__new_handle_fn)torch_borrow__sym(lib, "aoti_torch_new_tensor_handle");
+  torch_borrow__dtype_of = a->g.dtype;
   /* The current CUDA stream: libtorch_cuda's, where torch was built with CUDA. */
   cuda_lib = dlopen("libtorch_cuda.so", RTLD_NOLOAD | RTLD_LAZY);
   a->cuda_stream = torch_borrow__sym(cuda_lib, "aoti_torch_get_current_cuda_stream");
@@ -750,6 +824,7 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
     }
     a->t.itemsize[c] = (int8_t)itemsize;
     snprintf(a->dtype_name[c], sizeof a->dtype_name[c], "%s", dtypes[i]);
+    torch_borrow__complex[c] = strncmp(dtypes[i], "complex", 7) == 0;
   }
   torch_borrow__devices(torch, lib, a);
   for (i = 0; i < TORCH_BORROW_NSTABLE_DEVICES; ++i) {
@@ -775,6 +850,7 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
             meta && a->g.storage_size;
   owned = (torch_borrow_from_pyobject_fn)torch_borrow__sym(lib, "torch_tensor_from_pyobject");
   keys_ok = torch_borrow__keys_setup(torch, a) == 0;
+  dispatch_ok = torch_borrow__dispatcher && torch_borrow__new_handle && a->g.dtype;
   /* The functions shim_ext prototypes, each libtorch's own where it exports it, else
      shim_ext's (tables.h's torch_borrow_find_prototyped): the borrow (from the routes
      asked for), the flag getters, and the C metadata check (which the owned route uses
@@ -817,7 +893,11 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
     a->route = "owned", a->owned = owned;
     snprintf(a->why, sizeof a->why, "owned: torch exports no borrow; prototype: %s; torch's "
              "torch_tensor_from_pyobject (a new reference per read) with %s", proto_why,
-             a->custom ? "shim_ext's metadata check" : "the Python-level key-set check");
+             a->custom ? "shim_ext's metadata check"
+             : dispatch_ok && (flags & TORCH_BORROW_INIT_FLAG_GETTERS)
+                 ? "the type's __torch_dispatch__ check and aten::is_conj / is_neg through "
+                   "torch's dispatcher"
+                 : "the Python-level key-set check");
   } else if (torch_borrow__want(only, "dlpack") && keys_ok &&
              torch_borrow__dlpack_setup(torch, lib, a, dl_why, sizeof dl_why) == 0) {
     a->route = "dlpack";
@@ -853,6 +933,12 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
     snprintf(a->no_flags, sizeof a->no_flags, "the flag getters were left out (flags == 0)");
   } else if (conj && neg) {
     a->g.is_conj = conj, a->g.is_neg = neg;
+  } else if (a->owned && !a->custom && dispatch_ok && keys_ok) {
+    /* The owned route without shim_ext: an owning handle exists, so the flags are read
+       through the dispatcher; the Python-level check shrinks to the type's
+       __torch_dispatch__ (keys_ok: its words still name a refused tensor). */
+    a->g.is_conj = torch_borrow__dispatch_is_conj, a->g.is_neg = torch_borrow__dispatch_is_neg;
+    a->type_check = 1;
   } else if (keys_ok) {
     /* No flag getters: the key set has the Conjugate and Negative keys; the Python-level
        check runs on every read. */
@@ -862,13 +948,14 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
              flags_why);
   }
   /* The Python-level check runs where no C check judges the metadata or the flags. */
-  a->keys_check = a->route && keys_ok &&
+  a->keys_check = a->route && keys_ok && !a->type_check &&
                   (a->route[0] == 'd' || (!a->borrow && !a->custom) ||
                    (!a->no_flags[0] && !a->g.is_conj));
   if (a->route)
-    snprintf(a->checks, sizeof a->checks, "%s%s" TORCH_BORROW__CHECKS_COMMON,
+    snprintf(a->checks, sizeof a->checks, "%s%s%s" TORCH_BORROW__CHECKS_COMMON,
              a->borrow || a->custom ? TORCH_BORROW__CHECKS_C : "",
-             a->keys_check ? TORCH_BORROW__CHECKS_KEYS : "");
+             a->keys_check ? TORCH_BORROW__CHECKS_KEYS : "",
+             a->type_check ? TORCH_BORROW__CHECKS_DISPATCH : "");
   torch_borrow_guards_exit(guards);
   Py_DECREF(torch);
   clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -1059,7 +1146,7 @@ static inline int torch_borrow__fill(const torch_borrow__api* a, AtenTensorHandl
 static inline int torch_borrow__dlpack_fill(const torch_borrow__api* a, PyObject* obj,
                                             torch_borrow_meta* m) {
   PyObject *guard, *entered, *off = NULL, *st = NULL, *nb = NULL, *dt = NULL, *r;
-  PyObject* code;
+  PyObject *code, *lay = NULL;
   torch_borrow__dltensor d;
   torch_borrow_fields x;
   char err[TORCH_BORROW_MESSAGE_SIZE] = "";
@@ -1073,8 +1160,12 @@ static inline int torch_borrow__dlpack_fill(const torch_borrow__api* a, PyObject
     nb = st ? PyObject_CallOneArg(a->nbytes_fn, st) : NULL;
     dt = nb ? Py_TYPE(a->dtype_attr)->tp_descr_get(a->dtype_attr, obj,
                                                    (PyObject*)Py_TYPE(obj)) : NULL;
+    /* The layout too: the exchange never reads it, and a layout computed in Python
+       (_make_subclass(..., dispatch_layout=True)) makes this read raise. */
+    lay = dt ? Py_TYPE(a->layout_attr)->tp_descr_get(a->layout_attr, obj,
+                                                     (PyObject*)Py_TYPE(obj)) : NULL;
   }
-  if (!dt) torch_borrow_take_error(err, sizeof err, "the storage / dtype read failed");
+  if (!lay) torch_borrow_take_error(err, sizeof err, "the storage / dtype / layout read failed");
   if (entered) {
     r = PyObject_CallMethod(guard, "__exit__", "OOO", Py_None, Py_None, Py_None);
     if (!r && !err[0]) torch_borrow_take_error(err, sizeof err, "DisableTorchFunction");
@@ -1090,6 +1181,14 @@ static inline int torch_borrow__dlpack_fill(const torch_borrow__api* a, PyObject
   Py_XDECREF(off);
   Py_XDECREF(st);
   Py_XDECREF(nb);
+  if (!err[0] && lay != a->strided) {
+    PyObject* name = PyObject_Str(lay);
+    const char* s = name ? PyUnicode_AsUTF8(name) : NULL;
+    torch_borrow_read_words(TORCH_BORROW_READ_LAYOUT, NULL, s ? s : "(unprintable)", "read",
+                            err, sizeof err);
+    Py_XDECREF(name);
+  }
+  Py_XDECREF(lay);
   if (err[0]) {
     Py_XDECREF(dt);
     PyErr_Clear();
@@ -1221,6 +1320,25 @@ static inline int torch_borrow_read(PyObject* obj, torch_borrow_meta* m) {
        tensor whose metadata is not plain C++ state: the getters below run no Python. */
     if (a->borrow(obj, &h)) return torch_borrow__borrow_refused(a, obj, m);
     return torch_borrow__fill(a, h, m);
+  }
+  if (a->type_check) {
+    /* The owned route without shim_ext: a type whose __torch_dispatch__ is not torch's
+       default computes metadata in Python; then the handle, whose reads are C (the flags
+       through the dispatcher). The handle owns the tensor: no __del__ can free it, so
+       garbage collection stays on. A refusal is named by the key set where it can be
+       (refusal path only). */
+    if (_PyType_Lookup(Py_TYPE(obj), a->dispatch_name) != a->dispatch_default)
+      return torch_borrow__keys_check(a, obj, m);
+    if (a->owned(obj, &h)) return torch_borrow__call_failed(a, m, "torch_tensor_from_pyobject");
+    rc = torch_borrow__fill(a, h, m); /* OWNED: deleted on every exit */
+    a->del(h);
+    if (__builtin_expect(rc != TORCH_BORROW_OK, 0)) {
+      const char* keys = torch_borrow__keys_reason(a, obj);
+      if (keys)
+        return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "this %s is refused: %s",
+                                  Py_TYPE(obj)->tp_name, keys);
+    }
+    return rc;
   }
   {
     /* The owned route: shim_ext's check makes the borrow's refusal first. */
