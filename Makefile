@@ -59,7 +59,7 @@ help:  ## list the targets
 	@echo "Targets marked * create a virtual environment of several GB per torch (.venv/,"
 	@echo "once; make clean removes them). All targets:"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 19 | \
-	  sed -E 's/^((bench|bench-evidence|bench-quick|bench-report|callgrind|test|patch-check|info|test-devmode|memcheck|survey|test-freethreaded|test-pythons|race-survey|bench-freethreaded|bench-freethreaded-quick|envs-ahead|test-bench|coverage|rfc|rfc-check|callgrind-consumers) )/* \1/; t; s/^/  /'
+	  sed -E 's/^((bench|bench-evidence|bench-quick|bench-report|callgrind|test|patch-check|info|test-devmode|memcheck|survey|test-freethreaded|test-pythons|race-survey|bench-freethreaded|bench-freethreaded-quick|envs-ahead|test-bench|coverage|rfc|rfc-check|callgrind-consumers|callgrind-consumer) )/* \1/; t; s/^/  /'
 
 # --- environments ------------------------------------------------------------------------
 # pyproject's optional-dependency group $(2), read by environment $(1)'s python.
@@ -162,6 +162,13 @@ callgrind: $(VENVS)/torch-$(TORCH)/.built  ## instructions per call of every rou
 # Each real consumer (cuda.core's tensor bridge, tvm-ffi, a private-unpack launcher) on the
 # route it takes, today and with each patch, counted by callgrind (bench/consumers.py):
 # committed as it comes out, for each CPython (PYTHON=...); the RFC's consumers table.
+# The consumer on torch_borrow/consumer.h, each route's read beside torch's DLPack exchange
+# API alone, one tensor and in rotation over 64 distinct float32 / complex64 tensors
+# (bench/consumer_header.py): committed per torch (TORCH=...) and CPython (PYTHON=...).
+.PHONY: callgrind-consumer
+callgrind-consumer: $(VENVS)/torch-$(TORCH)/.bench  ## consumer.h's routes vs the DLPack exchange API, counted -> bench/results/callgrind-consumer-torch-<v>.{md,json}
+	$(call py,$(TORCH)) -m bench.consumer_header --out bench/results
+
 .PHONY: callgrind-consumers
 callgrind-consumers: $(VENVS)/torch-$(TORCH)/.bench  ## each real consumer on its own route, today and with each patch -> bench/results/consumers-torch-<v>.{md,json}
 	$(call py,$(TORCH)) -m bench.consumers --out bench/results --stem consumers-$(RESULT_TAG)torch-$(TORCH)

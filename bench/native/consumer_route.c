@@ -7,6 +7,8 @@
  *                dltensor_from_py_object_no_sync into a DLTensor, shape and strides
  *                copied): the unchecked peer, which accepts negative views and shrunk
  *                storage (see the header's "dlpack" route)
+ *   read_all(ts) / dlread_all(ts) -> None: the same for each tensor of the list ts, in
+ *                one C loop (distinct tensors in rotation: no per-tensor state helps)
  * Build: cc -std=c11 -O2 -shared -fPIC -DMODULE=<name> -I<Python include>
  *        -I<shim_ext.get_include()> consumer_route.c -o <name><EXT_SUFFIX> -ldl */
 #include <torch_borrow/consumer.h>
@@ -67,6 +69,28 @@ static PyObject* dlread(PyObject* self, PyObject* obj) {
   Py_RETURN_NONE;
 }
 
+static PyObject* read_all(PyObject* self, PyObject* ts) {
+  Py_ssize_t i;
+  if (!PyList_Check(ts)) return PyErr_Format(PyExc_TypeError, "expected a list of tensors");
+  for (i = 0; i < PyList_GET_SIZE(ts); ++i) {
+    PyObject* r = read_meta(self, PyList_GET_ITEM(ts, i));
+    if (!r) return NULL;
+    Py_DECREF(r);
+  }
+  Py_RETURN_NONE;
+}
+
+static PyObject* dlread_all(PyObject* self, PyObject* ts) {
+  Py_ssize_t i;
+  if (!PyList_Check(ts)) return PyErr_Format(PyExc_TypeError, "expected a list of tensors");
+  for (i = 0; i < PyList_GET_SIZE(ts); ++i) {
+    PyObject* r = dlread(self, PyList_GET_ITEM(ts, i));
+    if (!r) return NULL;
+    Py_DECREF(r);
+  }
+  Py_RETURN_NONE;
+}
+
 static PyObject* init_seconds(PyObject* self, PyObject* unused) {
   (void)self, (void)unused;
   return PyFloat_FromDouble(torch_borrow_init_seconds());
@@ -77,6 +101,8 @@ static PyMethodDef methods[] = {
      "setup(route=None, shim_ext=True) -> the route taken"},
     {"read", read_meta, METH_O, "read(t) -> None: torch_borrow_read, every check"},
     {"dlread", dlread, METH_O, "dlread(t) -> None: torch's DLPack exchange API alone"},
+    {"read_all", read_all, METH_O, "read_all(ts) -> None: read(t) for each t of the list ts"},
+    {"dlread_all", dlread_all, METH_O, "dlread_all(ts) -> None: dlread(t) for each t of ts"},
     {"init_seconds", init_seconds, METH_NOARGS, "torch_borrow_init_seconds()"},
     {NULL, NULL, 0, NULL}};
 
