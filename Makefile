@@ -375,9 +375,7 @@ bench-freethreaded-quick:  ## bench/freethreaded.py briefly on free-threaded 3.1
 # outcome covered there must be covered now (tests/covered/__main__.py says how).
 COVERAGE_VENVS    := .venv/coverage
 COVERAGE_FLAGS    := -O0 --coverage
-# gcc's -Wformat-truncation sees consumer.h's message formatting only at -O0: a warning
-# of the examples' -Werror build there, not of the build users make.
-EXAMPLE_COVERAGE_FLAGS := $(COVERAGE_FLAGS) -Wno-error=format-truncation
+EXAMPLE_COVERAGE_FLAGS := $(COVERAGE_FLAGS)
 COVERAGE_OUT      := build/coverage-torch-$(TORCH)
 # The tests' own folders (the examples' builds among them) outside the checkout: git
 # commands a test runs in a folder inside a checkout would act on the checkout.

@@ -6,6 +6,8 @@
  *   route_info() -> (route, why, checks, seconds the resolution took)
  *   describe(t) -> (is_contiguous, dtype name); codes(dtype, device) -> (codes)
  *   stream(t) -> the current CUDA stream of t's device (CUDA tensors)
+ *   dltensor(t) -> the read as DLPack's DLTensor: (data, (device type, id), ndim,
+ *             (code, bits, lanes), shape, strides, byte_offset)
  *   _resolve(route=None, flags=True, shim_ext=True) -> route(): for tests
  *             (torch_borrow_init_route; shim_ext=False: as if it were absent)
  * and the C entry point borrow_consumer_c_read(obj, &meta) for a library's own C code.
@@ -105,6 +107,21 @@ static PyObject* stream(PyObject* self, PyObject* obj) {
   return PyLong_FromVoidPtr(s);
 }
 
+/* dltensor(t) -> torch_borrow_to_dltensor's DLTensor as a tuple (its shape and strides
+   point into m: turned into tuples before m goes) */
+static PyObject* dltensor(PyObject* self, PyObject* obj) {
+  torch_borrow_meta m;
+  torch_borrow_dltensor d;
+  (void)self;
+  memset(&d, 0, sizeof d); /* filled on success only; gcc cannot tell */
+  if (torch_borrow_read(obj, &m) != TORCH_BORROW_OK) return torch_borrow_raise(&m);
+  if (torch_borrow_to_dltensor(&m, &d) != TORCH_BORROW_OK) return torch_borrow_raise(&m);
+  return Py_BuildValue("(N(ii)i(iii)NNK)", PyLong_FromVoidPtr(d.data), d.device.device_type,
+                       d.device.device_id, d.ndim, d.dtype.code, d.dtype.bits, d.dtype.lanes,
+                       ints(d.shape, d.ndim), ints(d.strides, d.ndim),
+                       (unsigned long long)d.byte_offset);
+}
+
 static PyMethodDef methods[] = {
     {"view", view, METH_O,
      "view(tensor) -> (data_ptr, sizes, strides, dtype code, device type code, device index)"},
@@ -115,6 +132,9 @@ static PyMethodDef methods[] = {
     {"describe", describe, METH_O, "describe(tensor) -> (is_contiguous, dtype name)"},
     {"codes", codes, METH_VARARGS, "codes(dtype name, device name) -> (dtype code, device code)"},
     {"stream", stream, METH_O, "stream(tensor) -> the current CUDA stream of its device"},
+    {"dltensor", dltensor, METH_O,
+     "dltensor(tensor) -> (data, (device type, id), ndim, (code, bits, lanes), shape, "
+     "strides, byte_offset): the read as DLPack's DLTensor"},
     {"_resolve", (PyCFunction)(void (*)(void))resolve, METH_VARARGS | METH_KEYWORDS,
      "_resolve(route=None, flags=True, shim_ext=True) -> route() (tests only)"},
     {NULL, NULL, 0, NULL}};

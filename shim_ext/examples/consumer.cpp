@@ -21,14 +21,14 @@ static_assert(std::is_same_v<decltype(&aoti_torch_delete_tensor_object), torch_b
 // The header's DLPack 1.x declarations against torch's own (ATen/dlpack.h, torch 2.10+).
 #include <ATen/dlpack.h>
 #include <cstddef>
-static_assert(sizeof(torch_borrow__dltensor) == sizeof(DLTensor));
-static_assert(offsetof(torch_borrow__dltensor, data) == offsetof(DLTensor, data));
-static_assert(offsetof(torch_borrow__dltensor, device) == offsetof(DLTensor, device));
-static_assert(offsetof(torch_borrow__dltensor, ndim) == offsetof(DLTensor, ndim));
-static_assert(offsetof(torch_borrow__dltensor, dtype) == offsetof(DLTensor, dtype));
-static_assert(offsetof(torch_borrow__dltensor, shape) == offsetof(DLTensor, shape));
-static_assert(offsetof(torch_borrow__dltensor, strides) == offsetof(DLTensor, strides));
-static_assert(offsetof(torch_borrow__dltensor, byte_offset) == offsetof(DLTensor, byte_offset));
+static_assert(sizeof(torch_borrow_dltensor) == sizeof(DLTensor));
+static_assert(offsetof(torch_borrow_dltensor, data) == offsetof(DLTensor, data));
+static_assert(offsetof(torch_borrow_dltensor, device) == offsetof(DLTensor, device));
+static_assert(offsetof(torch_borrow_dltensor, ndim) == offsetof(DLTensor, ndim));
+static_assert(offsetof(torch_borrow_dltensor, dtype) == offsetof(DLTensor, dtype));
+static_assert(offsetof(torch_borrow_dltensor, shape) == offsetof(DLTensor, shape));
+static_assert(offsetof(torch_borrow_dltensor, strides) == offsetof(DLTensor, strides));
+static_assert(offsetof(torch_borrow_dltensor, byte_offset) == offsetof(DLTensor, byte_offset));
 static_assert(sizeof(torch_borrow__dlpack_api) == sizeof(DLPackExchangeAPI));
 static_assert(offsetof(torch_borrow__dlpack_api, dltensor_from_py_object_no_sync) ==
               offsetof(DLPackExchangeAPI, dltensor_from_py_object_no_sync));

@@ -475,6 +475,15 @@ def test_contiguity_and_dtype_names_are_torchs(built, route):
             assert c.describe(t)[1] == name
             assert c.codes(name, "cpu") == (c.view(t)[3], c.view(t)[4])
         assert c.codes("no_such_dtype", "no_such_device") == (-1, -1)
+        # torch's aliases name the same dtype objects: every one torch has gives its code
+        aliases = [a for a in ("float", "double", "half", "cfloat", "cdouble", "chalf",
+                               "long", "int", "short") if isinstance(getattr(torch, a, None),
+                                                                     torch.dtype)]
+        assert len(aliases) == 9
+        for alias in aliases:
+            canonical = str(getattr(torch, alias)).removeprefix("torch.")
+            assert c.codes(alias, "cpu")[0] == c.codes(canonical, "cpu")[0] != -1, alias
+            assert c.codes("torch." + alias, "cpu")[0] == c.codes(canonical, "cpu")[0]
     finally:
         c._resolve()
 
@@ -600,6 +609,56 @@ def test_a_layout_computed_in_python_is_refused_on_every_route(built, route, cls
         t = torch.Tensor._make_subclass(cls, torch.ones(4), False, dispatch_layout=True)
         with pytest.raises(BufferError):
             c.view(t)
+    finally:
+        c._resolve()
+
+
+#: The dtypes torch exports through DLPack (its getDLDataType), where this torch has them.
+DLPACK_DTYPES = [n for n in (
+    "bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64",
+    "float16", "bfloat16", "float32", "float64", "complex32", "complex64", "complex128",
+    "float8_e5m2", "float8_e4m3fn", "float8_e5m2fnuz", "float8_e4m3fnuz", "float8_e8m0fnu",
+    "float4_e2m1fn_x2") if hasattr(torch, n)]
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):  # dlpack.h's DLTensor
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+def _torch_dltensor(t):
+    """torch's own export of t (``t.__dlpack__()``, the legacy "dltensor" capsule) as
+    torch_borrow_to_dltensor's tuple; the capsule is kept alive while it is read."""
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    cap = t.__dlpack__()
+    d = _DLTensor.from_address(get(cap, b"dltensor"))
+    return (d.data or 0, (d.device.device_type, d.device.device_id), d.ndim,
+            (d.dtype.code, d.dtype.bits, d.dtype.lanes), tuple(d.shape[:d.ndim]),
+            tuple(d.strides[:d.ndim]), d.byte_offset)
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_the_dltensor_is_torchs_own_export(built, route):
+    """torch_borrow_to_dltensor gives what torch's own DLPack export gives (data, device
+    type and index, ndim, DLPack dtype code / bits / lanes, shape, strides, byte_offset),
+    for every dtype torch exports through DLPack, contiguous, transposed and offset."""
+    c = load_extension("borrow_consumer_c", built)
+    try:
+        force(c, route)
+        for name in DLPACK_DTYPES:
+            base = torch.empty(4, 6, dtype=getattr(torch, name))
+            for t in (base, base.t(), base[1:, 2:]):
+                assert c.dltensor(t) == _torch_dltensor(t), (route, name, t.shape)
     finally:
         c._resolve()
 

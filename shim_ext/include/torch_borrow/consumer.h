@@ -175,8 +175,9 @@
  * --- Next to the read (after a resolution; GIL held) ------------------------------
  *
  * int32_t torch_borrow_dtype_code(const char* name)
- *     The code a read reports for "float32" / "torch.float32" (the stable ABI's
- *     aoti_torch_dtype_*, found at init: no dlsym of your own), -1 when unknown.
+ *     The code a read reports for "float32" / "torch.float32" / torch's alias "float"
+ *     (the stable ABI's aoti_torch_dtype_*, found at init: no dlsym of your own), -1
+ *     when unknown.
  * const char* torch_borrow_dtype_name(int32_t code)
  *     "float32" for messages, NULL when unknown (quantized and sub-byte have none).
  * int32_t torch_borrow_device_code(const char* name)
@@ -186,6 +187,17 @@
  *     torch's is_contiguous() rule on m's sizes and strides: 1 when the tensor has no
  *     elements, or when every dimension of size other than 1 has the stride of the
  *     dimensions after it packed (size-1 dimensions' strides are ignored); else 0.
+ * int torch_borrow_to_dltensor(torch_borrow_meta* m, torch_borrow_dltensor* d)
+ *     m (a successful read's) as DLPack's DLTensor, as torch's own export gives it:
+ *     data the first element (byte_offset 0), DLPack's dtype code / bits / lanes
+ *     (float4_e2m1fn_x2: kDLFloat4_e2m1fn, 4 bits, 2 lanes), its device type (kDLCPU,
+ *     kDLCUDA or kDLROCM on a ROCm torch, kDLOneAPI, kDLMetal, kDLExtDev) and index
+ *     (0 on the CPU). shape and strides are borrowed: they point into m->sizes and
+ *     m->strides, valid while m is neither overwritten nor gone; data, while the
+ *     tensor lives unchanged (the read's contract). Returns TORCH_BORROW_OK, or
+ *     TORCH_BORROW_REFUSED (m->message says why; d untouched) for a dtype or device
+ *     DLPack names no code for (a meta or MTIA device type; a dtype added after this
+ *     header's table) or an m that no read filled.
  * int torch_borrow_current_stream(torch_borrow_meta* m, void** stream)
  *     The current CUDA stream (a cudaStream_t; NULL is the legacy default stream) of
  *     the device m was read on: libtorch_cuda's aoti_torch_get_current_cuda_stream,
@@ -294,20 +306,25 @@ typedef struct torch_borrow_meta {
   char message[TORCH_BORROW_MESSAGE_SIZE]; /* why, when status != TORCH_BORROW_OK */
 } torch_borrow_meta;
 
+/* DLPack's DLTensor (dlpack.h, 1.x), field for field: where dlpack.h is included, a
+   DLTensor* may be passed as a torch_borrow_dltensor* (shim_ext/examples/consumer.cpp
+   checks the layout against torch's copy of the header). */
+typedef struct torch_borrow_dltensor {
+  void* data;                                        /* the first element */
+  struct { int32_t device_type, device_id; } device; /* DLDeviceType (kDLCPU = 1, ...) */
+  int32_t ndim;
+  struct { uint8_t code, bits; uint16_t lanes; } dtype; /* DLDataType */
+  int64_t *shape, *strides;                             /* elements */
+  uint64_t byte_offset;                                 /* bytes */
+} torch_borrow_dltensor;
+
 /* --- implementation: nothing below is part of the interface ----------------------- */
 
 
 /* The DLPack 1.x C exchange API (DLPack's dlpack.h, as torch's ATen/dlpack.h declares it
    from torch 2.10 on): only what the reader calls, layout-checked against torch's header in
    shim_ext/examples/consumer.cpp. A DLTensor's shape and strides point into the tensor. */
-typedef struct torch_borrow__dltensor {
-  void* data;
-  struct { int32_t device_type, device_id; } device; /* DLDeviceType, index */
-  int32_t ndim;
-  struct { uint8_t code, bits; uint16_t lanes; } dtype;
-  int64_t *shape, *strides; /* elements */
-  uint64_t byte_offset;
-} torch_borrow__dltensor;
+typedef torch_borrow_dltensor torch_borrow__dltensor;
 typedef struct torch_borrow__dlpack_api {
   struct { uint32_t major, minor; } version; /* DLPackExchangeAPIHeader */
   void* prev_api;
@@ -339,6 +356,10 @@ typedef struct torch_borrow__api {
   char dtype_name[TORCH_BORROW_NCODES][24]; /* "float32", ...: "" unknown */
   char* refused_why[TORCH_BORROW_NCODES]; /* tables.h's words for a refused dtype, or NULL */
   PyTypeObject* tensor_type; /* torch.Tensor, kept for good */
+  /* torch_borrow_to_dltensor's maps: a code's DLDataType (bits 0: none), and a stable
+     device code's DLDeviceType (0: none) */
+  struct { uint8_t code, bits; uint16_t lanes; } dl_dtype[TORCH_BORROW_NCODES];
+  int32_t dl_device_of[TORCH_BORROW_NDEVICES];
   /* The Python-level key-set check (routes without a C check of the custom metadata or
      of the conj / neg bits): torch._C._dispatch_keys(obj).raw_repr() against masks. */
   int keys_check;                     /* 1: every read runs it before any handle */
@@ -726,6 +747,47 @@ static inline void torch_borrow__free(torch_borrow__api* a) {
   PyMem_RawFree(a);
 }
 
+/* torch_borrow_to_dltensor's maps, by name, as torch's own DLPack export
+   (ATen/DLConvertor.cpp's getDLDataType / getDLDevice) gives them: the dtypes the
+   resolution named (dtype_name) and the stable device codes (device_code). */
+static inline void torch_borrow__dl_maps(PyObject* torch, torch_borrow__api* a) {
+  static const struct { const char* name; uint8_t code, bits; uint16_t lanes; } dtypes[] = {
+      {"bool", 6, 8, 1},          {"uint8", 1, 8, 1},           {"int8", 0, 8, 1},
+      {"int16", 0, 16, 1},        {"int32", 0, 32, 1},          {"int64", 0, 64, 1},
+      {"uint16", 1, 16, 1},       {"uint32", 1, 32, 1},         {"uint64", 1, 64, 1},
+      {"float16", 2, 16, 1},      {"bfloat16", 4, 16, 1},       {"float32", 2, 32, 1},
+      {"float64", 2, 64, 1},      {"complex32", 5, 32, 1},      {"complex64", 5, 64, 1},
+      {"complex128", 5, 128, 1},  {"float8_e5m2", 12, 8, 1},    {"float8_e4m3fn", 10, 8, 1},
+      {"float8_e5m2fnuz", 13, 8, 1}, {"float8_e4m3fnuz", 11, 8, 1},
+      {"float8_e8m0fnu", 14, 8, 1}, {"float4_e2m1fn_x2", 17, 4, 2},
+  };
+  /* torch_borrow_stable_devices' order: cpu, cuda, meta, xpu, mps, privateuse1, hip,
+     mtia; meta and mtia have no DLDeviceType. cuda is kDLROCM on a ROCm torch. */
+  int32_t devices[TORCH_BORROW_NSTABLE_DEVICES] = {TORCH_BORROW__KDLCPU, TORCH_BORROW__KDLCUDA,
+                                                   0, TORCH_BORROW__KDLONEAPI,
+                                                   TORCH_BORROW__KDLMETAL,
+                                                   TORCH_BORROW__KDLEXTDEV,
+                                                   TORCH_BORROW__KDLROCM, 0};
+  PyObject* version = PyObject_GetAttrString(torch, "version");
+  PyObject* hip = version ? PyObject_GetAttrString(version, "hip") : NULL;
+  size_t i;
+  int32_t k;
+  if (hip && hip != Py_None) devices[1] = TORCH_BORROW__KDLROCM;
+  Py_XDECREF(hip);
+  Py_XDECREF(version);
+  PyErr_Clear();
+  for (k = 0; k < TORCH_BORROW_NCODES; ++k)
+    for (i = 0; a->dtype_name[k][0] && i < sizeof dtypes / sizeof dtypes[0]; ++i)
+      if (strcmp(a->dtype_name[k], dtypes[i].name) == 0) {
+        a->dl_dtype[k].code = dtypes[i].code, a->dl_dtype[k].bits = dtypes[i].bits;
+        a->dl_dtype[k].lanes = dtypes[i].lanes;
+      }
+  for (i = 0; i < TORCH_BORROW_NSTABLE_DEVICES; ++i)
+    if (a->device_code[i] >= 0 && a->device_code[i] < TORCH_BORROW_NDEVICES &&
+        !a->dl_device_of[a->device_code[i]])
+      a->dl_device_of[a->device_code[i]] = devices[i];
+}
+
 /* A fresh resolution, or NULL (torch not imported, or a set-up bent by a mode or
    transform the guards did not turn off: nothing kept, m says why).
    flags: TORCH_BORROW_INIT_FLAG_GETTERS (use torch_is_conj / torch_is_neg where they
@@ -834,6 +896,7 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
     code = (torch_borrow_code_fn)torch_borrow__sym(lib, fn);
     a->device_code[i] = code ? code() : -1;
   }
+  torch_borrow__dl_maps(torch, a);
   {
     /* The exchange API's current_work_stream, for torch_borrow_current_stream. */
     PyObject* cap = PyObject_GetAttrString(tensor, "__dlpack_c_exchange_api__");
@@ -907,7 +970,7 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
              owned_why[0] ? owned_why : "skipped");
   } else {
     snprintf(a->why, sizeof a->why,
-             "no route: libtorch: %s; prototype: %s; owned: %s; dlpack: %s",
+             "no route: libtorch: %.200s; prototype: %.200s; owned: %.200s; dlpack: %.200s",
              torch_borrow__want(only, "libtorch")
                  ? "libtorch_cpu exports no torch_tensor_borrow_from_pyobject" : "skipped",
              torch_borrow__want(only, "prototype") ? proto_why : "skipped",
@@ -1375,8 +1438,16 @@ static inline double torch_borrow_init_seconds(void) {
 static inline int32_t torch_borrow_dtype_code(const char* name) {
   const torch_borrow__api* a = torch_borrow__current();
   int32_t k;
+  /* torch's other names of the same dtype objects (torch.float is torch.float32) */
+  static const char* const aliases[][2] = {
+      {"float", "float32"},   {"double", "float64"},    {"half", "float16"},
+      {"cfloat", "complex64"}, {"cdouble", "complex128"}, {"chalf", "complex32"},
+      {"long", "int64"},      {"int", "int32"},         {"short", "int16"}};
+  size_t i;
   if (!a || !name) return -1;
   if (strncmp(name, "torch.", 6) == 0) name += 6;
+  for (i = 0; i < sizeof aliases / sizeof aliases[0]; ++i)
+    if (strcmp(name, aliases[i][0]) == 0) name = aliases[i][1];
   for (k = 0; k < TORCH_BORROW_NCODES; ++k)
     if (a->dtype_name[k][0] && strcmp(a->dtype_name[k], name) == 0) return k;
   return -1;
@@ -1408,6 +1479,36 @@ static inline int torch_borrow_is_contiguous(const torch_borrow_meta* m) {
     expected *= (uint64_t)m->sizes[i]; /* wraps only past any real tensor's extent */
   }
   return 1;
+}
+
+static inline int torch_borrow_to_dltensor(torch_borrow_meta* m, torch_borrow_dltensor* d) {
+  const torch_borrow__api* a = torch_borrow__current();
+  int32_t dev;
+  if (!a)
+    return torch_borrow__fail(m, TORCH_BORROW_UNAVAILABLE, "no read has resolved torch yet");
+  if (m->status != TORCH_BORROW_OK || m->dim < 0 || m->dim > TORCH_BORROW_MAX_DIMS)
+    return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "no successful read filled this meta");
+  if (m->dtype < 0 || m->dtype >= TORCH_BORROW_NCODES || !a->dl_dtype[m->dtype].bits)
+    return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "dtype code %d (%s) has no DLPack "
+                              "DLDataType", (int)m->dtype,
+                              torch_borrow_dtype_name(m->dtype) ? torch_borrow_dtype_name(
+                                  m->dtype) : "no name");
+  dev = m->device_type >= 0 && m->device_type < TORCH_BORROW_NDEVICES
+            ? a->dl_device_of[m->device_type] : 0;
+  if (!dev)
+    return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "device type code %d has no DLPack "
+                              "DLDeviceType", (int)m->device_type);
+  d->data = m->data;
+  d->device.device_type = dev;
+  d->device.device_id = m->device_index < 0 ? 0 : m->device_index;
+  d->ndim = (int32_t)m->dim;
+  d->dtype.code = a->dl_dtype[m->dtype].code;
+  d->dtype.bits = a->dl_dtype[m->dtype].bits;
+  d->dtype.lanes = a->dl_dtype[m->dtype].lanes;
+  d->shape = m->sizes;
+  d->strides = m->strides;
+  d->byte_offset = 0;
+  return TORCH_BORROW_OK;
 }
 
 static inline int torch_borrow_current_stream(torch_borrow_meta* m, void** stream) {
