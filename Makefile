@@ -59,7 +59,7 @@ help:  ## list the targets
 	@echo "Targets marked * create a virtual environment of several GB per torch (.venv/,"
 	@echo "once; make clean removes them). All targets:"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 19 | \
-	  sed -E 's/^((bench|bench-evidence|bench-quick|bench-report|callgrind|test|patch-check|info|test-devmode|memcheck|survey|test-freethreaded|test-pythons|race-survey|bench-freethreaded|bench-freethreaded-quick|envs-ahead|test-bench|coverage|rfc|rfc-check|callgrind-consumers|callgrind-consumer) )/* \1/; t; s/^/  /'
+	  sed -E 's/^((bench|bench-evidence|bench-quick|bench-report|callgrind|test|patch-check|info|test-devmode|memcheck|survey|test-freethreaded|test-pythons|race-survey|bench-freethreaded|bench-freethreaded-quick|envs-ahead|test-bench|coverage|rfc|rfc-check|callgrind-consumers|callgrind-consumer|dist-header) )/* \1/; t; s/^/  /'
 
 # --- environments ------------------------------------------------------------------------
 # pyproject's optional-dependency group $(2), read by environment $(1)'s python.
@@ -162,6 +162,12 @@ callgrind: $(VENVS)/torch-$(TORCH)/.built  ## instructions per call of every rou
 # Each real consumer (cuda.core's tensor bridge, tvm-ffi, a private-unpack launcher) on the
 # route it takes, today and with each patch, counted by callgrind (bench/consumers.py):
 # committed as it comes out, for each CPython (PYTHON=...); the RFC's consumers table.
+# The header-only release of torch_borrow/consumer.h: the headers it includes, the .pxd,
+# the examples and a README with the version policy, in one reproducible tarball.
+.PHONY: dist-header
+dist-header:  ## the consumer header as a versioned tarball to vendor -> build/dist/torch-borrow-consumer-<version>.tar.gz
+	$(PYTHON) shim_ext/dist_header.py --out build/dist
+
 # The consumer on torch_borrow/consumer.h, each route's read beside torch's DLPack exchange
 # API alone, one tensor and in rotation over 64 distinct float32 / complex64 tensors
 # (bench/consumer_header.py): committed per torch (TORCH=...) and CPython (PYTHON=...).
