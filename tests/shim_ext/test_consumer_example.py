@@ -88,8 +88,17 @@ def test_forced_owned_route(consumer):
 @pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("case", CASES)
 def test_view_equals_torch(consumer, route, case):
+    """Every case viewed as torch's accessors give it, on every route; on the dlpack route
+    (no handle to ask) a dtype is known only by the stable ABI's aoti_torch_dtype_<name>:
+    where this torch exports none for it (torch 2.11 has none for float8_e8m0fnu or
+    float4_e2m1fn_x2), the read is refused, never guessed."""
     force(consumer, route)
     t = make(case)
+    name = str(t.dtype).removeprefix("torch.")
+    if route == "dlpack" and not libtorch_exports(f"aoti_torch_dtype_{name}"):
+        with pytest.raises(BufferError, match=r"no aoti_torch_dtype_\* code"):
+            consumer.view(t)
+        return
     assert consumer.view(t) == expected_tuple(t)
 
 
