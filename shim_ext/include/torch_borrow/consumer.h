@@ -749,7 +749,8 @@ static inline void torch_borrow__free(torch_borrow__api* a) {
 
 /* torch_borrow_to_dltensor's maps, by name, as torch's own DLPack export
    (ATen/DLConvertor.cpp's getDLDataType / getDLDevice) gives them: the dtypes the
-   resolution named (dtype_name) and the stable device codes (device_code). */
+   resolution named (dtype_name: the stable ABI's names and those the probe learnt) and
+   the stable device codes (device_code). */
 static inline void torch_borrow__dl_maps(PyObject* torch, torch_borrow__api* a) {
   static const struct { const char* name; uint8_t code, bits; uint16_t lanes; } dtypes[] = {
       {"bool", 6, 8, 1},          {"uint8", 1, 8, 1},           {"int8", 0, 8, 1},
@@ -896,7 +897,6 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
     code = (torch_borrow_code_fn)torch_borrow__sym(lib, fn);
     a->device_code[i] = code ? code() : -1;
   }
-  torch_borrow__dl_maps(torch, a);
   {
     /* The exchange API's current_work_stream, for torch_borrow_current_stream. */
     PyObject* cap = PyObject_GetAttrString(tensor, "__dlpack_c_exchange_api__");
@@ -992,6 +992,7 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
     torch_borrow__free(a);
     return NULL;
   }
+  torch_borrow__dl_maps(torch, a); /* after the probe: the dtypes it named too */
   if (!(flags & TORCH_BORROW_INIT_FLAG_GETTERS)) {
     snprintf(a->no_flags, sizeof a->no_flags, "the flag getters were left out (flags == 0)");
   } else if (conj && neg) {
