@@ -243,13 +243,18 @@ def test_the_contract_is_minimal():
                    "device or layout computed by a subclass or in Python)",
                    "if the caller runs no Python between the borrow and the handle's last use, "
                    "the stable getters on the handle run none either",
+                   "It may be passed as an input of one operator call; borrow again after it "
+                   "returns",
                    "torch::stable::Tensor::get()"):
         assert phrase in comment, phrase
     docs = " ".join((PROPOSAL / "patch_src" / "snippets" / "docs-section.md.txt").read_text().split())
     contract = docs.split("#### Data pointers of tensors without memory", 1)[0]
     for phrase in ("has an attached thread state", "keeps the Python object alive",
                    "is valid until something may run Python code or change the tensor",
-                   "a call of an operator", "a garbage collection may run a `__del__`",
+                   "It may be passed as an input of one operator call",
+                   "borrow again after it returns", "the operator call: it may enter a "
+                   "`TorchDispatchMode`", "a garbage collection may run a `__del__`",
+                   "without an attached one the borrow fails (\"no attached thread state\")",
                    "releasing the GIL", "a mutation in another thread",
                    "`Py_BEGIN_CRITICAL_SECTION(py_obj)`",
                    "(`AOTI_TORCH_FAILURE`, `*ret` unchanged)",
