@@ -983,7 +983,9 @@ def run_interpreter_fix_test(tree: pathlib.Path, work: pathlib.Path,
             raise CheckFailed(f"the fast-path count with {name} did not run:\n{done.stderr[-3000:]}")
         got = counted[name] = json.loads(done.stdout.strip().splitlines()[-1])
         control = name.endswith("no-fast-path")
-        print(f"fast path counted ({name}, {got['patch']}): {n} copies on an attached thread "
+        series_name, control_name = builds[name]
+        print(f"fast path counted ({name}: {series_name}'s {got['patch'][:4]}"
+              f"{', ' + control_name if control_name else ''}): {n} copies on an attached thread "
               f"constructed {got['attached']} slow-path guards, {n} on a detached thread "
               f"{got['detached']}" + (" (negative control: the attached-thread test answers "
                                       "no)" if control else ""))
