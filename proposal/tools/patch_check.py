@@ -25,6 +25,7 @@ import os
 import pathlib
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -864,6 +865,42 @@ def check_conj_neg_alone(work: pathlib.Path) -> None:
     run_patch_tests(tree, site, alone, [CONJ_NEG_TEST], CONJ_NEG_SYMBOLS)
     print("0002 alone on the base: compiled, linked, its _interop module built and its own "
           "test passed")
+    # The negative controls: each patch's Python test where its patch is not.
+    expect_test_fails(work / "patched" / PATCH_TEST, site, alone / "negative-0003",
+                      "against 0002 alone (no 0003; its _interop module, which 0003 extends)")
+    base_lib = alone / "base-lib"
+    base_lib.mkdir()
+    print("the base's translation units, for 0002's negative control:")
+    objects, _ = compile_libtorch_sources(work / "base", base_lib)
+    (base_lib / "lib").mkdir()
+    link_library(objects, base_lib / "lib" / TEST_LIBRARY,
+                 ["torch_python", "torch", "torch_cpu", "c10"], {})
+    base_site = build_test_modules(tree, base_lib, base_lib / "lib")
+    expect_test_fails(tree / CONJ_NEG_TEST, base_site, alone / "negative-0002",
+                      "against the base's translation units (no 0002; 0002's _interop module "
+                      "built against 0002's headers and linked to a library of the base's)")
+
+
+def expect_test_fails(test: pathlib.Path, site: pathlib.Path, test_dir: pathlib.Path,
+                      where: str) -> None:
+    """A patch's Python test, copied into ``test_dir`` and run with ``site`` (the test
+    modules) where its patch is not: every test in it must fail or error."""
+    test_dir.mkdir()
+    shutil.copyfile(test, test_dir / test.name)
+    done = run([sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA",
+                test.name], cwd=test_dir, env={**os.environ, "PYTHONPATH": str(site)},
+               check=False)
+    lines = done.stdout.strip().splitlines()
+    summary = lines[-1] if lines else done.stderr[-2000:]
+    passed = re.findall(r"^PASSED \S+::(\w+)", done.stdout, flags=re.M)
+    failed = re.findall(r"^(?:FAILED|ERROR) \S+::(\w+)", done.stdout, flags=re.M)
+    if done.returncode == 0 or passed or not failed:
+        raise CheckFailed(f"{test.name} {where} does not fail as it must (passed: {passed}):"
+                          f"\n{done.stdout[-4000:]}{done.stderr[-2000:]}")
+    first = re.search(r"^E\s+(\w+(?:Error|Exception): .*)$", done.stdout, flags=re.M)
+    reason = first.group(1).replace(f"{site}/", "") if first else "none shown"
+    print(f"negative control: {test.name} {where}: {summary}; none passed "
+          f"(the first error: {reason[:200]})")
 
 
 # 0001's test (test/test_pyinterpreter_threads.py, in PyTorch's form) against the torch
@@ -1352,6 +1389,38 @@ def expect_dlpack_tests_fail(tree: pathlib.Path, lib: pathlib.Path, name: str,
           + ", ".join(sorted(failed)))
 
 
+# dlpack/0001's cases that must fail without it, against the torch 2.15.0 wheel's own
+# exchange functions; the others guard what it must not change and pass there too.
+DLPACK_0001_FAILS_ON_WHEEL = ["test_dlpack_exchange_api_refuses_what_is_not_a_tensor"]
+
+
+def expect_dlpack_tests_fail_on_wheel(tree: pathlib.Path, name: str, tests: list[str]) -> None:
+    """dlpack/0001's cases, each in a process of its own, against the wheel's own
+    ``dltensor_from_py_object_no_sync`` (no conftest: no patched slot): those in
+    DLPACK_0001_FAILS_ON_WHEEL must fail (today they crash), the rest are reported."""
+    test_dir = tree / pathlib.Path(make_patch.TEST_DLPACK).parent
+    outcomes = []
+    for test in tests:
+        done = run([sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA",
+                    pathlib.Path(make_patch.TEST_DLPACK).name, "-k", test],
+                   cwd=test_dir, env=os.environ.copy(), check=False)
+        passed = re.search(rf"^PASSED \S+::\w+::{test}_(?:cpu|cuda)\b", done.stdout, flags=re.M)
+        if done.returncode < 0:
+            outcome = f"the process killed by {signal.Signals(-done.returncode).name}"
+        elif passed and done.returncode == 0:
+            outcome = "passed"
+        else:
+            lines = done.stdout.strip().splitlines()
+            outcome = f"exit status {done.returncode}: {lines[-1] if lines else ''}"
+        if test in DLPACK_0001_FAILS_ON_WHEEL and (passed or done.returncode == 0):
+            raise CheckFailed(f"{name}: {test} passes against the wheel's own functions, "
+                              f"without dlpack/0001:\n{done.stdout[-3000:]}")
+        outcomes.append(f"{test}: {outcome}")
+    print(f"negative control: {name}'s cases against the torch 2.15.0 wheel's own exchange "
+          f"functions (no dlpack/0001): {'; '.join(outcomes)} (must fail: "
+          f"{', '.join(DLPACK_0001_FAILS_ON_WHEEL)})")
+
+
 def lint_dlpack(tree: pathlib.Path, name: str, count: int) -> None:
     """clang-format on the Module.cpp lines, flake8 and ruff on the test_dlpack.py lines
     that the last ``count`` commits add: zero messages."""
@@ -1440,6 +1509,8 @@ def check_dlpack(base: pathlib.Path, work: pathlib.Path) -> None:
         lib = build_patched_dlpack(tree, work, name.replace(" ", "-").replace("+", "-"))
         tests = [t for p in DLPACK_PATCHES[:i + 1] for t in make_patch.DLPACK_TESTS[p.name[:4]]]
         run_dlpack_tests(tree, lib, name, tests)
+        if i == 0:
+            expect_dlpack_tests_fail_on_wheel(tree, name, tests)
         if i + 1 < len(DLPACK_PATCHES):
             later = DLPACK_PATCHES[i + 1]
             expect_dlpack_tests_fail(tree, lib, name, later,

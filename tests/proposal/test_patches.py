@@ -834,3 +834,18 @@ def test_the_numba_suite_table_pools_its_processes(tmp_path):
     # the control's own spread over the processes, said under the table
     assert "The device-array control, the same code on every route, takes 90.0 to 120.0 us" \
         in text
+
+
+def test_a_negative_control_fails_when_the_test_passes_without_its_patch(tmp_path, capsys):
+    """patch_check's negative control: a test that passes where its patch is not ends the
+    check; one whose every test fails or errors is printed with its first error."""
+    patch_check = _load("patch_check")
+    passing, failing = tmp_path / "test_passing.py", tmp_path / "test_failing.py"
+    passing.write_text("def test_ok():\n    pass\n")
+    failing.write_text("def test_missing():\n    import no_such_module_here  # noqa: F401\n")
+    with pytest.raises(patch_check.CheckFailed, match="does not fail as it must"):
+        patch_check.expect_test_fails(passing, tmp_path, tmp_path / "run-passing", "here")
+    patch_check.expect_test_fails(failing, tmp_path, tmp_path / "run-failing", "here")
+    out = capsys.readouterr().out
+    assert "negative control: test_failing.py here: 1 failed" in out
+    assert "ModuleNotFoundError: No module named 'no_such_module_here'" in out
