@@ -30,7 +30,7 @@ const at::Tensor& tensor_borrow_from_pyobject(PyObject* obj) {
   // exists (CPython 3.11 to 3.13).
   TORCH_CHECK(
       torch_borrow_thread_is_attached(),
-      "torch_tensor_borrow_from_pyobject requires the GIL to be held");
+      "torch_tensor_borrow_from_pyobject: no attached thread state");
   // The real type, not isinstance(), which an object passes by claiming a
   // __class__ it does not have: only a THPVariable's layout holds a tensor,
   // and the reference below points into it.

@@ -11,7 +11,7 @@
 // c10::impl::PyInterpreterVTable and has no data members; this one has neither
 // base nor members, and its methods never read `this`), torch's
 // pythoncapi_compat.h (Py_IsFinalizing before CPython 3.13, as main's includes
-// bring it), and torch::detail::SafeGilScopedAcquire as main defines it
+// bring it), and torch::detail::SafeGilScopedAcquire as #189128 defines it
 // (safe_gil.h), which torch 2.15 lacks.
 //
 // The vtable slots get these methods' own addresses: a const member function
@@ -34,6 +34,22 @@
 #include <torch/csrc/utils/attached_thread_state.h> // generated: the patch's own header
 
 #include "safe_gil.h"
+
+// Main's series (incref / decref take pybind11::gil_scoped_acquire, as v2.15.0's do):
+// patched_interpreter.inc then names this class instead, so the test build counts
+// that slow path's guards in safe_gil.h's counters (constructed; acquired, which
+// pybind11's guard always is), as #189128's class is counted. Unused by the
+// #189128 series, which the benchmarks build.
+namespace pybind11 {
+class counted_gil_scoped_acquire : public gil_scoped_acquire {
+ public:
+  counted_gil_scoped_acquire() {
+    using safe_gil_counts::counts;
+    counts.constructed.fetch_add(1, std::memory_order_relaxed);
+    counts.acquired.fetch_add(1, std::memory_order_relaxed);
+  }
+};
+} // namespace pybind11
 
 namespace patched {
 

@@ -1,9 +1,9 @@
 #pragma once
-// torch::detail::SafeGilScopedAcquire as PyTorch's main branch defines it, for
+// torch::detail::SafeGilScopedAcquire as pytorch/pytorch#189128 defines it, for
 // the interpreter fix's own incref / decref (patched_interpreter.cpp), which use
 // it and which torch 2.15's headers cannot compile alone: 2.15 has no such class.
 //
-// The class is main's, verbatim: proposal/third_party/pytorch/excerpts/
+// The class is #189128's, verbatim: proposal/third_party/pytorch/excerpts/
 // Exceptions.h.SafeGilScopedAcquire, cut from torch/csrc/Exceptions.h at
 // pytorch/pytorch 02d90f320cf11bb96f3ae2165cb9e092f4b6f626 (BASE.toml's
 // [[excerpt]] row checks its bytes). It wraps std::optional<pybind11::
@@ -14,7 +14,7 @@
 // first.
 //
 // The name the patch uses, torch::detail::SafeGilScopedAcquire, is a class
-// derived from main's that only counts (constructed, converts to true), so the
+// derived from #189128's that only counts (constructed, converts to true), so the
 // tests can tell the fast path (no guard) from the slow path (a guard) and see
 // what the guard decided; it changes nothing of what #189128's class does.
 

@@ -519,8 +519,43 @@ def commit_message(patch: str) -> str:
     with (PROPOSAL / "third_party" / "pytorch" / "BASE.toml").open("rb") as f:
         manifest = tomllib.load(f)
     text = (SRC / f"{patch}-message.txt").read_text()
+    if any(apply is apply_interpreter_fix for number, _, apply in SERIES if number == patch):
+        row = next(r for r in manifest["file"] if r["path"] == "torch/csrc/PyInterpreter.cpp")
+        return text + (f"\nBase: {row['path']} as main has it: pytorch/pytorch "
+                       f"{row['commit']} without {row['pr']}'s lines (see BASE.toml)\n")
     return text + (f"\nBase: assembled, see BASE.toml (pytorch/pytorch main at "
                    f"{manifest['main_commit']} for the stable-shim files)\n")
+
+
+def pr_variant_message(row: dict):
+    """The commit message of a patch built on ``row``'s PR variant: its own text
+    (``patch_src/<name>/<patch>-message.txt``), then where the file comes from."""
+    def message(patch: str) -> str:
+        text = (SRC / row["name"] / f"{patch}-message.txt").read_text()
+        return text + (f"\nBase: {row['path']} as {row['pr']}'s branch has it, pytorch/pytorch "
+                       f"{row['commit']} (stored open; see BASE.toml's [[pr_variant]])\n")
+    return message
+
+
+def write_pr_variants(base: pathlib.Path, out: pathlib.Path, clang_format: str) -> str:
+    """Each BASE.toml ``[[pr_variant]]``: its patches built on ``base`` with the variant's
+    file as stored (the PR's lines included), into ``out/<name>/``; returns the paths
+    written, one a line."""
+    with (PROPOSAL / "third_party" / "pytorch" / "BASE.toml").open("rb") as f:
+        rows = tomllib.load(f).get("pr_variant", [])
+    written = []
+    for row in rows:
+        with tempfile.TemporaryDirectory(prefix="torch-pr-variant-") as scratch:
+            variant = pathlib.Path(scratch)
+            shutil.copytree(base, variant, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns(".git"))
+            shutil.copyfile(PROPOSAL / "third_party" / "pytorch" / row["path"],
+                            variant / row["path"])
+            series = [s for s in SERIES if s[0] in row["patches"]]
+            written.append(write_series(variant, out / row["name"], series,
+                                        pr_variant_message(row), clang_format,
+                                        f"torch-{row['name']}-patch-"))
+    return "\n".join(written)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -536,6 +571,7 @@ def main(argv: list[str] | None = None) -> int:
     print(write_series(args.base, args.out, SERIES, commit_message, clang_format,
                        "torch-borrow-patch-"))
     print(write_dlpack_series(args.base, args.out / "dlpack", clang_format))
+    print(write_pr_variants(args.base, args.out, clang_format))
     return 0
 
 

@@ -57,6 +57,44 @@ def unguard(text: str) -> str:
     return text[len(head):text.rindex(tail_start) + 1]
 
 
+def stored_bytes(row: dict, git_dir: pathlib.Path | None) -> bytes:
+    """The vendored copy of ``row`` (or, with ``git_dir``, the file at its commit)."""
+    if git_dir is not None:
+        return subprocess.run(["git", "-C", str(git_dir), "show", f"{row['commit']}:{row['path']}"],
+                              check=True, capture_output=True).stdout
+    return (UPSTREAM / row["path"]).read_bytes()
+
+
+def without_pr(row: dict, stored: bytes) -> bytes:
+    """A ``vendored-without-pr`` row: the stored copy (its own ``stored_sha256``) with the
+    lines an open pull request (``pr``) added put back as the released tag has them,
+    each ``[[...without]]`` replacement made exactly ``count`` times.
+
+    Raises SystemExit when the stored copy or a count differs from the manifest."""
+    digest = hashlib.sha256(stored).hexdigest()
+    if digest != row["stored_sha256"]:
+        raise SystemExit(f"{row['path']} at {row['commit'][:12]}: stored sha256 {digest} differs "
+                         f"from the manifest's {row['stored_sha256']}")
+    text = stored.decode()
+    for edit in row["without"]:
+        found = text.count(edit["old"])
+        if found != edit["count"]:
+            raise SystemExit(f"{row['path']}: {row['pr']}'s {edit['old']!r} found {found} times, "
+                             f"not {edit['count']}")
+        text = text.replace(edit["old"], edit["new"])
+    return text.encode()
+
+
+def pr_variant_bytes(name: str) -> tuple[dict, bytes]:
+    """``(row, bytes)`` of the ``[[pr_variant]]`` named ``name``: the stored copy as it is,
+    the open pull request's lines included (checked against its ``sha256``)."""
+    (row,) = [r for r in load_manifest().get("pr_variant", []) if r["name"] == name]
+    data = (UPSTREAM / row["path"]).read_bytes()
+    if hashlib.sha256(data).hexdigest() != row["sha256"]:
+        raise SystemExit(f"pr_variant {name}: {row['path']} sha256 differs from BASE.toml")
+    return row, data
+
+
 def file_bytes(row: dict, manifest: dict, include: pathlib.Path | None,
                git_dir: pathlib.Path | None) -> bytes:
     """The content of one manifest row, from its source."""
@@ -64,10 +102,9 @@ def file_bytes(row: dict, manifest: dict, include: pathlib.Path | None,
     if source == "text":
         return row["text"].encode()
     if source == "vendored":
-        if git_dir is not None:
-            return subprocess.run(["git", "-C", str(git_dir), "show", f"{row['commit']}:{path}"],
-                                  check=True, capture_output=True).stdout
-        return (UPSTREAM / path).read_bytes()
+        return stored_bytes(row, git_dir)
+    if source == "vendored-without-pr":
+        return without_pr(row, stored_bytes(row, git_dir))
     if include is None:
         include = wheel_include(manifest)
     installed = include / path

@@ -121,7 +121,7 @@ def test_the_built_code_is_the_patched_files(fixes, tmp_path):
     assert [name for name, _, _ in got["pieces"]] == [
         "ConcretePyInterpreterVTable::decref", "ConcretePyInterpreterVTable::incref"]
     patched = patched_interpreter.patched_text(patch).splitlines()
-    base = patched_interpreter.BASE.read_text()
+    base = patched_interpreter.base_text()
     for name, line, body in got["pieces"]:
         lines = body.splitlines()
         assert patched[line - 1:line - 1 + len(lines)] == lines, name
@@ -140,17 +140,19 @@ def test_the_patch_is_found_by_what_it_changes(tmp_path, monkeypatch):
     line) still builds the same code: the patch is the one whose diff changes the file."""
     original = patched_interpreter.interpreter_patch()
     want = patched_interpreter.extract()["pieces"]
-    for p in patched_interpreter.PATCHES.glob("*.patch"):
+    folder = tmp_path / patched_interpreter.SERIES[patched_interpreter.series()]
+    folder.mkdir(parents=True, exist_ok=True)
+    for p in original.parent.glob("*.patch"):
         text = p.read_text()
         name = p.name
         if p == original:
             name = "0001-Let-attached-threads-skip-the-GIL-in-refcounting.patch"
             text = text.replace("[PATCH 3/3]", "[PATCH 1/3]")
-        (tmp_path / name).write_text(text)
+        (folder / name).write_text(text)
     monkeypatch.setattr(patched_interpreter, "PATCHES", tmp_path)
     assert patched_interpreter.interpreter_patch().name.startswith("0001-Let-attached")
     assert patched_interpreter.extract()["pieces"] == want
-    (tmp_path / "0009-copy.patch").write_text(original.read_text())
+    (folder / "0009-copy.patch").write_text(original.read_text())
     with pytest.raises(patched_interpreter.ExtractionError, match="exactly one patch"):
         patched_interpreter.interpreter_patch()
 

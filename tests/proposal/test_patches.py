@@ -174,11 +174,19 @@ def test_commit_messages_are_in_pytorchs_style(patches):
         assert "test/test_torch.py" not in ran and "test_autograd" not in ran, name
         base_line = (f"Base: assembled, see BASE.toml (pytorch/pytorch main at "
                      f"{manifest['main_commit']} for the stable-shim files)")
+        # The interpreter fix touches one file, whose base line names it and its commit.
+        (interpreter,) = [r for r in manifest["file"] if r["path"] == PY_INTERPRETER]
+        if name == INTERPRETER:
+            base_line = (f"Base: {PY_INTERPRETER} as main has it: pytorch/pytorch "
+                         f"{interpreter['commit']} without {interpreter['pr']}'s lines "
+                         "(see BASE.toml)")
         assert message.rstrip().endswith(base_line), name
         message = message.rstrip()[:-len(base_line)]
-        assert text.count(manifest["main_commit"]) == 1, name
+        if name != INTERPRETER:
+            assert text.count(manifest["main_commit"]) == 1, name
         for row in manifest["file"]:
-            if row["commit"] != manifest["main_commit"]:
+            if row["commit"] != manifest["main_commit"] and not (
+                    name == INTERPRETER and row is interpreter):
                 assert row["commit"] not in text, (name, row["path"])
         assert "unknown" not in message and "proposal/" not in message, name
         assert "BASE.toml" not in message and "shim_ext" not in message, name
@@ -235,13 +243,18 @@ def test_the_contract_is_minimal():
                    "device or layout computed by a subclass or in Python)",
                    "if the caller runs no Python between the borrow and the handle's last use, "
                    "the stable getters on the handle run none either",
+                   "It may be passed as an input of one operator call; borrow again after it "
+                   "returns",
                    "torch::stable::Tensor::get()"):
         assert phrase in comment, phrase
     docs = " ".join((PROPOSAL / "patch_src" / "snippets" / "docs-section.md.txt").read_text().split())
     contract = docs.split("#### Data pointers of tensors without memory", 1)[0]
     for phrase in ("has an attached thread state", "keeps the Python object alive",
                    "is valid until something may run Python code or change the tensor",
-                   "a call of an operator", "a garbage collection may run a `__del__`",
+                   "It may be passed as an input of one operator call",
+                   "borrow again after it returns", "the operator call: it may enter a "
+                   "`TorchDispatchMode`", "a garbage collection may run a `__del__`",
+                   "without an attached one the borrow fails (\"no attached thread state\")",
                    "releasing the GIL", "a mutation in another thread",
                    "`Py_BEGIN_CRITICAL_SECTION(py_obj)`",
                    "(`AOTI_TORCH_FAILURE`, `*ret` unchanged)",
@@ -322,10 +335,37 @@ def test_pyobject_helper_returns_a_view_that_cannot_be_wrapped(patch_text):
 
 # --- 0003: the PyInterpreter companion change ------------------------------------------------
 
-def _patched_py_interpreter(patch: str, tmp_path: pathlib.Path) -> tuple[str, str]:
-    """The vendored PyInterpreter.cpp, and the same file with the interpreter fix
+# The interpreter fix's two series: on main's PyInterpreter.cpp (pybind11's guard, as
+# v2.15.0), and on #189128's branch (stored as 02d90f32: SafeGilScopedAcquire).
+INTERPRETER_SERIES = {"main": "  pybind11::gil_scoped_acquire gil;\n",
+                      "pr-189128": "  torch::detail::SafeGilScopedAcquire gil;\n"}
+
+
+def interpreter_base(series: str) -> str:
+    """The base PyInterpreter.cpp of ``series``, as upstream_base.py assembles main's
+    (the vendored copy without #189128's lines) or as stored (#189128's)."""
+    stored = (PROPOSAL / "third_party" / "pytorch" / PY_INTERPRETER).read_text()
+    if series == "pr-189128":
+        return stored
+    manifest = tomllib.loads((PROPOSAL / "third_party" / "pytorch" / "BASE.toml").read_text())
+    (row,) = [r for r in manifest["file"] if r["path"] == PY_INTERPRETER]
+    for edit in row["without"]:
+        assert stored.count(edit["old"]) == edit["count"]
+        stored = stored.replace(edit["old"], edit["new"])
+    return stored
+
+
+def interpreter_patch(series: str) -> str:
+    folder = PROPOSAL / "patches" / ("" if series == "main" else series)
+    (patch,) = [p for p in folder.glob("000*.patch") if f"+++ b/{PY_INTERPRETER}\n" in p.read_text()]
+    return patch.read_text()
+
+
+def _patched_py_interpreter(patch: str, tmp_path: pathlib.Path,
+                            series: str = "main") -> tuple[str, str]:
+    """The series' base PyInterpreter.cpp, and the same file with the interpreter fix
     applied alone (git apply)."""
-    base = (PROPOSAL / "third_party" / "pytorch" / PY_INTERPRETER).read_text()
+    base = interpreter_base(series)
     (tmp_path / PY_INTERPRETER).parent.mkdir(parents=True)
     (tmp_path / PY_INTERPRETER).write_text(base)
     (tmp_path / "0001.patch").write_text(patch)
@@ -368,14 +408,25 @@ def test_the_attached_thread_test_has_one_spelling_per_cpython():
         assert "PyGILState_GetThisThreadState()" in code
 
 
-def test_interpreter_fix_fast_path_comes_before_the_acquisition(patches, tmp_path):
-    base, patched = _patched_py_interpreter(patches[INTERPRETER], tmp_path)
+@pytest.mark.parametrize("series", sorted(INTERPRETER_SERIES))
+def test_interpreter_fix_fast_path_comes_before_the_acquisition(series, tmp_path):
+    """On both series' files: the fast path right before that file's guard; the same
+    lines added; main's patch is patches/0001, #189128's patches/pr-189128/0001."""
+    patch = interpreter_patch(series)
+    assert added_lines(patch, PY_INTERPRETER) == added_lines(interpreter_patch("main"),
+                                                             PY_INTERPRETER)
+    base, patched = _patched_py_interpreter(patch, tmp_path, series)
+    guard = INTERPRETER_SERIES[series].strip()
+    for name in ("incref", "decref", "try_incref", "refcnt"):  # the refcount methods' guard
+        assert guard in method(base, name) and all(
+            other.strip() not in method(base, name) for other in INTERPRETER_SERIES.values()
+            if other.strip() != guard), (series, name)
     for name, op in (("incref", "Py_INCREF(pyobj);"), ("decref", "Py_DECREF(pyobj);")):
         body = method(patched, name)
         initialized = body.index("if (!Py_IsInitialized())")
         fast = body.index("if (THPUtils_hasAttachedThreadState() && !Py_IsFinalizing()) {\n    " + op +
                           "\n    return;\n  }")
-        assert initialized < fast < body.index("torch::detail::SafeGilScopedAcquire gil;"), name
+        assert initialized < fast < body.index(guard), name
         assert body.count(op) == 2, name  # the fast path's and the slow path's
     # try_incref and refcnt, which no at::Tensor copy reaches, are untouched.
     for name in ("try_incref", "refcnt"):
@@ -459,11 +510,16 @@ def test_vendored_copies_match_the_manifest():
 
     with (PROPOSAL / "third_party" / "pytorch" / "BASE.toml").open("rb") as f:
         manifest = tomllib.load(f)
-    rows = [row for row in manifest["file"] if row["source"] == "vendored"]
+    rows = [row for row in manifest["file"] if row["source"] in ("vendored", "vendored-without-pr")]
     assert PY_INTERPRETER in {row["path"] for row in rows}
     for row in rows:
         data = (PROPOSAL / "third_party" / "pytorch" / row["path"]).read_bytes()
-        assert hashlib.sha256(data).hexdigest() == row["sha256"], row["path"]
+        # vendored-without-pr: the copy as stored; the assembled file drops the PR's lines.
+        want = row["sha256"] if row["source"] == "vendored" else row["stored_sha256"]
+        assert hashlib.sha256(data).hexdigest() == want, row["path"]
+    for row in manifest.get("pr_variant", []):
+        data = (PROPOSAL / "third_party" / "pytorch" / row["path"]).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == row["sha256"], row["name"]
 
 
 # --- the patches and the prototype are the same code ------------------------------------------
@@ -808,3 +864,18 @@ def test_the_numba_suite_table_pools_its_processes(tmp_path):
     # the control's own spread over the processes, said under the table
     assert "The device-array control, the same code on every route, takes 90.0 to 120.0 us" \
         in text
+
+
+def test_a_negative_control_fails_when_the_test_passes_without_its_patch(tmp_path, capsys):
+    """patch_check's negative control: a test that passes where its patch is not ends the
+    check; one whose every test fails or errors is printed with its first error."""
+    patch_check = _load("patch_check")
+    passing, failing = tmp_path / "test_passing.py", tmp_path / "test_failing.py"
+    passing.write_text("def test_ok():\n    pass\n")
+    failing.write_text("def test_missing():\n    import no_such_module_here  # noqa: F401\n")
+    with pytest.raises(patch_check.CheckFailed, match="does not fail as it must"):
+        patch_check.expect_test_fails(passing, tmp_path, tmp_path / "run-passing", "here")
+    patch_check.expect_test_fails(failing, tmp_path, tmp_path / "run-failing", "here")
+    out = capsys.readouterr().out
+    assert "negative control: test_failing.py here: 1 failed" in out
+    assert "ModuleNotFoundError: No module named 'no_such_module_here'" in out

@@ -9,10 +9,13 @@ state may touch the refcount at once; any other thread must wait for the GIL.
 Each test copies a tensor's at::Tensor on another thread while this thread holds
 the GIL, and checks that the copy waits for it, also once a subinterpreter has
 been created, after which CPython 3.11 to 3.13 answer yes to PyGILState_Check()
-on every thread.
+on every thread. A free-threaded build running without the GIL has nothing to
+wait for: those cases are skipped there, by gil_enabled(), which is tested itself.
 """
 
 import sys
+import sysconfig
+import types
 import unittest
 
 import torch
@@ -95,6 +98,16 @@ bool copy_finished_while_gil_held(py::handle obj, int64_t kind, int64_t wait_ms)
 NATIVE_THREAD, DETACHED_THREAD = 0, 1
 
 
+def gil_enabled(interpreter=sys):
+    """Whether this process runs with the GIL: sys._is_gil_enabled() where it
+    exists (3.13+; False on a free-threaded build running without it), else True."""
+    is_gil_enabled = getattr(interpreter, "_is_gil_enabled", None)
+    return True if is_gil_enabled is None else bool(is_gil_enabled())
+
+
+NO_GIL = "no GIL to wait for: a free-threaded build running without it"
+
+
 def create_subinterpreter():
     """Create and destroy a subinterpreter: PyGILState_Check() stays off for this
     process from then on (CPython 3.11 to 3.13)."""
@@ -138,15 +151,37 @@ class TestPyInterpreterThreads(TestCase):
         self.assertEqual(sys.getrefcount(t), refcount)
         self.assertEqual(t._use_count(), 1)
 
+    @unittest.skipUnless(gil_enabled(), NO_GIL)
     def test_copies_on_threads_without_the_gil_wait_for_it(self):
         self.assert_copies_wait_for_the_gil()
 
+    @unittest.skipUnless(gil_enabled(), NO_GIL)
     @unittest.skipIf(sys.version_info < (3, 11), "subinterpreter modules of 3.11+")
     def test_copies_wait_for_the_gil_once_a_subinterpreter_exists(self):
         # Turns PyGILState_Check() into "yes" on every thread for the rest of
         # this process; the other tests need no state of their own.
         create_subinterpreter()
         self.assert_copies_wait_for_the_gil()
+
+
+class TestGilEnabled(TestCase):
+    """The skip condition of the waiting cases."""
+
+    def test_an_interpreter_without_is_gil_enabled_has_the_gil(self):
+        self.assertTrue(gil_enabled(types.SimpleNamespace()))
+
+    def test_it_follows_is_gil_enabled(self):
+        for answer in (False, True):
+            stand_in = types.SimpleNamespace(_is_gil_enabled=lambda answer=answer: answer)
+            self.assertIs(gil_enabled(stand_in), answer)
+
+    def test_this_build(self):
+        # A default build always has the GIL; a free-threaded one may have it
+        # switched back on (PYTHON_GIL=1), which sys._is_gil_enabled() reports.
+        if sysconfig.get_config_var("Py_GIL_DISABLED"):
+            self.assertEqual(gil_enabled(), sys._is_gil_enabled())
+        else:
+            self.assertTrue(gil_enabled())
 
 
 if __name__ == "__main__":

@@ -24,8 +24,9 @@ HIDDEN_NAMESPACE_BEGIN(torch, stable)
 // only: it has no destructor, exposes no handle and converts to nothing, so no
 // torch::stable::Tensor (which deletes its handle) can be made from it. The
 // contract is torch_tensor_borrow_from_pyobject's: valid while py_obj is alive
-// and no Python code runs; borrow again after anything that may run Python or
-// dispatch an op. to_owned() gives an owning Tensor that outlives the borrow.
+// and no Python code runs; borrow again after an operator call returns or
+// anything else that may run Python. to_owned() gives an owning Tensor that
+// outlives the borrow.
 class BorrowedTensor {
  public:
   explicit BorrowedTensor(void* py_obj) {

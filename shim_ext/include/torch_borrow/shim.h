@@ -41,8 +41,9 @@ extern "C" {
 // tensor whose metadata is not plain C++ state (the Python dispatch key; sizes,
 // strides, device or layout computed by a subclass or in Python): if the caller
 // runs no Python between the borrow and the handle's last use, the stable
-// getters on the handle run none either, and it stays valid that long. It is
-// borrowed, as torch::stable::Tensor::get() is: never delete it
+// getters on the handle run none either. It may be passed as an input of one
+// operator call; borrow again after it returns. It is borrowed, as
+// torch::stable::Tensor::get() is: never delete it
 // (aoti_torch_delete_tensor_object), wrap it in torch::stable::Tensor, box it
 // in a StableIValue (torch_call_dispatcher, StableList) or pass it as the dst
 // of aoti_torch_assign_tensors.
