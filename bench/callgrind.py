@@ -114,12 +114,25 @@ def launch_statements() -> dict:
     out.update(lw.statements(ks=LAUNCH_KS, dims=(), shapes=lw.SHAPES[1:],
                              anchors=tuple(lw.ANCHORS)))
     out["view_attr"] = (VIEW_ATTR, 1)
+    out["slot_attr"] = (SLOT_ATTR, 1)
     return out
 
 
 #: one attribute read of a view made beforehand (``vh``), the cheapest of the six: what
 #: CPython's attribute load into the view's getter costs, beside the launches
 VIEW_ATTR = "vh.dtype"
+#: the same load where CPython specialises it (``LOAD_ATTR_SLOT``): a member slot of an
+#: object of a class with ``__slots__`` (``so``), filled when the object was made
+SLOT_ATTR = "so.a"
+
+
+class SlotHolder:
+    """One member slot, ``a``: what ``SLOT_ATTR`` reads."""
+
+    __slots__ = ("a",)
+
+    def __init__(self, a):
+        self.a = a
 
 
 #: the tensors a launch statement's two loops view, about (the loop lengths are these
@@ -235,6 +248,7 @@ def count_launches(args, torch, bridge, peers, labels: list) -> dict:
 
     ns = lw.namespace(torch, bridge, dims=(), shapes=lw.SHAPES)
     ns["vh"] = bridge.view(ns["ts1"][0])
+    ns["so"] = SlotHolder(ns["vh"].dtype)
     statements = launch_statements()
     lengths = {name: launch_lengths(per)
                for name, (_, per) in statements.items()}
@@ -566,10 +580,12 @@ def python_section(plan: dict, per_call: dict) -> list[str]:
     return lines + [""]
 
 
-def launcher_section(per_call: dict, processes: list | None = None) -> list[str]:
+def launcher_section(per_call: dict, processes: list | None = None,
+                     g2_target: float | None = None) -> list[str]:
     """A launcher's workload (``bench/launcher_workload.py``): per tensor by k, then every
     shape against both anchors with the spread between processes, then the dims series
-    with its steps and the bound on them."""
+    with its steps and the bound on them. ``g2_target``: G2's target on the counted
+    Python (``GOALS``), for the margin ``launch_why`` states."""
     from bench import launcher_workload as lw
 
     every = lw.launch_rows(processes or [per_call])
@@ -598,7 +614,7 @@ def launcher_section(per_call: dict, processes: list | None = None) -> list[str]
               f"{r['status']} | {opt(r['bare'], '.1f')} | "
               f"{opt(r['reads_ratio'], '.3f')}{'x' if r['reads_ratio'] is not None else ''} |"
               for r in launch]
-    lines += launch_grid(every, per_call)
+    lines += launch_grid(every, per_call, g2_target)
     lines += ["", "### Dimensions", "",
               "One tensor of d dimensions, every size 2: `view_borrow(t)` and `v = view(t); "
               f"{lw.SIX}`, instructions per call and the step from d - 1.", "",
@@ -621,7 +637,7 @@ def launcher_section(per_call: dict, processes: list | None = None) -> list[str]
     return lines + [""]
 
 
-def launch_grid(rows: list[dict], per_call: dict) -> list[str]:
+def launch_grid(rows: list[dict], per_call: dict, g2_target: float | None = None) -> list[str]:
     """Every shape against both anchors, each ratio with its range over the processes,
     then the rows that miss the margin with the instructions they would have to shed and
     where the view side's instructions go (``launch_why``)."""
@@ -656,44 +672,57 @@ def launch_grid(rows: list[dict], per_call: dict) -> list[str]:
         lines += [f"- {shapes[r['shape']]} dimensions, {r['anchor']}, k = {r['k']}: "
                   f"{r['ratio_max']:.3f}x at worst, {r['shed']:.0f} instructions per tensor "
                   "over." for r in short]
-        lines += launch_why(short, per_call)
+        lines += launch_why(short, per_call, g2_target)
     return lines
 
 
-def launch_why(short: list[dict], per_call: dict) -> list[str]:
-    """Where the view side's instructions go in the worst row that misses (of one ndim),
-    against what it would have to shed: the launch alone, ``view_borrow(t)`` of a tensor
-    of that ndim (the dims series) and the rest, the six reads; the cost of one read, and
-    the margin ``view_borrow(t)`` has under ``t.data_ptr()`` (G2)."""
-    from bench import launcher_workload as lw
-
+def launch_why(short: list[dict], per_call: dict, g2_target: float | None = None) -> list[str]:
+    """Why the rows that miss do: where the view side's instructions go in the worst row
+    of one ndim (the launch alone, ``view_borrow(t)`` of a tensor of that ndim from the
+    dims series, the rest), what one read costs (``VIEW_ATTR``) against the load CPython
+    specialises (``SLOT_ATTR``), what six such loads would save against the most any row
+    has to shed, and the margin ``view_borrow(t)`` has under G2 (``g2_target`` times
+    ``t.data_ptr()``; without it, 1.00x) for the fill that would need."""
     worst = max((r for r in short if r["shape"] != "mixed"), key=lambda r: r["shed"],
                 default=None)
     if worst is None:
         return []
     d, k = int(worst["shape"][1:]), worst["k"]
     bare, borrow = per_call.get(f"py:launch_bare_{k}"), per_call.get(f"py:dims_view_borrow_{d}")
-    attr = per_call.get("py:view_attr")
+    attr, slot = per_call.get("py:view_attr"), per_call.get("py:slot_attr")
     g2_num, g2_den = per_call.get("py:view_borrow"), per_call.get("py:data_ptr")
     if None in (bare, borrow, attr, g2_num, g2_den):
         return []
     bare /= k
     reads = worst["view"] - bare - borrow
-    return ["", f"Where the view side's {worst['view']:.0f} instructions per tensor go in the "
-            f"row furthest over ({d} dimensions, {worst['anchor']}, k = {k}; "
-            f"{worst['shed']:.0f} to shed): the launch alone {bare:.0f} (both sides pay "
-            f"it), `view_borrow(t)` of a {d}-dimensional tensor {borrow:.0f} (the dimensions "
-            f"series below), and {reads:.0f} for `view` over `view_borrow`, the six reads "
-            f"and the tuple of them. One read, `{VIEW_ATTR}` of a view made beforehand, costs "
-            f"{attr:.0f}: CPython's attribute load, generic for a type with its own "
-            f"`tp_getattro`, into the view's getter; six are {6 * attr:.0f}. CPython "
-            "specialises an attribute load only for a member slot filled when the object "
-            "is made (`LOAD_ATTR_SLOT`, 3.11 to 3.13), and filling the six there puts the "
-            "tuples' check (or their making) and the address's int into every "
-            f"`view_borrow(t)`, which G2 bounds: on this Python it is {g2_num:.0f} "
-            f"instructions against `t.data_ptr()`'s {g2_den:.0f}, a margin of "
-            f"{g2_den - g2_num:+.0f}. So this row is not reached without making "
-            "`view_borrow(t)` dearer."]
+    target = 1.0 if g2_target is None else g2_target
+    margin = target * g2_den - g2_num
+    most = max(r["shed"] for r in short)
+    lines = ["", f"Where the view side's {worst['view']:.0f} instructions per tensor go in the "
+             f"row furthest over ({d} dimensions, {worst['anchor']}, k = {k}; "
+             f"{worst['shed']:.0f} to shed): the launch alone {bare:.0f} (both sides pay "
+             f"it), `view_borrow(t)` of a {d}-dimensional tensor {borrow:.0f} (the dimensions "
+             f"series below), and {reads:.0f} for `view` over `view_borrow`, the six reads "
+             f"and the tuple of them. One read, `{VIEW_ATTR}` of a view made beforehand, costs "
+             f"{attr:.0f}: CPython's attribute load, generic for a type with its own "
+             f"`tp_getattro`, into the view's getter; six are {6 * attr:.0f}."]
+    if slot is not None:
+        lines[-1] += (
+            f" The load CPython specialises, `{SLOT_ATTR}` (a member slot filled when the "
+            f"object was made, `LOAD_ATTR_SLOT`, 3.11 to 3.13), costs {slot:.0f}: six such "
+            f"loads would save {6 * (attr - slot):.0f} per tensor, more than the "
+            f"{most:.0f} the furthest of the rows over has to shed.")
+    lines[-1] += (
+        " Every specialised attribute load reads a value stored in the object (a member "
+        "slot, the instance dictionary) or calls Python code (3.12 on: a property, "
+        "`__getattribute__`); a getset attribute, or any attribute of a type with its own "
+        "`tp_getattro`, is never specialised. So the rows over are met only with the six "
+        "values stored when the view is made: the tuples' check (or their making), the "
+        "address's int and the three other values then go into every `view_borrow(t)`, "
+        f"which G2 bounds at {target:.2f}x `t.data_ptr()`: on this Python {g2_num:.0f} "
+        f"instructions against {g2_den:.0f}, a margin of {margin:+.0f} instructions for "
+        "all of that. These rows are not reached without making `view_borrow(t)` dearer.")
+    return lines
 
 
 # --- a view's parts, before and after ---------------------------------------------------------
@@ -831,8 +860,10 @@ def report(plan: dict, dumps: dict, machine: dict, before: dict | None = None) -
              "on it, the code paths a library picks at run time might). No date: the same "
              "binaries give the same file.",
              ""]
-    lines += python_section(plan, totals(plan, dumps))
-    lines += launcher_section(totals(plan, dumps), plan.get("launch_processes"))
+    statements = totals(plan, dumps)
+    lines += python_section(plan, statements)
+    g2 = next(g["target"] for g in goals(plan, statements) if g["goal"] == "G2")
+    lines += launcher_section(statements, plan.get("launch_processes"), g2)
     lines += view_parts_section(view_parts(plan, dumps), before)
     lines += routes_section(plan, dumps)
     if plan["unavailable"]:

@@ -139,3 +139,26 @@ def test_the_dims_bound_finds_a_step_and_passes_a_straight_line():
     assert (borrow["worst_d"], borrow["worst_step"], borrow["ok"]) == (9, 163.0, False)
     read = lw.slope_check(rows, "view_read")
     assert read["ok"] is True and read["worst_step"] == pytest.approx(25.0)
+
+
+def test_the_reasons_for_a_miss_state_the_specialised_load_and_g2s_margin_at_its_target():
+    """launch_why (bench/callgrind.py): the worst row of one ndim, what six specialised
+    loads would save against the most any row sheds, and G2's margin at the target given
+    (1.05x on 3.11: 1.05 * 800 - 820 = +20), not at 1.00x."""
+    from bench import callgrind
+
+    per_call = {"py:launch_bare_1": 1000.0, "py:dims_view_borrow_0": 790.0,
+                "py:view_attr": 200.0, "py:slot_attr": 150.0,
+                "py:view_borrow": 820.0, "py:data_ptr": 800.0}
+    short = [{"shape": "d0", "anchor": "get_device", "k": 1, "view": 2650.0, "shed": 140.0},
+             {"shape": "d1", "anchor": "get_device", "k": 1, "view": 2740.0, "shed": 60.0},
+             {"shape": "mixed", "anchor": "get_device", "k": 1, "view": 2740.0, "shed": 160.0}]
+    text = "\n".join(callgrind.launch_why(short, per_call, 1.05))
+    assert "row furthest over (0 dimensions, get_device, k = 1; 140 to shed)" in text
+    assert "the launch alone 1000" in text and "and 860 for `view` over" in text
+    assert "six such loads would save 300 per tensor, more than the 160" in text
+    assert "bounds at 1.05x `t.data_ptr()`: on this Python 820 instructions against 800, " \
+           "a margin of +20 instructions" in text
+    at_one = "\n".join(callgrind.launch_why(short, per_call))
+    assert "bounds at 1.00x" in at_one and "a margin of -20 instructions" in at_one
+    assert callgrind.launch_why(short[2:], per_call, 1.05) == []  # only mixed shapes: no ndim
