@@ -154,18 +154,34 @@ BRIDGE_INLINE PyObject* bridge_view_on(PyObject* obj, int path, const bridge_ins
 }
 
 /* --- the four functions ------------------------------------------------------------- */
-static PyObject* bridge_fn_view(PyObject* module, PyObject* obj) {
-  int path = bridge_active_path();
-  if (__builtin_expect(path < 0, 0) && (path = bridge_cold_choose()) < 0) return NULL;
-  return bridge_view_on(obj, path, NULL, 0);
-}
-
 static inline int bridge_ready(const bridge_installed* st, int path) {
   switch (path) {
     case BRIDGE_OWNED: return st->getters_ok && st->owned_fn != NULL;
     case BRIDGE_BORROW: return st->getters_ok && st->borrow_fn != NULL;
     default: return st->getters_ok && st->fallback_ok && st->custom_metadata != NULL;
   }
+}
+
+/* view() on any path but a ready borrow: the path as chosen (or chosen now), read under
+   the snapshot published after the allocation, which the read checks. Out of line, so
+   that view() holds the borrow's reader alone. */
+__attribute__((noinline)) static PyObject* bridge_view_chosen(PyObject* obj) {
+  int path = bridge_active_path();
+  if (__builtin_expect(path < 0, 0) && (path = bridge_cold_choose()) < 0) return NULL;
+  return bridge_view_on(obj, path, NULL, 0);
+}
+
+/* The active path: where it is the borrow and the snapshot is ready for it, what
+   view_borrow does, the path a constant (the reader inlined for it alone, as in
+   BRIDGE_PATH_FN), instead of the general way's checks of a path known only at run
+   time; otherwise bridge_view_chosen. */
+static PyObject* bridge_fn_view(PyObject* module, PyObject* obj) {
+  if (__builtin_expect(bridge_active_path() == BRIDGE_BORROW, 1)) {
+    const bridge_installed* st = bridge_installed_state();
+    if (__builtin_expect(bridge_ready(st, BRIDGE_BORROW), 1))
+      return bridge_view_on(obj, BRIDGE_BORROW, st, 1);
+  }
+  return bridge_view_chosen(obj);
 }
 
 /* A path's own function: readiness is asked once, of the snapshot the view reads;
@@ -233,25 +249,24 @@ __attribute__((noinline)) static PyObject* bridge_view_tuple_check(bridge_view* 
                                                                    int strides) {
   int64_t n = v->m.ndim;
   PyObject* t = strides ? v->strides_t : v->shape_t;
+  const int64_t* now = v->m.sizes; /* the strides follow the sizes */
+  const int64_t* made = v->inline_dims + v->tuple_half * 2 * BRIDGE_HALF_DIMS;
   int current = v->tuple_ndim == n;
-  if (current && n <= BRIDGE_HALF_DIMS) {
-    const int64_t* made = v->inline_dims + v->tuple_half * 2 * BRIDGE_HALF_DIMS;
-    const int64_t* now = v->m.sizes; /* the strides follow the sizes */
-    uint64_t diff = 0;
-    if (made == now) {
-      /* the fill wrote into the tuples' own half: nothing to compare */
-    } else if ((uint64_t)(n - 1) < 2) {
-      /* one or two dimensions, the most common: two or four compares, no loop */
-      diff = (uint64_t)(made[0] ^ now[0]) | (uint64_t)(made[2 * n - 1] ^ now[2 * n - 1]);
-      if (n == 2) diff |= (uint64_t)(made[1] ^ now[1]) | (uint64_t)(made[2] ^ now[2]);
-    } else {
-      for (int64_t i = 0; i < 2 * n; ++i) diff |= (uint64_t)(made[i] ^ now[i]);
-    }
-    current = diff == 0;
+  uint64_t diff = 0;
+  _Static_assert(BRIDGE_HALF_DIMS >= 2, "one or two dimensions fit a half");
+  if (__builtin_expect(current && (uint64_t)(n - 1) < 2, 1)) {
+    /* One or two dimensions, the most common: two or four compares, no loop, tested
+       first. Where made is now (the fill wrote into the tuples' own half), each compare
+       is of a value with itself. */
+    diff = (uint64_t)(made[0] ^ now[0]) | (uint64_t)(made[2 * n - 1] ^ now[2 * n - 1]);
+    if (n == 2) diff |= (uint64_t)(made[1] ^ now[1]) | (uint64_t)(made[2] ^ now[2]);
+  } else if (current && n <= BRIDGE_HALF_DIMS) {
+    for (int64_t i = 0; made != now && i < 2 * n; ++i) diff |= (uint64_t)(made[i] ^ now[i]);
   }
+  current = current && diff == 0;
   if (__builtin_expect(!current || t == NULL, 0))
     return bridge_view_tuple_make(v, strides, current);
-  v->tuple_half = (int8_t)(v->m.sizes != v->inline_dims); /* the next fill writes the other */
+  v->tuple_half = (int8_t)(now != v->inline_dims); /* the next fill writes the other */
   v->tuples_checked = 1; /* until the view's next fill (bridge_view_finish) */
   Py_INCREF(t);
   return t;
@@ -284,17 +299,25 @@ BRIDGE_INLINE PyObject* bridge_view_tuple(bridge_view* v, int strides) {
    heap object, so a view refilled for the same tensor would otherwise make and free one
    per read. With a GIL nothing runs between the compare and the store (an int's
    free runs no Python code); without one, a shared view would race on the field. */
+#if !BRIDGE_FREE_THREADED
+/* The int for another address: made, kept in place of the last. Out of line, so that
+   the read of a kept int saves no registers and makes no frame. */
+__attribute__((noinline)) static PyObject* bridge_ptr_int_make(bridge_view* v) {
+  PyObject* p = PyLong_FromVoidPtr(v->m.ptr);
+  if (p == NULL) return NULL;
+  Py_XSETREF(v->ptr_int, p);
+  v->ptr_value = v->m.ptr;
+  Py_INCREF(p);
+  return p;
+}
+#endif
 BRIDGE_NOINLINE PyObject* bridge_get_ptr(PyObject* self, void* c) {
   bridge_view* v = (bridge_view*)self;
 #if BRIDGE_FREE_THREADED
   return PyLong_FromVoidPtr(v->m.ptr);
 #else
   PyObject* p = v->ptr_int;
-  if (__builtin_expect(p == NULL || v->ptr_value != v->m.ptr, 0)) {
-    if ((p = PyLong_FromVoidPtr(v->m.ptr)) == NULL) return NULL;
-    Py_XSETREF(v->ptr_int, p);
-    v->ptr_value = v->m.ptr;
-  }
+  if (__builtin_expect(p == NULL || v->ptr_value != v->m.ptr, 0)) return bridge_ptr_int_make(v);
   Py_INCREF(p);
   return p;
 #endif
