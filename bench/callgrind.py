@@ -721,7 +721,10 @@ def launch_why(short: list[dict], per_call: dict, g2_target: float | None = None
         "address's int and the three other values then go into every `view_borrow(t)`, "
         f"which G2 bounds at {target:.2f}x `t.data_ptr()`: on this Python {g2_num:.0f} "
         f"instructions against {g2_den:.0f}, a margin of {margin:+.0f} instructions for "
-        "all of that. These rows are not reached without making `view_borrow(t)` dearer.")
+        "all of that. So the way found here to meet these rows makes `view_borrow(t)` "
+        "dearer; the bridge's own instructions within the six reads (its `tp_getattro`'s "
+        "compares and the getters) are not counted apart here, so a row that has fewer "
+        "to shed than those might yet be met by trimming them.")
     return lines
 
 
