@@ -100,8 +100,57 @@ def supported_readers(loop, t, path) -> tuple[list, dict]:
     return ok, why
 
 
+#: the ks of the launches of one ndim, each against both anchors (the mixed shapes' are
+#: the workload's own, k = 26 too: ``bench/launcher_workload.py``)
+LAUNCH_KS = (1, 3, 8)
+
+
+def launch_statements() -> dict:
+    """``{name: (source, tensors per call)}``: the launches counted in every process, the
+    mixed shapes at every k of the workload, the other shapes at ``LAUNCH_KS``."""
+    from bench import launcher_workload as lw
+
+    out = lw.statements(ks=lw.KS, dims=(), anchors=tuple(lw.ANCHORS))
+    out.update(lw.statements(ks=LAUNCH_KS, dims=(), shapes=lw.SHAPES[1:],
+                             anchors=tuple(lw.ANCHORS)))
+    out["view_attr"] = (VIEW_ATTR, 1)
+    out["slot_attr"] = (SLOT_ATTR, 1)
+    return out
+
+
+#: one attribute read of a view made beforehand (``vh``), the cheapest of the six: what
+#: CPython's attribute load into the view's getter costs, beside the launches
+VIEW_ATTR = "vh.dtype"
+#: the same load where CPython specialises it (``LOAD_ATTR_SLOT``): a member slot of an
+#: object of a class with ``__slots__`` (``so``), filled when the object was made
+SLOT_ATTR = "so.a"
+
+
+class SlotHolder:
+    """One member slot, ``a``: what ``SLOT_ATTR`` reads."""
+
+    __slots__ = ("a",)
+
+    def __init__(self, a):
+        self.a = a
+
+
+#: the tensors a launch statement's two loops view, about (the loop lengths are these
+#: divided by the tensors per call): fewer than the other statements' calls, since a
+#: launch is counted in several processes; the difference of the two is still 2,000
+#: tensors, which averages out the rare costs (a list's growth, an arena's)
+LAUNCH_TENSORS = (200, 2200)
+
+
+def launch_lengths(per: int) -> tuple[int, int]:
+    """The two loop lengths of a statement viewing ``per`` tensors a call:
+    ``LAUNCH_TENSORS`` divided by it, so every launch views about as many tensors."""
+    return max(1, LAUNCH_TENSORS[0] // per), max(2, LAUNCH_TENSORS[1] // per)
+
+
 def child(args) -> int:
-    """Under valgrind: run each configuration as ``n1, n2, n1`` calls, one dump each."""
+    """Under valgrind: run each configuration as ``n1, n2, n1`` calls, one dump each
+    (``--launcher-only``: the launch statements alone)."""
     import torch
 
     import bridge
@@ -109,6 +158,8 @@ def child(args) -> int:
     from bridge import _bridge as core
 
     peers = peers_native.NativePeers(torch, bridge)
+    if args.launcher_only:
+        return child_launcher(args, torch, bridge, peers)
     t = torch.randn(32, 32, dtype=torch.float32)
     paths = [p for p, info in bridge.available_paths().items()
              if info.available and p in args.paths]
@@ -148,35 +199,76 @@ def child(args) -> int:
 
     from bench import launcher_workload
 
-    def count(timers: dict) -> None:
-        for timer in timers.values():
-            timer.timeit(10)
-        for name, timer in timers.items():
-            for k, n in enumerate((args.n1, args.n2, args.n1)):
-                peers.callgrind("toggle")
-                timer.timeit(n)
-                peers.callgrind("toggle")
-                label = f"py:{name}||{n}|{k}"
-                peers.callgrind("dump", label)
-                labels.append(label)
-
     ns = {"t": t, "view": bridge.view, "view_borrow": bridge.view_borrow,
           "empty": peers.empty_function()}
-    count({name: timeit.Timer(stmt, globals=ns) for name, stmt in STATEMENTS.items()})
+    count_statements(args, peers, labels, {name: timeit.Timer(stmt, globals=ns)
+                                           for name, stmt in STATEMENTS.items()})
     # The workload after, in its own globals: its tensors and held views would change
     # the process's state (the views' freelist, the look-ups) under the statements above.
     workload_ns = launcher_workload.namespace(torch, bridge)
-    workload = launcher_workload.statements()
-    count({name: timeit.Timer(stmt, globals=workload_ns) for name, (stmt, _) in workload.items()})
+    workload = launcher_workload.statements(ks=(), shapes=())  # the dims series
+    count_statements(args, peers, labels, {name: timeit.Timer(stmt, globals=workload_ns)
+                                           for name, (stmt, _) in workload.items()})
+    lengths = count_launches(args, torch, bridge, peers, labels)
     plan = {"configs": configs, "labels": labels, "unavailable": unavailable,
             "routes": list(route_runs), "route_unavailable": route_why,
-            "statements": list(STATEMENTS), "launcher": list(workload),
+            "statements": list(STATEMENTS), "launcher": list(workload) + list(lengths),
+            "lengths": lengths,
             "python_full": sys.version,
             "reader_unavailable": reader_why, "n1": args.n1, "n2": args.n2,
             "torch": torch.__version__, "python": sys.version.split()[0],
             "bridge_compiler": core.COMPILER, "native_compiler": peers.compiler,
             "reader_argument": readers != [None]}
     pathlib.Path(args.plan).write_text(json.dumps(plan))
+    return 0
+
+
+def count_statements(args, peers, labels: list, timers: dict, lengths=None) -> None:
+    """Each timer run ``n1, n2, n1`` times (``lengths[name]`` where given) with collection
+    toggled on around the loop, one dump each, its labels appended to ``labels``."""
+    for timer in timers.values():
+        timer.timeit(10)
+    for name, timer in timers.items():
+        n1, n2 = (lengths or {}).get(name, (args.n1, args.n2))
+        for k, n in enumerate((n1, n2, n1)):
+            peers.callgrind("toggle")
+            timer.timeit(n)
+            peers.callgrind("toggle")
+            label = f"py:{name}||{n}|{k}"
+            peers.callgrind("dump", label)
+            labels.append(label)
+
+
+def count_launches(args, torch, bridge, peers, labels: list) -> dict:
+    """The launch statements (``launch_statements``), in globals of their own: their
+    ``{name: [n1, n2]}``."""
+    import timeit
+
+    from bench import launcher_workload as lw
+
+    ns = lw.namespace(torch, bridge, dims=(), shapes=lw.SHAPES)
+    ns["vh"] = bridge.view(ns["ts1"][0])
+    ns["so"] = SlotHolder(ns["vh"].dtype)
+    statements = launch_statements()
+    lengths = {name: launch_lengths(per)
+               for name, (_, per) in statements.items()}
+    count_statements(args, peers, labels, {name: timeit.Timer(stmt, globals=ns)
+                                           for name, (stmt, _) in statements.items()}, lengths)
+    return {name: list(n) for name, n in lengths.items()}
+
+
+def child_launcher(args, torch, bridge, peers) -> int:
+    """``--launcher-only``: the launch statements alone, in a process of their own."""
+    if peers.callgrind("start") != 1:
+        print("callgrind child: not under valgrind", file=sys.stderr)
+        return 2
+    peers.callgrind("zero")
+    labels = []
+    lengths = count_launches(args, torch, bridge, peers, labels)
+    pathlib.Path(args.plan).write_text(json.dumps(
+        {"labels": labels, "launcher": list(lengths), "lengths": lengths, "n1": args.n1,
+         "n2": args.n2, "python": sys.version.split()[0], "torch": torch.__version__,
+         "configs": [], "statements": []}))
     return 0
 
 
@@ -417,9 +509,25 @@ def totals(plan: dict, dumps: dict) -> dict:
         out[f"{p}|{r or ''}"] = counts(dumps, f"{p}|{r or ''}", n1, n2)[0]
     for name in plan.get("routes", []):
         out[f"route:{name}"] = counts(dumps, f"route:{name}|", n1, n2)[0]
-    for name in plan.get("statements", []) + plan.get("launcher", []):
+    for name in plan.get("statements", []):
         out[f"py:{name}"] = counts(dumps, f"py:{name}|", n1, n2)[0]
+    out.update(launch_totals(plan, dumps))
     return out
+
+
+def total_per_call(dumps: dict, stem: str, n1: int, n2: int) -> float:
+    """Instructions per call of one statement from its dumps' totals alone (what
+    ``counts`` gives first, without splitting the dumps by function)."""
+    return (dumps[f"{stem}|{n2}|1"][1] - dumps[f"{stem}|{n1}|2"][1]) / (n2 - n1)
+
+
+def launch_totals(plan: dict, dumps: dict) -> dict:
+    """``{"py:<statement>": instructions per call}`` of the workload's statements of one
+    process (the launches at their own loop lengths)."""
+    lengths = plan.get("lengths", {})
+    return {f"py:{name}": total_per_call(dumps, f"py:{name}|",
+                                         *lengths.get(name, (plan["n1"], plan["n2"])))
+            for name in plan.get("launcher", [])}
 
 
 def goals(plan: dict, per_call: dict) -> list[dict]:
@@ -472,12 +580,17 @@ def python_section(plan: dict, per_call: dict) -> list[str]:
     return lines + [""]
 
 
-def launcher_section(per_call: dict) -> list[str]:
-    """A launcher's workload (``bench/launcher_workload.py``): per tensor by k, then the
-    dims series with its steps and the bound on them."""
+def launcher_section(per_call: dict, processes: list | None = None,
+                     g2_target: float | None = None) -> list[str]:
+    """A launcher's workload (``bench/launcher_workload.py``): per tensor by k, then every
+    shape against both anchors with the spread between processes, then the dims series
+    with its steps and the bound on them. ``g2_target``: G2's target on the counted
+    Python (``GOALS``), for the margin ``launch_why`` states."""
     from bench import launcher_workload as lw
 
-    launch, dims = lw.launch_rows(per_call), lw.dims_rows(per_call)
+    every = lw.launch_rows(processes or [per_call])
+    launch = [r for r in every if r["shape"] == "mixed" and r["anchor"] == "device"]
+    dims = lw.dims_rows(per_call)
     if not launch and not dims:
         return []
     lines = ["## A launcher's workload", "",
@@ -501,6 +614,7 @@ def launcher_section(per_call: dict) -> list[str]:
               f"{r['status']} | {opt(r['bare'], '.1f')} | "
               f"{opt(r['reads_ratio'], '.3f')}{'x' if r['reads_ratio'] is not None else ''} |"
               for r in launch]
+    lines += launch_grid(every, per_call, g2_target)
     lines += ["", "### Dimensions", "",
               "One tensor of d dimensions, every size 2: `view_borrow(t)` and `v = view(t); "
               f"{lw.SIX}`, instructions per call and the step from d - 1.", "",
@@ -521,6 +635,97 @@ def launcher_section(per_call: dict) -> list[str]:
                      f"the largest step above 8 is {c['worst_step']:+.0f} (d = {c['worst_d']}), "
                      f"{'within' if c['ok'] else 'over'} twice that ({c['bound']:.1f}).")
     return lines + [""]
+
+
+def launch_grid(rows: list[dict], per_call: dict, g2_target: float | None = None) -> list[str]:
+    """Every shape against both anchors, each ratio with its range over the processes,
+    then the rows that miss the margin with the instructions they would have to shed and
+    where the view side's instructions go (``launch_why``)."""
+    from bench import launcher_workload as lw
+
+    if not rows:
+        return []
+    n = max(r["processes"] for r in rows)
+    shapes = {"mixed": "1 to 4 (distinct)",
+              **{f"d{d}": f"{d}" for d in lw.LAUNCH_DIMS}}
+    lines = ["", "### Every shape, both anchors, the spread between processes", "",
+             f"The same launch with every tensor of d dimensions (first size i + 2, the others "
+             f"2), against both anchors a launcher writes: `{lw.FIVE}` (*device*) and "
+             f"`{lw.FIVE_GET_DEVICE}` (*get_device*, the device as its index, an int). "
+             f"Counted in {n} fresh processes, each under its own PYTHONHASHSEED (0 to "
+             f"{n - 1}); instructions per tensor are the first process's, the range is the "
+             "ratio's over all of them (counts through torch's bindings and CPython's "
+             "look-ups move by a few instructions from process to process). Goal: every "
+             f"process at most {lw.GOAL_BAR:.3f}x ({lw.GOAL_RATIO:.2f}x less 2%) at k = "
+             f"{', '.join(map(str, lw.GOAL_KS))}; *within the goal*: every process at most "
+             f"{lw.GOAL_RATIO:.2f}x, not the margin.", "",
+             "| dimensions | anchor | k | view + six attributes | hand-written reads | ratio "
+             f"| range over {n} processes | goal |", "|---|---|---:|---:|---:|---:|---|---|"]
+    lines += [f"| {shapes[r['shape']]} | {r['anchor']} | {r['k']} | {r['view']:.1f} | "
+              f"{r['hand']:.1f} | {r['ratio']:.3f}x | {r['ratio_min']:.3f}x .. "
+              f"{r['ratio_max']:.3f}x | {r['status']} |" for r in rows]
+    short = [r for r in rows if r["k"] in lw.GOAL_KS and r["status"] != "met"]
+    if short:
+        lines += ["", f"Rows over {lw.GOAL_BAR:.3f}x in some process, with the instructions "
+                  "per tensor the view side would have to shed for every process to be "
+                  "within it:", ""]
+        lines += [f"- {shapes[r['shape']]} dimensions, {r['anchor']}, k = {r['k']}: "
+                  f"{r['ratio_max']:.3f}x at worst, {r['shed']:.0f} instructions per tensor "
+                  "over." for r in short]
+        lines += launch_why(short, per_call, g2_target)
+    return lines
+
+
+def launch_why(short: list[dict], per_call: dict, g2_target: float | None = None) -> list[str]:
+    """Why the rows that miss do: where the view side's instructions go in the worst row
+    of one ndim (the launch alone, ``view_borrow(t)`` of a tensor of that ndim from the
+    dims series, the rest), what one read costs (``VIEW_ATTR``) against the load CPython
+    specialises (``SLOT_ATTR``), what six such loads would save against the most any row
+    has to shed, and the margin ``view_borrow(t)`` has under G2 (``g2_target`` times
+    ``t.data_ptr()``; without it, 1.00x) for the fill that would need."""
+    worst = max((r for r in short if r["shape"] != "mixed"), key=lambda r: r["shed"],
+                default=None)
+    if worst is None:
+        return []
+    d, k = int(worst["shape"][1:]), worst["k"]
+    bare, borrow = per_call.get(f"py:launch_bare_{k}"), per_call.get(f"py:dims_view_borrow_{d}")
+    attr, slot = per_call.get("py:view_attr"), per_call.get("py:slot_attr")
+    g2_num, g2_den = per_call.get("py:view_borrow"), per_call.get("py:data_ptr")
+    if None in (bare, borrow, attr, g2_num, g2_den):
+        return []
+    bare /= k
+    reads = worst["view"] - bare - borrow
+    target = 1.0 if g2_target is None else g2_target
+    margin = target * g2_den - g2_num
+    most = max(r["shed"] for r in short)
+    lines = ["", f"Where the view side's {worst['view']:.0f} instructions per tensor go in the "
+             f"row furthest over ({d} dimensions, {worst['anchor']}, k = {k}; "
+             f"{worst['shed']:.0f} to shed): the launch alone {bare:.0f} (both sides pay "
+             f"it), `view_borrow(t)` of a {d}-dimensional tensor {borrow:.0f} (the dimensions "
+             f"series below), and {reads:.0f} for `view` over `view_borrow`, the six reads "
+             f"and the tuple of them. One read, `{VIEW_ATTR}` of a view made beforehand, costs "
+             f"{attr:.0f}: CPython's attribute load, generic for a type with its own "
+             f"`tp_getattro`, into the view's getter; six are {6 * attr:.0f}."]
+    if slot is not None:
+        lines[-1] += (
+            f" The load CPython specialises, `{SLOT_ATTR}` (a member slot filled when the "
+            f"object was made, `LOAD_ATTR_SLOT`, 3.11 to 3.13), costs {slot:.0f}: six such "
+            f"loads would save {6 * (attr - slot):.0f} per tensor, more than the "
+            f"{most:.0f} the furthest of the rows over has to shed.")
+    lines[-1] += (
+        " Every specialised attribute load reads a value stored in the object (a member "
+        "slot, the instance dictionary) or calls Python code (3.12 on: a property, "
+        "`__getattribute__`); a getset attribute, or any attribute of a type with its own "
+        "`tp_getattro`, is never specialised. So the rows over are met only with the six "
+        "values stored when the view is made: the tuples' check (or their making), the "
+        "address's int and the three other values then go into every `view_borrow(t)`, "
+        f"which G2 bounds at {target:.2f}x `t.data_ptr()`: on this Python {g2_num:.0f} "
+        f"instructions against {g2_den:.0f}, a margin of {margin:+.0f} instructions for "
+        "all of that. So the way found here to meet these rows makes `view_borrow(t)` "
+        "dearer; the bridge's own instructions within the six reads (its `tp_getattro`'s "
+        "compares and the getters) are not counted apart here, so a row that has fewer "
+        "to shed than those might yet be met by trimming them.")
+    return lines
 
 
 # --- a view's parts, before and after ---------------------------------------------------------
@@ -658,8 +863,10 @@ def report(plan: dict, dumps: dict, machine: dict, before: dict | None = None) -
              "on it, the code paths a library picks at run time might). No date: the same "
              "binaries give the same file.",
              ""]
-    lines += python_section(plan, totals(plan, dumps))
-    lines += launcher_section(totals(plan, dumps))
+    statements = totals(plan, dumps)
+    lines += python_section(plan, statements)
+    g2 = next(g["target"] for g in goals(plan, statements) if g["goal"] == "G2")
+    lines += launcher_section(statements, plan.get("launch_processes"), g2)
     lines += view_parts_section(view_parts(plan, dumps), before)
     lines += routes_section(plan, dumps)
     if plan["unavailable"]:
@@ -711,6 +918,11 @@ def main(argv=None) -> int:
                         help="keep callgrind's dump files (and the run's plan) in this folder")
     parser.add_argument("--from-dumps", type=pathlib.Path, metavar="DIR",
                         help="no run: write the report from a folder --keep left")
+    parser.add_argument("--processes", type=int, default=3,
+                        help="fresh processes counting the launch statements, each under its "
+                             "own PYTHONHASHSEED (0, 1, ...; the first is the main run): "
+                             "the spread of each launch ratio (default 3)")
+    parser.add_argument("--launcher-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--plan", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -737,6 +949,9 @@ def main(argv=None) -> int:
         work = args.keep or pathlib.Path(tempfile.mkdtemp(prefix="cg-"))
         if run_valgrind(args, work) != 0:
             return 1
+        for seed in range(1, args.processes):
+            if run_valgrind(args, work / f"launcher-{seed}", seed, launcher_only=True) != 0:
+                return 1
     plan_file = work / "plan.json"
     if not plan_file.exists():
         print(f"{plan_file} is missing: not a folder that --keep left", file=sys.stderr)
@@ -748,6 +963,11 @@ def main(argv=None) -> int:
     if missing:
         print(f"callgrind wrote no dump for {missing} (files in {work})", file=sys.stderr)
         return 1
+    processes = [launch_totals(plan, dumps)]  # the main run's first, then the others
+    for folder in sorted(work.glob("launcher-*"), key=lambda f: int(f.name.split("-")[1])):
+        other = json.loads((folder / "plan.json").read_text())
+        processes.append(launch_totals(other, read_dumps(folder, "callgrind.out")))
+    plan["launch_processes"] = processes
     machine = {"valgrind": valgrind_version(), "cpu_model": machine_info.cpu_model()}
     stem = args.stem or f"callgrind-torch-{plan['torch'].split('+')[0]}"
     base = baseline_file(stem)
@@ -761,7 +981,8 @@ def main(argv=None) -> int:
     (args.out / f"{stem}.json").write_text(json.dumps(
         {"python": plan["python"], "torch": plan["torch"], "per_call": per_call,
          "goals": goals(plan, per_call), "view_parts": view_parts(plan, dumps),
-         "launcher": launcher_workload.launch_rows(per_call),
+         "launcher": launcher_workload.launch_rows(processes),
+         "launch_seeds": list(range(len(processes))),
          "dims": launcher_workload.dims_rows(per_call)},
         indent=1, sort_keys=True) + "\n")
     print(text)
@@ -771,8 +992,10 @@ def main(argv=None) -> int:
     return 0
 
 
-def run_valgrind(args, work: pathlib.Path) -> int:
-    """One valgrind process running ``--child``; its dumps and plan land in ``work``."""
+def run_valgrind(args, work: pathlib.Path, seed: int = 0, launcher_only: bool = False) -> int:
+    """One valgrind process running ``--child`` (with ``--launcher-only``: the launch
+    statements alone) under string hash seed ``seed``; its dumps and plan land in
+    ``work``."""
     work.mkdir(parents=True, exist_ok=True)
     for old in work.glob("callgrind.out*"):
         old.unlink()
@@ -784,13 +1007,18 @@ def run_valgrind(args, work: pathlib.Path) -> int:
            f"--callgrind-out-file={work / 'callgrind.out'}",
            args.python, "-P", str(pathlib.Path(__file__).resolve()), "--child",
            "--plan", str(plan_file), "--n1", str(args.n1), "--n2", str(args.n2),
-           "--paths", *args.paths]
-    print(f"running {len(args.paths)} path(s) and the routes x (n={args.n1}, {args.n2}, {args.n1}) under "
-          "callgrind: a few minutes (importing torch under valgrind)...", flush=True)
-    # One string hash for every run: dict and set probe sequences (attribute and name
-    # look-ups) otherwise differ from process to process, and with them the Python-level
-    # statements' counts by a few instructions.
-    env = dict(os.environ, PYTHONHASHSEED="0")
+           "--paths", *args.paths, *(["--launcher-only"] if launcher_only else [])]
+    if launcher_only:
+        print(f"running the launch statements in a fresh process (PYTHONHASHSEED={seed}) under "
+              "callgrind...", flush=True)
+    else:
+        print(f"running {len(args.paths)} path(s) and the routes x (n={args.n1}, {args.n2}, "
+              f"{args.n1}) under callgrind: a few minutes (importing torch under valgrind)...",
+              flush=True)
+    # A string hash seed per process, given: dict and set probe sequences (attribute and
+    # name look-ups) differ with it, and with them the Python-level statements' counts by
+    # a few instructions; the launches are counted under several, their spread reported.
+    env = dict(os.environ, PYTHONHASHSEED=str(seed))
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0 or not plan_file.exists():
         sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])

@@ -154,18 +154,34 @@ BRIDGE_INLINE PyObject* bridge_view_on(PyObject* obj, int path, const bridge_ins
 }
 
 /* --- the four functions ------------------------------------------------------------- */
-static PyObject* bridge_fn_view(PyObject* module, PyObject* obj) {
-  int path = bridge_active_path();
-  if (__builtin_expect(path < 0, 0) && (path = bridge_cold_choose()) < 0) return NULL;
-  return bridge_view_on(obj, path, NULL, 0);
-}
-
 static inline int bridge_ready(const bridge_installed* st, int path) {
   switch (path) {
     case BRIDGE_OWNED: return st->getters_ok && st->owned_fn != NULL;
     case BRIDGE_BORROW: return st->getters_ok && st->borrow_fn != NULL;
     default: return st->getters_ok && st->fallback_ok && st->custom_metadata != NULL;
   }
+}
+
+/* view() on any path but a ready borrow: the path as chosen (or chosen now), read under
+   the snapshot published after the allocation, which the read checks. Out of line, so
+   that view() holds the borrow's reader alone. */
+__attribute__((noinline)) static PyObject* bridge_view_chosen(PyObject* obj) {
+  int path = bridge_active_path();
+  if (__builtin_expect(path < 0, 0) && (path = bridge_cold_choose()) < 0) return NULL;
+  return bridge_view_on(obj, path, NULL, 0);
+}
+
+/* The active path: where it is the borrow and the snapshot is ready for it, what
+   view_borrow does, the path a constant (the reader inlined for it alone, as in
+   BRIDGE_PATH_FN), instead of the general way's checks of a path known only at run
+   time; otherwise bridge_view_chosen. */
+static PyObject* bridge_fn_view(PyObject* module, PyObject* obj) {
+  if (__builtin_expect(bridge_active_path() == BRIDGE_BORROW, 1)) {
+    const bridge_installed* st = bridge_installed_state();
+    if (__builtin_expect(bridge_ready(st, BRIDGE_BORROW), 1))
+      return bridge_view_on(obj, BRIDGE_BORROW, st, 1);
+  }
+  return bridge_view_chosen(obj);
 }
 
 /* A path's own function: readiness is asked once, of the snapshot the view reads;
@@ -184,6 +200,13 @@ BRIDGE_PATH_FN(view_borrow, BRIDGE_BORROW)
 BRIDGE_PATH_FN(view_fallback, BRIDGE_FALLBACK)
 
 /* --- attributes ----------------------------------------------------------------------- */
+/* Made once (bridge_view_type_ready) and kept for good: the empty tuple (a 0-d tensor's
+   shape and strides), and the ints a device index takes most (-1, a CPU tensor, to
+   BRIDGE_NSMALL - 2), so reading one is a load and an incref, not a call into CPython. */
+#define BRIDGE_NSMALL 64
+static PyObject* bridge_empty_tuple;
+static PyObject* bridge_small_ints[BRIDGE_NSMALL]; /* index i + 1 holds the int i */
+
 static PyObject* bridge_int_tuple(const int64_t* values, int64_t n) {
   PyObject* out = PyTuple_New(n);
   if (out == NULL) return NULL;
@@ -198,23 +221,14 @@ static PyObject* bridge_int_tuple(const int64_t* values, int64_t n) {
   return out;
 }
 
-/* The slow half of a tuple's read, once per fill: whether the tuples the view has are
-   this fill's (bridge_view: their values are still in the room, compared where the fill
-   wrote the other half); if not, drop both (a tuple of ints runs no Python code when
-   freed). Then make the one asked for from this fill. A new reference, or NULL with an
-   exception set. */
-__attribute__((noinline)) static PyObject* bridge_view_tuple_make(bridge_view* v,
-                                                                  int strides) {
+/* The slow half of a tuple's read: the tuples the view has are not this fill's
+   (bridge_view_tuple_check said so), or the one asked for was never made. Drop both if
+   they are stale (a tuple of ints runs no Python code when freed), then make the one
+   asked for from this fill. A new reference, or NULL with an exception set. */
+__attribute__((noinline)) static PyObject* bridge_view_tuple_make(bridge_view* v, int strides,
+                                                                  int current) {
   int64_t n = v->m.ndim;
   PyObject** slot = strides ? &v->strides_t : &v->shape_t;
-  int current = v->tuple_ndim == n;
-  if (current && n <= BRIDGE_HALF_DIMS) {
-    const int64_t* made = v->inline_dims + v->tuple_half * 2 * BRIDGE_HALF_DIMS;
-    uint64_t diff = 0;
-    for (int64_t i = 0; made != v->m.sizes && i < 2 * n; ++i)
-      diff |= (uint64_t)(made[i] ^ v->m.sizes[i]); /* the strides follow the sizes */
-    current = diff == 0;
-  }
   if (!current) {
     Py_CLEAR(v->shape_t);
     Py_CLEAR(v->strides_t);
@@ -227,17 +241,55 @@ __attribute__((noinline)) static PyObject* bridge_view_tuple_make(bridge_view* v
   return *slot;
 }
 
+/* Once per fill: whether the tuples the view has are this fill's (bridge_view: their
+   values are still in the room, compared where the fill wrote the other half). When
+   they are and the one asked for is made, the check is all there is: a function that
+   calls nothing on that way (the make is its tail call), so it saves no registers. */
+__attribute__((noinline)) static PyObject* bridge_view_tuple_check(bridge_view* v,
+                                                                   int strides) {
+  int64_t n = v->m.ndim;
+  PyObject* t = strides ? v->strides_t : v->shape_t;
+  const int64_t* now = v->m.sizes; /* the strides follow the sizes */
+  const int64_t* made = v->inline_dims + v->tuple_half * 2 * BRIDGE_HALF_DIMS;
+  int current = v->tuple_ndim == n;
+  uint64_t diff = 0;
+  _Static_assert(BRIDGE_HALF_DIMS >= 2, "one or two dimensions fit a half");
+  if (__builtin_expect(current && (uint64_t)(n - 1) < 2, 1)) {
+    /* One or two dimensions, the most common: two or four compares, no loop, tested
+       first. Where made is now (the fill wrote into the tuples' own half), each compare
+       is of a value with itself. */
+    diff = (uint64_t)(made[0] ^ now[0]) | (uint64_t)(made[2 * n - 1] ^ now[2 * n - 1]);
+    if (n == 2) diff |= (uint64_t)(made[1] ^ now[1]) | (uint64_t)(made[2] ^ now[2]);
+  } else if (current && n <= BRIDGE_HALF_DIMS) {
+    for (int64_t i = 0; made != now && i < 2 * n; ++i) diff |= (uint64_t)(made[i] ^ now[i]);
+  }
+  current = current && diff == 0;
+  if (__builtin_expect(!current || t == NULL, 0))
+    return bridge_view_tuple_make(v, strides, current);
+  v->tuple_half = (int8_t)(now != v->inline_dims); /* the next fill writes the other */
+  v->tuples_checked = 1; /* until the view's next fill (bridge_view_finish) */
+  Py_INCREF(t);
+  return t;
+}
+
 /* A view may be shared between threads: without a GIL, two first uses at once would
    race on the fields (a lost reference, or a read of a tuple being replaced), hence the
    critical section around the check, the reset and the first use. */
 BRIDGE_INLINE PyObject* bridge_view_tuple(bridge_view* v, int strides) {
   PyObject* t;
+  /* A 0-d tensor's sizes and strides are the empty tuple, whatever the view kept: no
+     check, no make, and the kept tuples stay as they are (bridge_view's invariant is
+     about them, not about this). ndim is the fill's, fixed once the view is made. */
+  if (v->m.ndim == 0) {
+    Py_INCREF(bridge_empty_tuple);
+    return bridge_empty_tuple;
+  }
   Py_BEGIN_CRITICAL_SECTION(v);
   t = strides ? v->strides_t : v->shape_t;
   if (__builtin_expect(t != NULL && v->tuples_checked, 1))
     Py_INCREF(t);
   else
-    t = bridge_view_tuple_make(v, strides);
+    t = bridge_view_tuple_check(v, strides);
   Py_END_CRITICAL_SECTION();
   return t;
 }
@@ -247,17 +299,25 @@ BRIDGE_INLINE PyObject* bridge_view_tuple(bridge_view* v, int strides) {
    heap object, so a view refilled for the same tensor would otherwise make and free one
    per read. With a GIL nothing runs between the compare and the store (an int's
    free runs no Python code); without one, a shared view would race on the field. */
+#if !BRIDGE_FREE_THREADED
+/* The int for another address: made, kept in place of the last. Out of line, so that
+   the read of a kept int saves no registers and makes no frame. */
+__attribute__((noinline)) static PyObject* bridge_ptr_int_make(bridge_view* v) {
+  PyObject* p = PyLong_FromVoidPtr(v->m.ptr);
+  if (p == NULL) return NULL;
+  Py_XSETREF(v->ptr_int, p);
+  v->ptr_value = v->m.ptr;
+  Py_INCREF(p);
+  return p;
+}
+#endif
 BRIDGE_NOINLINE PyObject* bridge_get_ptr(PyObject* self, void* c) {
   bridge_view* v = (bridge_view*)self;
 #if BRIDGE_FREE_THREADED
   return PyLong_FromVoidPtr(v->m.ptr);
 #else
   PyObject* p = v->ptr_int;
-  if (__builtin_expect(p == NULL || v->ptr_value != v->m.ptr, 0)) {
-    if ((p = PyLong_FromVoidPtr(v->m.ptr)) == NULL) return NULL;
-    Py_XSETREF(v->ptr_int, p);
-    v->ptr_value = v->m.ptr;
-  }
+  if (__builtin_expect(p == NULL || v->ptr_value != v->m.ptr, 0)) return bridge_ptr_int_make(v);
   Py_INCREF(p);
   return p;
 #endif
@@ -293,7 +353,13 @@ BRIDGE_NOINLINE PyObject* bridge_get_device_type(PyObject* self, void* c) {
   return bridge_device_name(v->st, v->m.device_type);
 }
 BRIDGE_NOINLINE PyObject* bridge_get_device_index(PyObject* self, void* c) {
-  return PyLong_FromLong(((bridge_view*)self)->m.device_index);
+  int32_t index = ((bridge_view*)self)->m.device_index;
+  if (__builtin_expect((uint32_t)(index + 1) < BRIDGE_NSMALL, 1)) {
+    PyObject* made = bridge_small_ints[index + 1];
+    Py_INCREF(made);
+    return made;
+  }
+  return PyLong_FromLong(index);
 }
 static PyObject* bridge_get_ndim(PyObject* self, void* c) {
   return PyLong_FromLongLong(((bridge_view*)self)->m.ndim);
@@ -425,8 +491,11 @@ static PyObject* bridge_view_type_ready(const char* doc, PyObject* attr_docs) {
       (bridge_s_device_index = PyUnicode_InternFromString("device_index")) == NULL ||
       (bridge_path_names[0] = PyUnicode_InternFromString("owned")) == NULL ||
       (bridge_path_names[1] = PyUnicode_InternFromString("borrow")) == NULL ||
-      (bridge_path_names[2] = PyUnicode_InternFromString("fallback")) == NULL)
+      (bridge_path_names[2] = PyUnicode_InternFromString("fallback")) == NULL ||
+      (bridge_empty_tuple = PyTuple_New(0)) == NULL)
     return NULL;
+  for (int i = 0; i < BRIDGE_NSMALL; ++i)
+    if ((bridge_small_ints[i] = PyLong_FromLong(i - 1)) == NULL) return NULL;
   if (PyType_Ready(&bridge_view_type) < 0) return NULL;
   Py_INCREF(&bridge_view_type);
   return (PyObject*)&bridge_view_type;

@@ -138,6 +138,28 @@ def test_other_values_give_new_tuples_and_leave_the_old_ones(view_on):
         assert shape == (6, 5) and strides == (5, 1)  # held by the caller, unchanged
 
 
+def test_a_0d_view_reads_the_empty_tuple_and_leaves_the_kept_tuples(view_on):
+    """A 0-d tensor's shape and strides are ``()``, read without the check; the tuples a
+    freed view kept stay with it, so a view of the earlier values after it gets them
+    again (GIL build), and one of other values gets its own."""
+    a, b = torch.randn(6, 5), torch.randn(6, 5)
+    v = view_on(a)
+    shape, strides = v.shape, v.strides
+    del v
+    for scalar in (torch.tensor(3.0), torch.tensor(7, dtype=torch.int64)[()]):
+        z = view_on(scalar)
+        assert z.shape == () == tuple(scalar.shape) and z.strides == () == scalar.stride()
+        assert z.ptr == scalar.data_ptr() and z.device_index == scalar.get_device() == -1
+        del z
+    w = view_on(b)
+    assert (w.shape is shape and w.strides is strides) != FREE_THREADED
+    _check(w, b)
+    del w
+    x = view_on(a.t())
+    _check(x, a.t())
+    assert shape == (6, 5) and strides == (5, 1)  # held by the caller, unchanged
+
+
 def test_the_same_address_gives_the_same_int_on_a_gil_build(view_on):
     t = torch.randn(6, 5)
     v = view_on(t)
