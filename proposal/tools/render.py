@@ -974,6 +974,35 @@ def render_conj(r: Render) -> str:
     return ("; ".join(parts) + ".\n") if parts else r.missing("no timed runs") + "\n"
 
 
+def render_dispatcher_flags(r: Render) -> str:
+    """Appendix E's counts of reading the conj / neg bits through the dispatcher, as
+    consumer.h's owned route without shim_ext does (a new handle, ``aten::is_neg``,
+    ``aten::is_conj`` for a complex dtype), beside the same owned handle with shim_ext's C
+    checks (its flag getters are 0002's functions): instructions per read over 64 distinct
+    tensors in one C loop and the ratio to torch's DLPack exchange API alone on the same
+    tensors (``bench/consumer_header.py``), per CPython."""
+    parts = []
+    for tag in ("", "cp313-"):
+        path = r.find(f"callgrind-consumer-{tag}torch-*.json")
+        data = r.json(path)
+        per = (data or {}).get("instructions_per_call", {})
+        if not all(k in per for k in ("route_owned_noshim_f32", "route_owned_noshim_c64",
+                                      "route_owned_f32", "dlpack_exchange_f32",
+                                      "dlpack_exchange_c64")):
+            continue
+        f32, c64 = per["dlpack_exchange_f32"], per["dlpack_exchange_c64"]
+        parts.append(
+            f"CPython {python_of(data)}, torch {torch_of(data)} ({link(path)}): through the "
+            f"dispatcher {fmt(per['route_owned_noshim_f32'])} instructions per float32 read "
+            f"({per['route_owned_noshim_f32'] / f32:.2f}x the exchange API alone) and "
+            f"{fmt(per['route_owned_noshim_c64'])} per complex64 read "
+            f"({per['route_owned_noshim_c64'] / c64:.2f}x); with C flag getters "
+            f"{fmt(per['route_owned_f32'])} ({per['route_owned_f32'] / f32:.2f}x)")
+    if not parts:
+        return r.missing("no consumer.h counts over 64 tensors (`make callgrind-consumer`)") + "\n"
+    return "; ".join(parts) + ".\n"
+
+
 # --- putting it together ------------------------------------------------------------------------
 BUILDERS = {
     "ask": render_ask,
@@ -987,6 +1016,7 @@ BUILDERS = {
     "fallback-ops": render_fallback_ops,
     "seed-all": render_seed_all,
     "conj-route": render_conj,
+    "dispatcher-flags": render_dispatcher_flags,
     "free-threaded-all": lambda r: render_free_threaded(r, every=True),
     "numba-cuda": render_numba,
 }
