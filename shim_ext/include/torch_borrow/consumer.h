@@ -71,8 +71,9 @@
  *                ABI names no code for (bcomplex32, bits16, ...) is refused here.
  * The Python-level check (dlpack; also a borrow without flag getters): no released
  * torch (2.13 to 2.15) has a C function for the conjugate / negative bits or the
- * custom metadata, so the reader asks torch's own C++ state through Python: the type's __torch_dispatch__, looked up in its MRO's dicts (no
- * metaclass answers, no Python runs), must be torch's default; then
+ * custom metadata, so the reader asks torch's own C++ state through Python: the
+ * type's __torch_dispatch__, looked up in its MRO's dicts (no metaclass answers, no
+ * Python runs), must be torch's default; then
  * torch._C._dispatch_keys(obj).raw_repr() (a pybind function: no __torch_function__)
  * must hold none of the Python, PythonTLSSnapshot, FuncTorchBatched,
  * BatchedNestedTensor, FuncTorchGradWrapper, Functionalize, Conjugate, Negative,
