@@ -702,8 +702,8 @@ static inline int torch_borrow__dlpack_setup(PyObject* torch, void* lib, torch_b
       !a->layout_attr || !Py_TYPE(a->layout_attr)->tp_descr_get || !a->strided ||
       !a->dtype_codes || PyDict_Size(a->dtype_codes) == 0) {
     snprintf(why, n, "torch lacks torch._C.DisableTorchFunction, TensorBase's "
-             "storage_offset / untyped_storage / dtype / layout or StorageBase.nbytes, which the "
-             "DLPack route reads");
+             "storage_offset / untyped_storage / dtype / layout or StorageBase.nbytes, "
+             "which the DLPack route reads");
     return -1;
   }
   a->dlpack = api;
