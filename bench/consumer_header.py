@@ -187,27 +187,23 @@ def route_module(name: str, out: pathlib.Path):
 
 
 def child(args) -> int:
-    """Under valgrind: each statement n1, n2, n1 times, one dump each."""
+    """Under valgrind: each statement n1, n2, n1 times (a rotation: :func:`calls`), one
+    dump each (``bench.callgrind.count_statements``)."""
     import timeit
     torch, c, ns = _namespace(args.device)
     import bridge
+    from bench import callgrind
     from bench.native import peers_native
 
     peers = peers_native.NativePeers(torch, bridge)
     statements = all_statements(_namespace.taken)
     timers = {name: timeit.Timer(stmt, globals=ns) for name, stmt in statements.items()}
-    for timer in timers.values():
-        timer.timeit(10)
     if peers.callgrind("start") != 1:
         print("not under valgrind, or peers_native lacks <valgrind/callgrind.h>", file=sys.stderr)
         return 2
     peers.callgrind("zero")
-    for name, timer in timers.items():
-        for k, n in enumerate((args.n1, args.n2, args.n1)):
-            peers.callgrind("toggle")
-            timer.timeit(calls(name, n))
-            peers.callgrind("toggle")
-            peers.callgrind("dump", f"py:{name}||{n}|{k}")
+    callgrind.count_statements(args, peers, [], timers, lengths={
+        name: (calls(name, args.n1), calls(name, args.n2)) for name in timers})
     pathlib.Path(args.plan).write_text(json.dumps({
         "torch": torch.__version__, "python": sys.version.split()[0],
         "python_full": sys.version, "route": c.route(), "n1": args.n1, "n2": args.n2,
@@ -243,10 +239,9 @@ def count(args) -> int:
     statements = plan["statements"]
     labels = all_labels(statements)
     for name in statements:
-        a, b, a2 = (dumps[f"py:{name}||{n}|{k}"][1]
-                    for k, n in enumerate((args.n1, args.n2, args.n1)))
-        per_call[name] = (b - a2) / (calls(name, args.n2) - calls(name, args.n1)) \
-            / reads_per_call(name)
+        n1, n2 = calls(name, args.n1), calls(name, args.n2)
+        a, b, a2 = (dumps[f"py:{name}||{n}|{k}"][1] for k, n in enumerate((n1, n2, n1)))
+        per_call[name] = (b - a2) / (n2 - n1) / reads_per_call(name)
         repeat[name] = a2 - a
     goals = [{"numerator": num, "denominator": den, "target": target,
               "ratio": round(per_call[num] / per_call[den], 4),

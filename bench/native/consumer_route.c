@@ -69,27 +69,21 @@ static PyObject* dlread(PyObject* self, PyObject* obj) {
   Py_RETURN_NONE;
 }
 
-static PyObject* read_all(PyObject* self, PyObject* ts) {
+/* fn(t) for each tensor t of the list ts, in one C loop: None, or fn's exception */
+static PyObject* each(PyObject* self, PyObject* ts, PyObject* (*fn)(PyObject*, PyObject*)) {
   Py_ssize_t i;
   if (!PyList_Check(ts)) return PyErr_Format(PyExc_TypeError, "expected a list of tensors");
   for (i = 0; i < PyList_GET_SIZE(ts); ++i) {
-    PyObject* r = read_meta(self, PyList_GET_ITEM(ts, i));
+    PyObject* r = fn(self, PyList_GET_ITEM(ts, i));
     if (!r) return NULL;
     Py_DECREF(r);
   }
   Py_RETURN_NONE;
 }
 
-static PyObject* dlread_all(PyObject* self, PyObject* ts) {
-  Py_ssize_t i;
-  if (!PyList_Check(ts)) return PyErr_Format(PyExc_TypeError, "expected a list of tensors");
-  for (i = 0; i < PyList_GET_SIZE(ts); ++i) {
-    PyObject* r = dlread(self, PyList_GET_ITEM(ts, i));
-    if (!r) return NULL;
-    Py_DECREF(r);
-  }
-  Py_RETURN_NONE;
-}
+static PyObject* read_all(PyObject* self, PyObject* ts) { return each(self, ts, read_meta); }
+
+static PyObject* dlread_all(PyObject* self, PyObject* ts) { return each(self, ts, dlread); }
 
 static PyObject* init_seconds(PyObject* self, PyObject* unused) {
   (void)self, (void)unused;
