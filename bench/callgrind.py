@@ -114,6 +114,7 @@ def launch_statements() -> dict:
     out.update(lw.statements(ks=LAUNCH_KS, dims=(), shapes=lw.SHAPES[1:],
                              anchors=tuple(lw.ANCHORS)))
     out["view_attr"] = (VIEW_ATTR, 1)
+    out["view_six"] = (VIEW_SIX, 1)
     out["slot_attr"] = (SLOT_ATTR, 1)
     return out
 
@@ -121,6 +122,12 @@ def launch_statements() -> dict:
 #: one attribute read of a view made beforehand (``vh``), the cheapest of the six: what
 #: CPython's attribute load into the view's getter costs, beside the launches
 VIEW_ATTR = "vh.dtype"
+#: the six reads of a launch on that view alone: the statement whose self cost in the
+#: bridge's own functions (``BRIDGE_OWN``) is what trimming the bridge could save
+VIEW_SIX = "(vh.ptr, vh.shape, vh.strides, vh.dtype, vh.device_type, vh.device_index)"
+#: the bridge's own functions: its view type's ``tp_getattro``, getters and tuple code
+#: (``bridge/_bridge_view.h``) and Cython's, each with what was inlined into it
+BRIDGE_OWN = re.compile(r"^(bridge_|__pyx_)")
 #: the same load where CPython specialises it (``LOAD_ATTR_SLOT``): a member slot of an
 #: object of a class with ``__slots__`` (``so``), filled when the object was made
 SLOT_ATTR = "so.a"
@@ -512,6 +519,7 @@ def totals(plan: dict, dumps: dict) -> dict:
     for name in plan.get("statements", []):
         out[f"py:{name}"] = counts(dumps, f"py:{name}|", n1, n2)[0]
     out.update(launch_totals(plan, dumps))
+    out.update(bridge_own(plan, dumps))
     return out
 
 
@@ -528,6 +536,17 @@ def launch_totals(plan: dict, dumps: dict) -> dict:
     return {f"py:{name}": total_per_call(dumps, f"py:{name}|",
                                          *lengths.get(name, (plan["n1"], plan["n2"])))
             for name in plan.get("launcher", [])}
+
+
+def bridge_own(plan: dict, dumps: dict) -> dict:
+    """``{"own:view_six": instructions per call}``: the self cost of the bridge's own
+    functions (``BRIDGE_OWN``) within ``VIEW_SIX``, split from its dumps by function;
+    empty where the run has no such statement."""
+    if "view_six" not in plan.get("launcher", []):
+        return {}
+    n1, n2 = plan.get("lengths", {}).get("view_six", (plan["n1"], plan["n2"]))
+    split = by_function(counts(dumps, "py:view_six|", n1, n2)[2])
+    return {"own:view_six": sum(c for f, c in split.items() if BRIDGE_OWN.match(f))}
 
 
 def goals(plan: dict, per_call: dict) -> list[dict]:
@@ -722,9 +741,28 @@ def launch_why(short: list[dict], per_call: dict, g2_target: float | None = None
         f"which G2 bounds at {target:.2f}x `t.data_ptr()`: on this Python {g2_num:.0f} "
         f"instructions against {g2_den:.0f}, a margin of {margin:+.0f} instructions for "
         "all of that. So the way found here to meet these rows makes `view_borrow(t)` "
-        "dearer; the bridge's own instructions within the six reads (its `tp_getattro`'s "
-        "compares and the getters) are not counted apart here, so a row that has fewer "
-        "to shed than those might yet be met by trimming them.")
+        "dearer.")
+    own, six = per_call.get("own:view_six"), per_call.get("py:view_six")
+    if own is not None and six is not None:
+        over = [r for r in short if r["shed"] > own]
+        lines[-1] += (
+            f" Trimming the bridge instead: the six reads of a view made beforehand, "
+            f"`{VIEW_SIX}`, cost {six:.0f}, of which {own:.0f} are the bridge's own "
+            "instructions (the self cost of its view type's `tp_getattro`, getters and "
+            "tuple code, inlined parts included); the rest is CPython's attribute loads, "
+            "the tuple and the loop. ")
+        if over:
+            lines[-1] += (f"{len(over)} of the {len(short)} rows over have more than that "
+                          "to shed: a bridge with no instructions of its own in the reads "
+                          "would still miss them. ")
+        rest = [r for r in short if r["shed"] <= own]
+        if rest:
+            most_rest = max(r["shed"] for r in rest)
+            lines[-1] += (
+                f"{'The other' if over else 'The'} {len(rest)} would need the bridge's "
+                f"share cut from {own:.0f} to at most {own - most_rest:.0f}, while each "
+                "getter still loads its value, takes a reference and returns, and "
+                "`tp_getattro` still tells the six names apart.")
     return lines
 
 

@@ -162,3 +162,34 @@ def test_the_reasons_for_a_miss_state_the_specialised_load_and_g2s_margin_at_its
     at_one = "\n".join(callgrind.launch_why(short, per_call))
     assert "bounds at 1.00x" in at_one and "a margin of -20 instructions" in at_one
     assert callgrind.launch_why(short[2:], per_call, 1.05) == []  # only mixed shapes: no ndim
+
+
+def test_the_reasons_for_a_miss_state_the_bridges_own_share_of_the_six_reads():
+    """launch_why: the rows with more to shed than the bridge's own instructions in the six
+    reads cannot be met by trimming the bridge; the others need its share cut to own - shed."""
+    from bench import callgrind
+
+    per_call = {"py:launch_bare_1": 1000.0, "py:dims_view_borrow_0": 790.0,
+                "py:view_attr": 200.0, "py:slot_attr": 150.0, "py:view_six": 1300.0,
+                "own:view_six": 100.0, "py:view_borrow": 820.0, "py:data_ptr": 800.0}
+    short = [{"shape": "d0", "anchor": "get_device", "k": 1, "view": 2650.0, "shed": 140.0},
+             {"shape": "d1", "anchor": "get_device", "k": 1, "view": 2740.0, "shed": 30.0},
+             {"shape": "mixed", "anchor": "get_device", "k": 1, "view": 2740.0, "shed": 25.0}]
+    text = "\n".join(callgrind.launch_why(short, per_call, 1.05))
+    assert "cost 1300, of which 100 are the bridge's own instructions" in text
+    assert "1 of the 3 rows over have more than that to shed" in text
+    assert "The other 2 would need the bridge's share cut from 100 to at most 70" in text
+    per_call.pop("own:view_six")
+    assert "bridge's own" not in "\n".join(callgrind.launch_why(short, per_call, 1.05))
+
+
+def test_the_bridges_own_share_sums_its_functions_alone(monkeypatch):
+    """bridge_own: the self cost of bridge_* and __pyx_* functions in view_six's split."""
+    from bench import callgrind
+
+    split = {"bridge_view_getattro'x": 50.0, "bridge_get_dtype'y": 8.0,
+             "__pyx_f_6bridge_x": 2.0, "_PyEval_EvalFrameDefault": 900.0}
+    monkeypatch.setattr(callgrind, "counts", lambda dumps, stem, n1, n2: (0, 0, split, {}))
+    plan = {"launcher": ["view_six"], "lengths": {"view_six": [10, 20]}, "n1": 1, "n2": 2}
+    assert callgrind.bridge_own(plan, {}) == {"own:view_six": 60.0}
+    assert callgrind.bridge_own({"launcher": [], "n1": 1, "n2": 2}, {}) == {}
