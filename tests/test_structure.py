@@ -131,3 +131,14 @@ def test_proposal_imports_nothing_from_bench(graph):
 
 def test_the_circle_check_finds_a_circle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
+
+
+def test_consumer_h_is_the_interface_alone():
+    """consumer.h holds the types, the calls' documentation and the contract; its
+    implementation lives in the headers it includes, so no function is defined in it."""
+    folder = ROOT / "shim_ext" / "include" / "torch_borrow"
+    text = (folder / "consumer.h").read_text()
+    assert len(text.splitlines()) <= 330
+    assert "static inline" not in text
+    for name in re.findall(r"^#include <torch_borrow/(\w+\.h)>", text, re.M):
+        assert (folder / name).is_file(), name
