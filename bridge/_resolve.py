@@ -23,23 +23,14 @@ import warnings
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from bridge import _bridge
+
 #: ``aoti_torch_get_*`` functions every path reads through (torch/csrc/inductor/
-#: aoti_torch/c/shim.h); the layout comes first so that sparse tensors are refused
-#: before their data pointer is asked for. The storage offset proves that the data
-#: pointer's base exists; the storage's size, that the elements lie inside it (both checks
-#: are ``torch_borrow_check`` in ``shim_ext/include/torch_borrow/reader.h``).
-GETTERS = (
-    "aoti_torch_get_layout",
-    "aoti_torch_get_data_ptr",
-    "aoti_torch_get_storage_offset",
-    "aoti_torch_get_storage_size",
-    "aoti_torch_get_dim",
-    "aoti_torch_get_sizes",
-    "aoti_torch_get_strides",
-    "aoti_torch_get_dtype",
-    "aoti_torch_get_device_type",
-    "aoti_torch_get_device_index",
-)
+#: aoti_torch/c/shim.h), in their order: ``torch_borrow/reader.h``'s
+#: ``TORCH_BORROW_GETTER_LIST``, the one list of their names (the layout first, so that
+#: sparse tensors are refused before their data pointer is asked for; the storage offset
+#: and size for ``torch_borrow_check``'s proofs), as the compiled module reads it.
+GETTERS = _bridge.GETTERS
 OWNED = "torch_tensor_from_pyobject"
 DELETE = "aoti_torch_delete_tensor_object"
 BORROW = "torch_tensor_borrow_from_pyobject"

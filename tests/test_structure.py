@@ -142,3 +142,27 @@ def test_consumer_h_is_the_interface_alone():
     assert "static inline" not in text
     for name in re.findall(r"^#include <torch_borrow/(\w+\.h)>", text, re.M):
         assert (folder / name).is_file(), name
+
+
+#: the stable ABI's getters every route reads through (torch/csrc/inductor/aoti_torch/c/shim.h)
+GETTER_SYMBOLS = ("layout", "data_ptr", "storage_offset", "storage_size", "dim", "sizes",
+                  "strides", "dtype", "device_type", "device_index")
+#: the prototype's own headers, which the patch series copies blocks out of: they call the
+#: getters (and name them in comments), they do not resolve them
+PROTOTYPE_HEADERS = ("shim.h", "pyobject.h", "conversion.h", "thread_state.h",
+                     "metadata_policy.h", "abi.h")
+
+
+def test_each_getter_symbol_is_named_in_one_file():
+    """The resolution's code (bridge/ and shim_ext/, the prototype's own headers aside)
+    writes each getter's symbol name once, as a string: torch_borrow/reader.h's
+    TORCH_BORROW_GETTER_LIST, which consumer.h's resolution expands and the bridge's
+    install walks (bridge._bridge.GETTERS)."""
+    files = [p for folder in ("bridge", "shim_ext") for p in (ROOT / folder).rglob("*")
+             if p.is_file() and p.suffix in (".py", ".pyx", ".pxi", ".pxd", ".h", ".c", ".cpp")
+             and p.name not in PROTOTYPE_HEADERS]
+    texts = {p.relative_to(ROOT).as_posix(): p.read_text() for p in files}
+    for name in GETTER_SYMBOLS:
+        symbol = re.compile(r"[\"']aoti_torch_get_%s[\"']" % name)
+        found = sorted(path for path, text in texts.items() if symbol.search(text))
+        assert found == ["shim_ext/include/torch_borrow/reader.h"], (name, found)

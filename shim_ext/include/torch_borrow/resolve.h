@@ -544,20 +544,13 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
   }
   a->tensor_type = (PyTypeObject*)tensor;
   torch_borrow_guards_enter(torch, guards); /* exited below, before any return */
-#define TORCH_BORROW__GET(field, type, symbol) a->field = (type)torch_borrow__sym(lib, symbol)
-  TORCH_BORROW__GET(g.storage_size, torch_borrow_get_i64_fn, "aoti_torch_get_storage_size");
-  TORCH_BORROW__GET(g.layout, torch_borrow_get_i32_fn, "aoti_torch_get_layout");
-  TORCH_BORROW__GET(g.data_ptr, torch_borrow_get_ptr_fn, "aoti_torch_get_data_ptr");
-  TORCH_BORROW__GET(g.storage_offset, torch_borrow_get_i64_fn, "aoti_torch_get_storage_offset");
-  TORCH_BORROW__GET(g.dim, torch_borrow_get_i64_fn, "aoti_torch_get_dim");
-  TORCH_BORROW__GET(g.sizes, torch_borrow_get_i64p_fn, "aoti_torch_get_sizes");
-  TORCH_BORROW__GET(g.strides, torch_borrow_get_i64p_fn, "aoti_torch_get_strides");
-  TORCH_BORROW__GET(g.dtype, torch_borrow_get_i32_fn, "aoti_torch_get_dtype");
-  TORCH_BORROW__GET(g.device_type, torch_borrow_get_i32_fn, "aoti_torch_get_device_type");
-  TORCH_BORROW__GET(g.device_index, torch_borrow_get_i32_fn, "aoti_torch_get_device_index");
-  TORCH_BORROW__GET(what, torch_borrow_what_fn, "torch_exception_get_what_without_backtrace");
-  TORCH_BORROW__GET(del, torch_borrow_delete_fn, "aoti_torch_delete_tensor_object");
+  /* The getters, by torch_borrow/reader.h's one list of their names. */
+#define TORCH_BORROW__GET(symbol, field, type) a->g.field = (type)torch_borrow__sym(lib, symbol);
+  TORCH_BORROW_GETTER_LIST(TORCH_BORROW__GET)
 #undef TORCH_BORROW__GET
+  a->what = (torch_borrow_what_fn)torch_borrow__sym(
+      lib, "torch_exception_get_what_without_backtrace");
+  a->del = (torch_borrow_delete_fn)torch_borrow__sym(lib, "aoti_torch_delete_tensor_object");
   torch_borrow__dispatcher =
       (torch_borrow__dispatcher_fn)torch_borrow__sym(lib, "aoti_torch_call_dispatcher");
   torch_borrow__new_handle =
@@ -614,9 +607,7 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
     Py_XDECREF(cap);
     PyErr_Clear();
   }
-  getters = a->g.layout && a->g.data_ptr && a->g.storage_offset && a->g.dim && a->g.sizes &&
-            a->g.strides && a->g.dtype && a->g.device_type && a->g.device_index && strided &&
-            meta && a->g.storage_size;
+  getters = torch_borrow_getters_complete(&a->g) && strided && meta;
   owned = (torch_borrow_from_pyobject_fn)torch_borrow__sym(lib, "torch_tensor_from_pyobject");
   keys_ok = torch_borrow__keys_setup(torch, a) == 0;
   dispatch_ok = torch_borrow__dispatcher && torch_borrow__new_handle && a->g.dtype;
