@@ -166,3 +166,48 @@ def test_each_getter_symbol_is_named_in_one_file():
         symbol = re.compile(r"[\"']aoti_torch_get_%s[\"']" % name)
         found = sorted(path for path, text in texts.items() if symbol.search(text))
         assert found == ["shim_ext/include/torch_borrow/reader.h"], (name, found)
+
+
+def private_resolver_uses(path: pathlib.Path) -> list[str]:
+    """Where ``path`` reaches a private name of ``bridge._resolve``: ``from
+    bridge._resolve import _x``, or ``_x`` read off the module, under any name it is
+    imported as (``from bridge import _resolve``, ``import bridge._resolve as r``)."""
+    tree = ast.parse(path.read_text())
+    aliases, found = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "bridge._resolve":
+            found += [f"{path.name}:{node.lineno} {a.name}" for a in node.names
+                      if a.name.startswith("_")]
+        elif isinstance(node, ast.ImportFrom) and node.module == "bridge":
+            aliases |= {a.asname or a.name for a in node.names if a.name == "_resolve"}
+        elif isinstance(node, ast.Import):
+            aliases |= {a.asname for a in node.names if a.name == "bridge._resolve" and a.asname}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                and not node.attr.startswith("__")):
+            base = node.value
+            if isinstance(base, ast.Name) and base.id in aliases:
+                found.append(f"{path.name}:{node.lineno} {base.id}.{node.attr}")
+            elif (isinstance(base, ast.Attribute) and base.attr == "_resolve"
+                  and isinstance(base.value, ast.Name) and base.value.id == "bridge"):
+                found.append(f"{path.name}:{node.lineno} bridge._resolve.{node.attr}")
+    return found
+
+
+def test_bench_uses_only_public_names_of_the_resolver():
+    """The benchmarks find torch's functions through bridge._resolve's documented calls
+    (resolve, find_symbol, find_prototyped, prove_handle, the symbol-name constants),
+    never its internals, so the resolution may move into the C core under them."""
+    found = [use for path in sorted((ROOT / "bench").rglob("*.py"))
+             for use in private_resolver_uses(path)]
+    assert found == []
+
+
+def test_the_private_name_check_finds_one(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("from bridge import _resolve\nimport bridge._resolve as r\n"
+                     "from bridge._resolve import _lookup\n"
+                     "_resolve._loaded_libraries(t)\nr._lookup_prototype('x', [], ())\n"
+                     "_resolve.find_symbol(t, 'x')\n")
+    assert [u.split(" ", 1)[1] for u in private_resolver_uses(probe)] == [
+        "_lookup", "_resolve._loaded_libraries", "r._lookup_prototype"]
