@@ -139,7 +139,7 @@
  *                                 functional, vmap-batched, custom device / layout:
  *                                 the borrow refuses it before any getter), a layout
  *                                 other than strided (sparse, mkldnn), the conjugate or
- *                                 negative bit set, a dtype outside the table below
+ *                                 negative bit set, a dtype outside resolve.h's table
  *                                 (quantized, sub-byte bits / intN / uintN), the meta
  *                                 device or a device type torch does not name, elements
  *                                 without storage memory (freed, resized to 0), an
@@ -232,9 +232,10 @@
  * --- The torch symbols it relies on (dlsym in libtorch_cpu.so) -------------------
  *
  * aoti_torch_get_data_ptr, _get_storage_offset, _get_dim, _get_sizes, _get_strides,
- * _get_dtype, _get_device_type, _get_device_index, _get_layout, _get_storage_size,
+ * _get_dtype, _get_device_type, _get_device_index, _get_layout, _get_storage_size
+ * (torch_borrow/reader.h's TORCH_BORROW_GETTER_LIST, the one list of their names),
  * aoti_torch_layout_strided, aoti_torch_device_type_meta, aoti_torch_device_type_* (the
- * names torch_borrow_device_code knows), aoti_torch_dtype_* (the table below: a code
+ * names torch_borrow_device_code knows), aoti_torch_dtype_* (resolve.h's table: a code
  * torch lacks is left out; at init, on the borrow and owned routes, every other dtype
  * torch can allocate is added by the code an empty tensor of it reports; each dtype's
  * itemsize or refusal is torch_borrow/tables.h's rule, the bridge's),
