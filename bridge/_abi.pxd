@@ -50,6 +50,15 @@ cdef extern from "torch_borrow/reader.h":
         torch_borrow_get_flag_fn is_conj
         torch_borrow_get_flag_fn is_neg
 
+    # TORCH_BORROW_GETTER_LIST as a table: the getters' symbol names, written once there.
+    enum:
+        TORCH_BORROW_NGETTERS
+    ctypedef struct torch_borrow_getter_symbol:
+        const char* name
+        size_t offset
+    const torch_borrow_getter_symbol* torch_borrow_getter_symbols() noexcept nogil
+    int torch_borrow_getters_complete(const torch_borrow_getters* g) noexcept nogil
+
     # Array sizes: TORCH_BORROW_NCODES, TORCH_BORROW_NDEVICES (Cython needs literals).
     ctypedef struct torch_borrow_tables:
         int32_t strided

@@ -11,6 +11,17 @@ PYOBJECT_SIZE = sizeof(PyObject)
 #: Whether this module was compiled for a free-threaded CPython (Py_GIL_DISABLED).
 FREE_THREADED = bool(BRIDGE_FREE_THREADED)
 
+
+cdef tuple _getter_names():
+    cdef const torch_borrow_getter_symbol* getters = torch_borrow_getter_symbols()
+    cdef int i
+    return tuple([getters[i].name.decode() for i in range(TORCH_BORROW_NGETTERS)])
+
+
+#: The ``aoti_torch_get_*`` getters every path reads through, in the order of
+#: ``torch_borrow/reader.h``'s ``TORCH_BORROW_GETTER_LIST``, the one list of their names.
+GETTERS = _getter_names()
+
 # Every snapshot's Python objects, kept alive for the life of the process.
 cdef list _kept = []
 # bridge._select's callables (``_install_callables``): what the cold paths call.
@@ -52,9 +63,8 @@ def _install_symbols(dict symbols, object tensor_type, bint fallback_ok,
                      object no_torch_function=None, object parameter_type=None):
     """Install resolved symbol addresses (``bridge._select`` only, under its lock).
 
-    ``symbols`` maps a symbol name to its address (int) or None; ``aoti_torch_get_layout``,
-    the seven metadata getters and ``aoti_torch_get_storage_offset`` must all be
-    present for any path to work;
+    ``symbols`` maps a symbol name to its address (int) or None; every getter of
+    ``GETTERS`` must be present for any path to work;
     ``tensor_type`` is ``torch.Tensor``; ``fallback_ok`` says the offset was proven;
     ``no_torch_function`` is ``torch._C.DisableTorchFunction``; ``parameter_type`` is
     ``torch.nn.Parameter`` (a fast path of the type gate).
@@ -64,27 +74,19 @@ def _install_symbols(dict symbols, object tensor_type, bint fallback_ok,
     lock), never half-installed tables. Counters are kept.
     """
     cdef Installed* st = _new_state(&bridge_nothing)
-    st.g.layout = <torch_borrow_get_i32_fn>_addr(symbols, "aoti_torch_get_layout")
-    st.g.data_ptr = <torch_borrow_get_ptr_fn>_addr(symbols, "aoti_torch_get_data_ptr")
-    st.g.storage_offset = <torch_borrow_get_i64_fn>_addr(symbols, "aoti_torch_get_storage_offset")
-    st.g.storage_size = <torch_borrow_get_i64_fn>_addr(symbols, "aoti_torch_get_storage_size")
-    st.g.dim = <torch_borrow_get_i64_fn>_addr(symbols, "aoti_torch_get_dim")
-    st.g.sizes = <torch_borrow_get_i64p_fn>_addr(symbols, "aoti_torch_get_sizes")
-    st.g.strides = <torch_borrow_get_i64p_fn>_addr(symbols, "aoti_torch_get_strides")
-    st.g.dtype = <torch_borrow_get_i32_fn>_addr(symbols, "aoti_torch_get_dtype")
-    st.g.device_type = <torch_borrow_get_i32_fn>_addr(symbols, "aoti_torch_get_device_type")
-    st.g.device_index = <torch_borrow_get_i32_fn>_addr(symbols, "aoti_torch_get_device_index")
+    cdef const torch_borrow_getter_symbol* getters = torch_borrow_getter_symbols()
+    cdef void* address
+    cdef int i
+    for i in range(TORCH_BORROW_NGETTERS):  # reader.h's list: each getter into its field
+        address = _addr(symbols, getters[i].name.decode())
+        memcpy((<char*>&st.g) + getters[i].offset, &address, sizeof(void*))
     st.g.is_conj = <torch_borrow_get_flag_fn>_addr(symbols, "torch_is_conj")
     st.g.is_neg = <torch_borrow_get_flag_fn>_addr(symbols, "torch_is_neg")
     st.custom_metadata = <torch_borrow_custom_metadata_fn>_addr(
         symbols, "torch_borrow_custom_metadata")
     if st.g.is_conj == NULL or st.g.is_neg == NULL:
         st.g.is_conj = st.g.is_neg = NULL
-    st.getters_present = (st.g.layout != NULL and st.g.data_ptr != NULL and st.g.dim != NULL
-                          and st.g.storage_offset != NULL and st.g.storage_size != NULL
-                          and st.g.sizes != NULL and st.g.strides != NULL
-                          and st.g.dtype != NULL and st.g.device_type != NULL
-                          and st.g.device_index != NULL)
+    st.getters_present = torch_borrow_getters_complete(&st.g) != 0
     st.owned_fn = <torch_borrow_from_pyobject_fn>_addr(symbols, "torch_tensor_from_pyobject")
     st.delete_fn = <torch_borrow_delete_fn>_addr(symbols, "aoti_torch_delete_tensor_object")
     if st.delete_fn == NULL:

@@ -23,23 +23,14 @@ import warnings
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from bridge import _bridge
+
 #: ``aoti_torch_get_*`` functions every path reads through (torch/csrc/inductor/
-#: aoti_torch/c/shim.h); the layout comes first so that sparse tensors are refused
-#: before their data pointer is asked for. The storage offset proves that the data
-#: pointer's base exists; the storage's size, that the elements lie inside it (both checks
-#: are ``torch_borrow_check`` in ``shim_ext/include/torch_borrow/reader.h``).
-GETTERS = (
-    "aoti_torch_get_layout",
-    "aoti_torch_get_data_ptr",
-    "aoti_torch_get_storage_offset",
-    "aoti_torch_get_storage_size",
-    "aoti_torch_get_dim",
-    "aoti_torch_get_sizes",
-    "aoti_torch_get_strides",
-    "aoti_torch_get_dtype",
-    "aoti_torch_get_device_type",
-    "aoti_torch_get_device_index",
-)
+#: aoti_torch/c/shim.h), in their order: ``torch_borrow/reader.h``'s
+#: ``TORCH_BORROW_GETTER_LIST``, the one list of their names (the layout first, so that
+#: sparse tensors are refused before their data pointer is asked for; the storage offset
+#: and size for ``torch_borrow_check``'s proofs), as the compiled module reads it.
+GETTERS = _bridge.GETTERS
 OWNED = "torch_tensor_from_pyobject"
 DELETE = "aoti_torch_delete_tensor_object"
 BORROW = "torch_tensor_borrow_from_pyobject"
@@ -229,6 +220,35 @@ def _lookup_prototype(name, libraries, hide):
 
     module = shim_ext.load()[-1 - at]  # loaded already: the look-up found it there
     return Symbol(name, address, "shim_ext/" + os.path.basename(module.__file__)), None
+
+
+def find_symbol(torch, name: str) -> Symbol | None:
+    """Find the function ``name`` in what ``import torch`` loaded, as the bridge does.
+
+    The bridge's library search: torch's libraries in ``LIBRARIES`` order (from
+    ``torch/lib``), then ``torch._C``'s own handle, whose look-up searches every library
+    it depends on; each opened with ``dlopen(RTLD_NOLOAD)``, so nothing is loaded and
+    nothing enters the global namespace. ``torch`` is the imported module. Returns a
+    ``Symbol`` (name, address as an int, the library file that exports it), or None
+    where no loaded torch library exports ``name`` (or off POSIX, where there is no
+    ``RTLD_NOLOAD``). Never raises for a missing symbol; calls nothing it finds.
+    """
+    return _lookup(name, _loaded_libraries(torch), frozenset())
+
+
+def find_prototyped(torch, name: str) -> tuple[Symbol | None, str | None]:
+    """Find a function shim_ext prototypes (``torch_tensor_borrow_from_pyobject``,
+    ``torch_is_conj``, ``torch_is_neg``, ``torch_borrow_custom_metadata``,
+    ``torch_borrow_direct_from_pyobject``) by ``torch_borrow/tables.h``'s rule, the one
+    consumer.h follows: libtorch's own export first (``find_symbol``'s libraries), else
+    shim_ext's, only once ``shim_ext.load()`` accepted it (built for the running torch)
+    and its libraries passed the ABI handshake (``torch_borrow/abi.h``).
+
+    ``torch`` is the imported module. Returns ``(Symbol, None)``, or ``(None, why)``
+    with the reason it is missing (shim_ext absent, stale, of another ABI, or without
+    ``name``). May import shim_ext; needs the GIL; leaves no exception set.
+    """
+    return _lookup_prototype(name, _loaded_libraries(torch), frozenset())
 
 
 def prove_fallback_offset(torch, offset, hide=frozenset()):

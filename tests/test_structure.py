@@ -131,3 +131,83 @@ def test_proposal_imports_nothing_from_bench(graph):
 
 def test_the_circle_check_finds_a_circle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
+
+
+def test_consumer_h_is_the_interface_alone():
+    """consumer.h holds the types, the calls' documentation and the contract; its
+    implementation lives in the headers it includes, so no function is defined in it."""
+    folder = ROOT / "shim_ext" / "include" / "torch_borrow"
+    text = (folder / "consumer.h").read_text()
+    assert len(text.splitlines()) <= 330
+    assert "static inline" not in text
+    for name in re.findall(r"^#include <torch_borrow/(\w+\.h)>", text, re.M):
+        assert (folder / name).is_file(), name
+
+
+#: the stable ABI's getters every route reads through (torch/csrc/inductor/aoti_torch/c/shim.h)
+GETTER_SYMBOLS = ("layout", "data_ptr", "storage_offset", "storage_size", "dim", "sizes",
+                  "strides", "dtype", "device_type", "device_index")
+#: the prototype's own headers, which the patch series copies blocks out of: they call the
+#: getters (and name them in comments), they do not resolve them
+PROTOTYPE_HEADERS = ("shim.h", "pyobject.h", "conversion.h", "thread_state.h",
+                     "metadata_policy.h", "abi.h")
+
+
+def test_each_getter_symbol_is_named_in_one_file():
+    """The resolution's code (bridge/ and shim_ext/, the prototype's own headers aside)
+    writes each getter's symbol name once, as a string: torch_borrow/reader.h's
+    TORCH_BORROW_GETTER_LIST, which consumer.h's resolution expands and the bridge's
+    install walks (bridge._bridge.GETTERS)."""
+    files = [p for folder in ("bridge", "shim_ext") for p in (ROOT / folder).rglob("*")
+             if p.is_file() and p.suffix in (".py", ".pyx", ".pxi", ".pxd", ".h", ".c", ".cpp")
+             and p.name not in PROTOTYPE_HEADERS]
+    texts = {p.relative_to(ROOT).as_posix(): p.read_text() for p in files}
+    for name in GETTER_SYMBOLS:
+        symbol = re.compile(r"[\"']aoti_torch_get_%s[\"']" % name)
+        found = sorted(path for path, text in texts.items() if symbol.search(text))
+        assert found == ["shim_ext/include/torch_borrow/reader.h"], (name, found)
+
+
+def private_resolver_uses(path: pathlib.Path) -> list[str]:
+    """Where ``path`` reaches a private name of ``bridge._resolve``: ``from
+    bridge._resolve import _x``, or ``_x`` read off the module, under any name it is
+    imported as (``from bridge import _resolve``, ``import bridge._resolve as r``)."""
+    tree = ast.parse(path.read_text())
+    aliases, found = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "bridge._resolve":
+            found += [f"{path.name}:{node.lineno} {a.name}" for a in node.names
+                      if a.name.startswith("_")]
+        elif isinstance(node, ast.ImportFrom) and node.module == "bridge":
+            aliases |= {a.asname or a.name for a in node.names if a.name == "_resolve"}
+        elif isinstance(node, ast.Import):
+            aliases |= {a.asname for a in node.names if a.name == "bridge._resolve" and a.asname}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                and not node.attr.startswith("__")):
+            base = node.value
+            if isinstance(base, ast.Name) and base.id in aliases:
+                found.append(f"{path.name}:{node.lineno} {base.id}.{node.attr}")
+            elif (isinstance(base, ast.Attribute) and base.attr == "_resolve"
+                  and isinstance(base.value, ast.Name) and base.value.id == "bridge"):
+                found.append(f"{path.name}:{node.lineno} bridge._resolve.{node.attr}")
+    return found
+
+
+def test_bench_uses_only_public_names_of_the_resolver():
+    """The benchmarks find torch's functions through bridge._resolve's documented calls
+    (resolve, find_symbol, find_prototyped, prove_handle, the symbol-name constants),
+    never its internals, so the resolution may move into the C core under them."""
+    found = [use for path in sorted((ROOT / "bench").rglob("*.py"))
+             for use in private_resolver_uses(path)]
+    assert found == []
+
+
+def test_the_private_name_check_finds_one(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("from bridge import _resolve\nimport bridge._resolve as r\n"
+                     "from bridge._resolve import _lookup\n"
+                     "_resolve._loaded_libraries(t)\nr._lookup_prototype('x', [], ())\n"
+                     "_resolve.find_symbol(t, 'x')\n")
+    assert [u.split(" ", 1)[1] for u in private_resolver_uses(probe)] == [
+        "_lookup", "_resolve._loaded_libraries", "r._lookup_prototype"]

@@ -91,10 +91,9 @@ class Consumer:
             raise Unavailable(f"fallback_ops.cpp does not build: {type(exc).__name__}: "
                               f"{exc}") from exc
         res = _resolve.resolve(core.PYOBJECT_SIZE)
-        libs = _resolve._loaded_libraries(torch)
 
         def look(name):
-            return _resolve._lookup(name, libs, frozenset())
+            return _resolve.find_symbol(torch, name)
 
         addresses = {}
         for name, key in ((_resolve.DELETE, "delete"),

@@ -149,10 +149,8 @@ class Consumer:
         mark("pointer", fallback.reason,
              f"pointer trick ((char*)obj + {core.PYOBJECT_SIZE}, proven)")
 
-        libs = _resolve._loaded_libraries(torch)
-
         def code(name):
-            sym = _resolve._lookup(name, libs, frozenset())
+            sym = _resolve.find_symbol(torch, name)
             if sym is None:
                 return None
             return ctypes.CFUNCTYPE(ctypes.c_int32)(sym.address)()

@@ -77,18 +77,16 @@ class NativePeers:
         res = _resolve.resolve(core.PYOBJECT_SIZE)
         self._sym = {name: s.address for name, s in res.symbols.items()}
         self.paths = {p: i.available for p, i in res.paths.items()}
-        libs = _resolve._loaded_libraries(torch)
-        conj = [_resolve._lookup_prototype(_resolve.IS_CONJ, libs, frozenset())[0],
-                _resolve._lookup("aoti_torch_new_tensor_handle", libs, frozenset()),
-                _resolve._lookup("torch_call_dispatcher", libs, frozenset())]
+        conj = [_resolve.find_prototyped(torch, _resolve.IS_CONJ)[0],
+                _resolve.find_symbol(torch, "aoti_torch_new_tensor_handle"),
+                _resolve.find_symbol(torch, "torch_call_dispatcher")]
         #: why each conj route is missing (None when it can run)
         self.conj_reason = {
             "getter": None if conj[0] else "no torch_is_conj (libtorch or shim_ext)",
             "dispatcher": None if conj[1] and conj[2] else
             f"torch {torch.__version__} exports no torch_call_dispatcher"}
         self._conj = [s.address if s else 0 for s in conj]
-        direct, why = _resolve._lookup_prototype("torch_borrow_direct_from_pyobject", libs,
-                                                 frozenset())
+        direct, why = _resolve.find_prototyped(torch, "torch_borrow_direct_from_pyobject")
         #: why the direct-call row cannot run (None when it can)
         self.direct_reason = None if direct else why
         self._direct = direct.address if direct else 0

@@ -37,10 +37,28 @@ def test_borrow_comes_from_libtorch_first_else_shim_ext():
     info = bridge.available_paths()["borrow"]
     from bridge import _resolve
 
-    torch_export = _resolve._lookup(_resolve.BORROW, _resolve._loaded_libraries(torch),
-                                    frozenset())
+    torch_export = _resolve.find_symbol(torch, _resolve.BORROW)
     expected = torch_export.origin if torch_export else "shim_ext/"
     assert info.origin.startswith(expected), info
+
+
+def test_the_public_look_ups_give_the_resolutions_addresses():
+    """find_symbol / find_prototyped (what the benchmarks use) answer as resolve() does."""
+    from bridge import _bridge, _resolve
+
+    res = _resolve.resolve(_bridge.PYOBJECT_SIZE)
+    for name in (*_resolve.GETTERS, _resolve.OWNED, _resolve.DELETE):
+        sym = _resolve.find_symbol(torch, name)
+        assert (sym.address if sym else None) == (
+            res.symbols[name].address if name in res.symbols else None), name
+    assert _resolve.find_symbol(torch, "torch_borrow_no_such_function") is None
+    for name in (_resolve.IS_CONJ, _resolve.CUSTOM_METADATA):
+        sym, why = _resolve.find_prototyped(torch, name)
+        assert (sym is None) == bool(why), (name, sym, why)
+        assert (sym.address if sym else None) == (
+            res.symbols[name].address if name in res.symbols else None), name
+    sym, why = _resolve.find_prototyped(torch, "torch_borrow_no_such_function")
+    assert sym is None and "torch_borrow_no_such_function" in why, why
 
 
 PROTOTYPED = [("torch_tensor_borrow_from_pyobject", -1), ("torch_is_conj", -1),

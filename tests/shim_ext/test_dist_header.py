@@ -35,8 +35,12 @@ def test_the_tarball_is_versioned_complete_and_reproducible(tmp_path):
         readme = tar.extractfile(f"{top}/README.md").read().decode()
     includes = set(re.findall(r"^#include <(torch_borrow/[\w.]+)>", "\n".join(
         p.read_text() for p in (ROOT / "shim_ext/include/torch_borrow").glob("*.h")
-        if p.name in ("consumer.h", "reader.h", "tables.h", "thread_state.h", "abi.h")),
+        if p.name in ("consumer.h", "resolve.h", "read_route.h", "next_to_read.h", "reader.h",
+                      "tables.h", "thread_state.h", "abi.h")),
         re.M))
+    # the implementation headers consumer.h includes ship with it
+    assert {"torch_borrow/resolve.h", "torch_borrow/read_route.h",
+            "torch_borrow/next_to_read.h"} <= includes, includes
     assert includes <= {n.removeprefix(f"{top}/include/") for n in names}, includes
     for name in ("include/torch_borrow/consumer.h", "include/torch_borrow/consumer.pxd",
                  "include/torch_borrow/__init__.pxd", "examples/minimal.c", "README.md"):

@@ -31,22 +31,61 @@
 /* Device type codes the tables cover (c10::DeviceType has fewer than 32 today). */
 #define TORCH_BORROW_NDEVICES 64
 
-/* The getters a handle is read with, resolved once by the front end. */
+/* The stable ABI's getters a handle is read with (torch/csrc/inductor/aoti_torch/c/
+   shim.h), each as X(symbol, field, type): the one place their names are written. The
+   layout comes first, so that a sparse tensor is refused before its data pointer is
+   asked for; the storage offset proves that the data pointer's base exists (with
+   data_ptr), the storage's size (nbytes) that the elements lie inside it. Each front end
+   looks every symbol up by this list: torch_borrow/resolve.h expands it, the bridge
+   (Cython, which cannot) walks torch_borrow_getter_symbols(). */
+#define TORCH_BORROW_GETTER_LIST(X)                                                     \
+  X("aoti_torch_get_layout", layout, torch_borrow_get_i32_fn)                           \
+  X("aoti_torch_get_data_ptr", data_ptr, torch_borrow_get_ptr_fn)                       \
+  X("aoti_torch_get_storage_offset", storage_offset, torch_borrow_get_i64_fn)           \
+  X("aoti_torch_get_storage_size", storage_size, torch_borrow_get_i64_fn)               \
+  X("aoti_torch_get_dim", dim, torch_borrow_get_i64_fn)                                 \
+  X("aoti_torch_get_sizes", sizes, torch_borrow_get_i64p_fn)                            \
+  X("aoti_torch_get_strides", strides, torch_borrow_get_i64p_fn)                        \
+  X("aoti_torch_get_dtype", dtype, torch_borrow_get_i32_fn)                             \
+  X("aoti_torch_get_device_type", device_type, torch_borrow_get_i32_fn)                 \
+  X("aoti_torch_get_device_index", device_index, torch_borrow_get_i32_fn)
+#define TORCH_BORROW_NGETTERS 10
+
+/* The getters a handle is read with, resolved once by the front end: a field per
+   TORCH_BORROW_GETTER_LIST entry, in its order, then the flag getters. */
 typedef struct torch_borrow_getters {
-  torch_borrow_get_i32_fn layout;
-  torch_borrow_get_ptr_fn data_ptr;
-  torch_borrow_get_i64_fn storage_offset; /* with data_ptr: proof the storage holds memory */
-  torch_borrow_get_i64_fn storage_size;   /* nbytes: the elements must lie inside it */
-  torch_borrow_get_i64_fn dim;
-  torch_borrow_get_i64p_fn sizes;
-  torch_borrow_get_i64p_fn strides;
-  torch_borrow_get_i32_fn dtype;
-  torch_borrow_get_i32_fn device_type;
-  torch_borrow_get_i32_fn device_index;
+#define TORCH_BORROW__GETTER_FIELD(symbol, field, type) type field;
+  TORCH_BORROW_GETTER_LIST(TORCH_BORROW__GETTER_FIELD)
+#undef TORCH_BORROW__GETTER_FIELD
   /* NULL: no C function for the bits in this torch; the front end judges them first */
   torch_borrow_get_flag_fn is_conj;
   torch_borrow_get_flag_fn is_neg;
 } torch_borrow_getters;
+
+/* A getter's symbol and the offset of its field in torch_borrow_getters. */
+typedef struct torch_borrow_getter_symbol {
+  const char* name;
+  size_t offset;
+} torch_borrow_getter_symbol;
+
+/* TORCH_BORROW_GETTER_LIST as a table of TORCH_BORROW_NGETTERS entries, in its order: for
+   a front end that cannot expand the macro (the bridge's install, in Cython). */
+static inline const torch_borrow_getter_symbol* torch_borrow_getter_symbols(void) {
+#define TORCH_BORROW__GETTER_ENTRY(symbol, field, type) \
+  {symbol, offsetof(torch_borrow_getters, field)},
+  static const torch_borrow_getter_symbol table[TORCH_BORROW_NGETTERS] = {
+      TORCH_BORROW_GETTER_LIST(TORCH_BORROW__GETTER_ENTRY)};
+#undef TORCH_BORROW__GETTER_ENTRY
+  return table;
+}
+
+/* 1 when every getter of TORCH_BORROW_GETTER_LIST was found (the flag getters aside),
+   else 0: no route reads without all ten. */
+static inline int torch_borrow_getters_complete(const torch_borrow_getters* g) {
+#define TORCH_BORROW__GETTER_FOUND(symbol, field, type) g->field != NULL &&
+  return TORCH_BORROW_GETTER_LIST(TORCH_BORROW__GETTER_FOUND) 1;
+#undef TORCH_BORROW__GETTER_FOUND
+}
 
 /* What the checks compare against, learnt once at resolution from torch's codes. */
 typedef struct torch_borrow_tables {
