@@ -752,17 +752,20 @@ def launch_why(short: list[dict], per_call: dict, g2_target: float | None = None
             "tuple code, inlined parts included); the rest is CPython's attribute loads, "
             "the tuple and the loop. ")
         if over:
-            lines[-1] += (f"{len(over)} of the {len(short)} rows over have more than that "
-                          "to shed: a bridge with no instructions of its own in the reads "
-                          "would still miss them. ")
+            lines[-1] += (f"{len(over)} of the {len(short)} rows over "
+                          f"{'has' if len(over) == 1 else 'have'} more than that to shed: a "
+                          "bridge with no instructions of its own in the reads would still "
+                          f"miss {'it' if len(over) == 1 else 'them'}. ")
         rest = [r for r in short if r["shed"] <= own]
         if rest:
-            most_rest = max(r["shed"] for r in rest)
+            names = {"mixed": "1 to 4 dimensions"}
+            need = "; ".join(f"{names.get(r['shape'], r['shape'][1:] + ' dimensions')}, "
+                             f"{r['anchor']}: {own - r['shed']:.0f}" for r in rest)
             lines[-1] += (
                 f"{'The other' if over else 'The'} {len(rest)} would need the bridge's "
-                f"share cut from {own:.0f} to at most {own - most_rest:.0f}, while each "
-                "getter still loads its value, takes a reference and returns, and "
-                "`tp_getattro` still tells the six names apart.")
+                f"share cut from {own:.0f} to at most ({need}), while each getter still "
+                "loads its value, takes a reference and returns, and `tp_getattro` still "
+                "tells the six names apart.")
     return lines
 
 

@@ -177,8 +177,9 @@ def test_the_reasons_for_a_miss_state_the_bridges_own_share_of_the_six_reads():
              {"shape": "mixed", "anchor": "get_device", "k": 1, "view": 2740.0, "shed": 25.0}]
     text = "\n".join(callgrind.launch_why(short, per_call, 1.05))
     assert "cost 1300, of which 100 are the bridge's own instructions" in text
-    assert "1 of the 3 rows over have more than that to shed" in text
-    assert "The other 2 would need the bridge's share cut from 100 to at most 70" in text
+    assert "1 of the 3 rows over has more than that to shed" in text
+    assert "The other 2 would need the bridge's share cut from 100 to at most " \
+           "(1 dimensions, get_device: 70; 1 to 4 dimensions, get_device: 75)" in text
     per_call.pop("own:view_six")
     assert "bridge's own" not in "\n".join(callgrind.launch_why(short, per_call, 1.05))
 
