@@ -202,8 +202,38 @@ def test_refuses_what_the_bridge_refuses(consumer, route, case):
 
 @needs_route
 def test_more_dimensions_than_the_limit_are_refused(consumer):
-    with pytest.raises(BufferError, match="dimensions"):
+    with pytest.raises(BufferError, match="more dimensions than TORCH_BORROW_MAX_DIMS "
+                                          r"\(64\)"):
         consumer.view(torch.empty([1] * 65))
+
+
+@needs_route
+def test_a_library_may_raise_the_dimension_limit(tmp_path, monkeypatch):
+    """TORCH_BORROW_MAX_DIMS defined before the include: torch allows more than 64
+    dimensions, and a build with 80 reads a 65-dimensional tensor as torch describes it
+    and refuses 81 naming its own limit (a child process: the module name is taken)."""
+    from helpers.consumers import build
+
+    monkeypatch.setenv("EXAMPLE_CFLAGS", "-DTORCH_BORROW_MAX_DIMS=80")
+    path = build.build("consumer.c", tmp_path)
+    child = textwrap.dedent(f"""
+        import importlib.util, torch
+        spec = importlib.util.spec_from_file_location("borrow_consumer_c", {str(path)!r})
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        t = torch.empty([1] * 64 + [3]).transpose(0, 64)
+        got = mod.view(t)
+        assert got[:3] == (t.data_ptr(), tuple(t.shape), t.stride()), got
+        try:
+            mod.view(torch.empty([1] * 81))
+        except BufferError as e:
+            assert "more dimensions than TORCH_BORROW_MAX_DIMS (80)" in str(e), e
+        else:
+            raise AssertionError("81 dimensions read")
+        """)
+    proc = subprocess.run([sys.executable, "-P", "-c", child], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_without_flag_getters_every_view_is_refused(consumer):

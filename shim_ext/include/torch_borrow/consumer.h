@@ -223,7 +223,10 @@
  * Threads: reads may run in any number of threads, each holding the GIL (or, on
  * free-threaded CPython, an attached thread state); the resolution is published once
  * with release / acquire atomics. The state is per translation unit (static): include
- * the header where the reads are, and each translation unit resolves once. The
+ * the header where the reads are, and each translation unit resolves once. Not once per
+ * process, by design: a header has no definition of its own to share without a symbol
+ * every vendoring library would export, and two libraries vendoring two versions would
+ * then share one state; read from one translation unit to pay the set-up once. The
  * Python-level check (the dlpack route) holds garbage collection off with PyGC_Disable,
  * which is process-wide: on free-threaded CPython two threads reading at once may
  * re-enable it under each other (a collection may then run during the other's check),
@@ -268,7 +271,13 @@
 #endif
 #include <Python.h>
 
+/* The most dimensions a read takes; torch allows more, and such a tensor is refused
+   with a message naming this limit. Define it before the include to raise it: the meta
+   grows by 16 bytes a dimension, so translation units passing a meta between them must
+   agree on it. */
+#ifndef TORCH_BORROW_MAX_DIMS
 #define TORCH_BORROW_MAX_DIMS 64
+#endif
 #define TORCH_BORROW_MESSAGE_SIZE 512
 
 /* torch_borrow_init_route's flags */

@@ -428,9 +428,11 @@ static inline int torch_borrow__dlpack_setup(PyObject* torch, void* lib, torch_b
   "runs), aten::is_neg and, for a complex dtype, aten::is_conj through torch's "        \
   "dispatcher (C++ only); what runs Python in torch's getters makes them raise: "       \
   "refused; "
+#define TORCH_BORROW__STR(x) TORCH_BORROW__STR2(x)
+#define TORCH_BORROW__STR2(x) #x
 #define TORCH_BORROW__CHECKS_COMMON                                                     \
   "C: real type, strided layout, dtype, device, memory present, every element inside "  \
-  "the storage, at most 64 dims"
+  "the storage, at most " TORCH_BORROW__STR(TORCH_BORROW_MAX_DIMS) " dims"
 
 /* Frees a resolution that was never published (no read can hold it): its references
    and the block. */
