@@ -38,7 +38,8 @@
  * dispatcher (no Python-level key-set check, no garbage-collection switch there) and
  * refuses a layout computed in Python on the dlpack route; 1.3.1 keeps the
  * implementation in torch_borrow/resolve.h, read_route.h and next_to_read.h, which
- * this header includes (the same behaviour and words: vendor the whole folder).
+ * this header includes (the same behaviour and words: vendor the whole folder); 1.4.0
+ * lets a library define TORCH_BORROW_MAX_DIMS before the include.
  *
  * --- The routes, and what each one checks -----------------------------------------
  *
@@ -264,7 +265,7 @@
 #ifndef TORCH_BORROW_CONSUMER_H
 #define TORCH_BORROW_CONSUMER_H
 
-#define TORCH_BORROW_CONSUMER_VERSION 10301 /* 1.3.1 */
+#define TORCH_BORROW_CONSUMER_VERSION 10400 /* 1.4.0 */
 
 #ifndef PY_SSIZE_T_CLEAN
 #define PY_SSIZE_T_CLEAN
