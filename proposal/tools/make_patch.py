@@ -393,6 +393,11 @@ MANAGED_UNPACKED = """\
       }
       at::Tensor tensor = THPVariable_Unpack(obj); // owned: *out holds it
 """
+# _to_dlpack / _to_dlpack_versioned (THPModule_toDLPackImpl): the tensor after the copy or
+# move the caller may ask for; and the anonymous namespace that opens before its capsule
+# destructor, before which the refusal helper goes.
+TO_DLPACK_COPY = "  auto src = at::maybeCopyTensor(data, optional_dl_device, copy);\n"
+DLPACK_CAPSULE_NAMESPACE = "namespace {\n\ntemplate <class T>\nvoid DLPack_Capsule_Destructor("
 DLPACK_BORROWED = "    const at::Tensor& tensor = THPVariable_Unpack(obj);\n"
 DLPACK_FILL = "    at::toDLPackNonOwning(tensor, out, read_only);\n    return 0;\n"
 TEST_HELPERS_ANCHOR = "\n\nclass TestTorchDlPack(TestCase):\n"
@@ -438,10 +443,30 @@ def apply_dlpack_borrow(tree: Tree) -> None:
     path.write_text(text.replace(MANAGED_CAST, MANAGED_UNPACKED))
 
 
+def refuse(indent: str, tensor: str, fail: str) -> str:
+    """The lines that refuse ``tensor`` when DLPackRefusal names a reason, at ``indent``,
+    returning ``fail``."""
+    return (f"{indent}if (const char* refusal = DLPackRefusal({tensor})) {{\n"
+            f"{indent}  PyErr_SetString(PyExc_BufferError, refusal);\n"
+            f"{indent}  return {fail};\n{indent}}}\n")
+
+
 def apply_dlpack_conj_neg(tree: Tree) -> None:
-    """DLPack 0003: refuse conjugate and negative views (BufferError), and the test."""
-    tree.edit(MODULE_CPP, DLPACK_BORROWED, (DLPACK_SRC / "conj-neg.cpp.txt").read_text(),
-              fmt=True)
+    """DLPack 0003: refuse conjugate and negative views (BufferError) in every export of
+    Module.cpp: _to_dlpack / _to_dlpack_versioned (to_dlpack, __dlpack__; after the copy
+    the caller may ask for, which resolves the view) and the four exchange functions,
+    through one helper; and the tests, one per export path."""
+    tree.edit(MODULE_CPP, DLPACK_CAPSULE_NAMESPACE, (DLPACK_SRC / "conj-neg.cpp.txt")
+              .read_text(), before=True, fmt=True)
+    tree.edit(MODULE_CPP, TO_DLPACK_COPY, refuse("  ", "src", "nullptr"))
+    tree.edit(MODULE_CPP, DLPACK_BORROWED, refuse("    ", "tensor", "-1"))
+    path = tree.root / MODULE_CPP
+    text = path.read_text()
+    owned = MANAGED_UNPACKED.splitlines(keepends=True)[-1]
+    if text.count(owned) != 2:
+        raise SystemExit(f"{MODULE_CPP}: expected the two managed functions' copies, found "
+                         f"{text.count(owned)}")
+    path.write_text(text.replace(owned, owned + refuse("      ", "tensor", "-1")))
     add_dlpack_tests(tree, "test-conj-neg.py.txt")
 
 
@@ -465,7 +490,10 @@ DLPACK_TESTS = {"0001": ["test_dlpack_exchange_api_dltensor",
                          "test_dlpack_exchange_api_refuses_what_is_not_a_tensor",
                          "test_dlpack_exchange_api_managed_refuses_what_is_not_a_tensor"],
                 "0002": [],
-                "0003": ["test_dlpack_exchange_api_refuses_conj_and_neg_views"],
+                "0003": ["test_dlpack_exchange_api_refuses_conj_and_neg_views",
+                         "test_dlpack_exchange_api_managed_refuses_conj_and_neg_views",
+                         "test_to_dlpack_refuses_conj_and_neg_views",
+                         "test_dlpack_refuses_neg_views"],
                 "0004": ["test_dlpack_exchange_api_holds_python_sizes_tensors"]}
 # Where the whole proposal lands (proposal/README.md and the RFC say the same): the
 # interpreter fix, the DLPack series, conj/neg; the borrow held. (series folder, number).

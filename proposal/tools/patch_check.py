@@ -1326,10 +1326,12 @@ def build_patched_dlpack(tree: pathlib.Path, work: pathlib.Path, name: str) -> p
     cutter = _load_patched_dlpack()
     patched = (tree / make_patch.MODULE_CPP).read_text()
     generated = work / f"dlpack-{name}-cut"
-    got = cutter.write_include(generated, patched, f"{make_patch.MODULE_CPP} ({name})")
+    got = cutter.write_include(generated, patched, f"{make_patch.MODULE_CPP} ({name})",
+                               to_dlpack=True)
     lib = generated / "libpatched_dlpack.so"
     paths = cpp_extension.library_paths()
     flags = ["-std=c++20", "-fPIC", "-O1", "-Wall", "-Wno-unused-function",
+             "-DPATCHED_DLPACK_TO_DLPACK",
              f"-D_GLIBCXX_USE_CXX11_ABI={int(__import__('torch')._C._GLIBCXX_USE_CXX11_ABI)}",
              f"-I{generated}", *[f"-I{p}" for p in cpp_extension.include_paths()],
              f"-I{sysconfig.get_paths()['include']}"]
@@ -1472,7 +1474,7 @@ def tidy_dlpack(generated: pathlib.Path, tree: pathlib.Path) -> None:
     unit = generated / "patched_dlpack_tidy.cpp"
     unit.write_text(harness.replace(include, pieces))
     done = run([find_clang_tidy(), "--extra-arg=-Wmissing-prototypes", str(unit), "--",
-                "-std=c++20",
+                "-std=c++20", "-DPATCHED_DLPACK_TO_DLPACK",
                 f"-D_GLIBCXX_USE_CXX11_ABI={int(__import__('torch')._C._GLIBCXX_USE_CXX11_ABI)}",
                 *[f"-I{p}" for p in cpp_extension.include_paths()],
                 f"-I{sysconfig.get_paths()['include']}"], cwd=generated, check=False)

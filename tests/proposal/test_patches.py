@@ -453,7 +453,8 @@ def test_dlpack_series_is_four_patches_on_module_cpp_and_its_tests():
     assert [p.name[:4] for p in DLPACK] == ["0001", "0002", "0003", "0004"]
     subjects = ["Check the real type in the exchange functions",
                 "Borrow the tensor in dltensor_from_py_object_no_sync",
-                "Refuse conjugate and negative views in", "Hold a reference while the export"]
+                "Refuse conjugate and negative views in every DLPack export",
+                "Hold a reference while the export"]
     for i, (patch, subject) in enumerate(zip(DLPACK, subjects), 1):
         text = patch.read_text()
         assert f"Subject: [PATCH {i}/4] [DLPack] {subject}" in text.replace("\n ", " "), patch.name
@@ -469,7 +470,7 @@ def test_dlpack_series_changes_both_structs_through_one_helper():
     """0001 puts the real-type check into all four exchange functions and changes nothing
     else; 0002 routes both structs' DLTensorFromPyObjectNoSync through one borrowing helper
     (the managed functions keep an owning copy, without the caster); 0003 refuses conj /
-    neg before the fill; 0004 copies only for a Python-dispatch tensor."""
+    neg in every export of the file; 0004 copies only for a Python-dispatch tensor."""
     check, borrow, conj_neg, pin = (added_lines(p.read_text(), MODULE_CPP) for p in DLPACK)
     assert "PyObject_TypeCheck(" in check
     assert check.count("if (!DLPackCheckTensor(handle.ptr())) {") == 4
@@ -484,6 +485,11 @@ def test_dlpack_series_changes_both_structs_through_one_helper():
     removed = removed_lines(DLPACK[1].read_text(), MODULE_CPP)
     assert sum("handle.cast<at::Tensor>()" in line for line in removed) == 4
     assert "PyExc_BufferError" in conj_neg and "is_conj()" in conj_neg and "is_neg()" in conj_neg
+    # every export of the file asks the one helper: _to_dlpack(_versioned), the borrowed
+    # DLTensor and both managed functions
+    assert conj_neg.count("if (const char* refusal = DLPackRefusal(") == 4
+    assert "DLPackRefusal(src)" in conj_neg
+    assert "BC-breaking note (module: bc-breaking):" in DLPACK[2].read_text()
     assert "is_python_dispatch()" in pin and "const at::Tensor owned = tensor;" in pin
     # the bits are refused before the export, with __dlpack__'s own words for conj
     message = "Can't export tensors with the conjugate bit set"
