@@ -1,5 +1,6 @@
 // The DLPack fix's own code: both exchange structs' DLTensorFromPyObjectNoSync
-// and ManagedTensorFromPyObjectNoSync and the helpers they call, as the DLPack
+// and ManagedTensorFromPyObjectNoSync and the helpers they call (with
+// PATCHED_DLPACK_TO_DLPACK, _to_dlpack and _to_dlpack_versioned too), as the DLPack
 // series (proposal/patches/dlpack/) writes them in torch/csrc/Module.cpp,
 // compiled against the installed torch's headers (never the bridge's;
 // internal_fixes.cpp puts them into copies of torch's exchange tables, make
@@ -14,6 +15,11 @@
 // (the real ones derive from DLPackExchangeAPI and declare the other slots;
 // the methods are static and read none of that).
 
+#ifdef PATCHED_DLPACK_TO_DLPACK
+// fmt, which python_arg_parser.h calls, is not exported by torch's libraries.
+#define FMT_HEADER_ONLY
+#endif
+
 #include <cstddef>
 #include <exception>
 #include <type_traits>
@@ -23,6 +29,11 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/python_headers.h>
 #include <torch/version.h>
+#ifdef PATCHED_DLPACK_TO_DLPACK
+#include <c10/macros/Macros.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/utils/python_arg_parser.h>
+#endif
 
 #if TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 14
 // torch before 2.14 has toDLPackNonOwning(src, out) only, no
@@ -90,5 +101,25 @@ __attribute__((visibility("default"))) void patched_dlpack_layout(std::size_t* o
   out[0] = offsetof(DLPackExchangeAPI, dltensor_from_py_object_no_sync);
   out[1] = sizeof(DLPackExchangeAPI);
 }
+
+#ifdef PATCHED_DLPACK_TO_DLPACK
+// The series' torch._C._to_dlpack (versioned == 0) or _to_dlpack_versioned
+// (patched_dlpack.py's TO_DLPACK, cut when asked for): a new builtin function.
+__attribute__((visibility("default"))) PyObject* patched_dlpack_to_dlpack(int versioned) {
+  static PyMethodDef methods[] = {
+      {"_to_dlpack",
+       reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(
+           &patched_dlpack::THPModule_toDLPack)),
+       METH_VARARGS | METH_KEYWORDS,
+       nullptr},
+      {"_to_dlpack_versioned",
+       reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(
+           &patched_dlpack::THPModule_toDLPackVersioned)),
+       METH_VARARGS | METH_KEYWORDS,
+       nullptr},
+  };
+  return PyCFunction_New(&methods[versioned ? 1 : 0], nullptr);
+}
+#endif
 
 } // extern "C"

@@ -34,6 +34,12 @@ STRUCTS = ("TorchDLPackExchangeAPI", "TorchConstDLPackExchangeAPI")
 #: managed (owning) export that tvm-ffi calls for every torch argument.
 METHODS = ("DLTensorFromPyObjectNoSync", "ManagedTensorFromPyObjectNoSync")
 METHOD = METHODS[0]
+#: torch._C._to_dlpack / _to_dlpack_versioned (to_dlpack, __dlpack__) and the templates they
+#: call, in the file's order: cut too when ``to_dlpack`` is asked for (``make patch-check``
+#: runs the series' to_dlpack cases against them; the benchmarks need only the exchange
+#: functions).
+TO_DLPACK = ("DLPack_Capsule_Destructor", "THPModule_toDLPackImpl", "THPModule_toDLPack",
+             "THPModule_toDLPackVersioned")
 
 
 def series() -> list[pathlib.Path]:
@@ -85,11 +91,24 @@ def function(text: str, name: str) -> tuple[int, str] | None:
     return line_of(text, start), text[start:braced_end(text, start)]
 
 
-def cut(patched: str, base: str) -> list[tuple[str, int, str]]:
-    """The pieces to compile, helpers first (in the patched file's order), then the
-    methods (``METHODS`` of each of ``STRUCTS``): ``[(name, first line in the patched file, text)]``. Raises
-    ``ExtractionError`` when a method is unchanged from the base (nothing of the patch
-    to build) or a struct or method is missing."""
+def template(text: str, name: str) -> tuple[int, str]:
+    """``(line, text)`` of the file-scope function ``name``, a ``template <class T>`` or a
+    ``static`` one."""
+    found = list(re.finditer(rf"^(?:template <class T>\n|static )[\w:<>\*& ]+?\b{re.escape(name)}\(",
+                             text, flags=re.M))
+    if len(found) != 1:
+        raise ExtractionError(f"expected one definition of {name}, found {len(found)}")
+    start = found[0].start()
+    return line_of(text, start), text[start:braced_end(text, start)]
+
+
+def cut(patched: str, base: str, to_dlpack: bool = False) -> list[tuple[str, int, str]]:
+    """The pieces to compile, helpers first (in the patched file's order), then, with
+    ``to_dlpack``, the ``TO_DLPACK`` functions (as the patched file has them, changed or
+    not), then the methods (``METHODS`` of each of ``STRUCTS``): ``[(name, first line in
+    the patched file, text)]``. Raises ``ExtractionError`` when a method is unchanged from
+    the base (nothing of the patch to build) or a struct or method is missing."""
+    extra = [(name, *template(patched, name)) for name in TO_DLPACK] if to_dlpack else []
     methods = []
     for struct in STRUCTS:
         for name in METHODS:
@@ -98,7 +117,7 @@ def cut(patched: str, base: str) -> list[tuple[str, int, str]]:
                 raise ExtractionError(f"the series leaves {struct}::{name} unchanged")
             methods.append((f"{struct}::{name}", line, body))
     helpers: dict[str, tuple[int, str]] = {}
-    todo = [body for _, _, body in methods]
+    todo = [body for _, _, body in methods + extra]
     while todo:
         for name in sorted(set(re.findall(r"\b([A-Z][A-Za-z0-9]+)\(", todo.pop()))):
             if name in helpers or name in METHODS or function(base, name) is not None:
@@ -110,7 +129,7 @@ def cut(patched: str, base: str) -> list[tuple[str, int, str]]:
     if not helpers:
         raise ExtractionError("the patched methods call no function the series adds")
     ordered = sorted(helpers.items(), key=lambda item: item[1][0])
-    return [(name, line, body) for name, (line, body) in ordered] + methods
+    return [(name, line, body) for name, (line, body) in ordered] + extra + methods
 
 
 def extract(patches: list[pathlib.Path] | None = None) -> dict:
@@ -144,14 +163,16 @@ def include_text(pieces: list[tuple[str, int, str]], origin: str) -> str:
 
 
 def write_include(folder: pathlib.Path, patched: str | None = None,
-                  origin: str | None = None) -> dict:
+                  origin: str | None = None, to_dlpack: bool = False) -> dict:
     """Write ``folder/patched_dlpack.inc`` from the committed series (or from ``patched``,
-    a patched ``Module.cpp``'s text, named ``origin``); returns what was cut."""
+    a patched ``Module.cpp``'s text, named ``origin``; with ``to_dlpack``, the
+    ``TO_DLPACK`` functions too, which ``patched_dlpack.cpp`` compiles when
+    ``PATCHED_DLPACK_TO_DLPACK`` is defined); returns what was cut."""
     if patched is None:
         got = extract()
         origin = f"{REL} (patched by DLPack {', '.join(n[:4] for n in got['patches'])})"
     else:
-        got = {"patches": [], "pieces": cut(patched, BASE.read_text())}
+        got = {"patches": [], "pieces": cut(patched, BASE.read_text(), to_dlpack)}
         origin = origin or REL
     folder.mkdir(parents=True, exist_ok=True)
     (folder / INCLUDE_NAME).write_text(include_text(got["pieces"], origin))

@@ -3,12 +3,13 @@
 against the series' own code, not the torch 2.15.0 wheel's.
 
 ``$PATCHED_DLPACK_LIB`` names a library built from ``proposal/fixes/patched_dlpack.cpp``:
-both structs' ``DLTensorFromPyObjectNoSync`` cut out of the patched ``Module.cpp``.
-Before any test imports torch's tables, each of the wheel's two exchange tables
-(``torch._C._dlpack_exchange_api()`` and ``torch._C._const_dlpack_exchange_api()``) is
-copied, its ``dltensor_from_py_object_no_sync`` slot replaced by the patched function
-(every other slot stays the wheel's), and ``torch._C`` hands out capsules of the copies,
-as does ``torch.Tensor.__dlpack_c_exchange_api__``.
+both structs' ``DLTensorFromPyObjectNoSync`` and ``ManagedTensorFromPyObjectNoSync`` cut
+out of the patched ``Module.cpp``. Before any test imports torch's tables, each of the
+wheel's two exchange tables (``torch._C._dlpack_exchange_api()`` and
+``torch._C._const_dlpack_exchange_api()``) is copied, its
+``dltensor_from_py_object_no_sync`` and ``managed_tensor_from_py_object_no_sync`` slots
+replaced by the patched functions (every other slot stays the wheel's), and ``torch._C``
+hands out capsules of the copies, as does ``torch.Tensor.__dlpack_c_exchange_api__``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ import torch
 _LIB = ctypes.CDLL(os.environ["PATCHED_DLPACK_LIB"])
 _LIB.patched_dlpack_slot.restype = ctypes.c_void_p
 _LIB.patched_dlpack_slot.argtypes = [ctypes.c_int]
+_LIB.patched_dlpack_managed_slot.restype = ctypes.c_void_p
+_LIB.patched_dlpack_managed_slot.argtypes = [ctypes.c_int]
+_LIB.patched_dlpack_managed_offset.restype = ctypes.c_size_t
+_MANAGED_OFFSET = _LIB.patched_dlpack_managed_offset()
 _LAYOUT = (ctypes.c_size_t * 2)()
 _LIB.patched_dlpack_layout(_LAYOUT)
 _OFFSET, _SIZE = _LAYOUT[0], _LAYOUT[1]
@@ -41,12 +46,24 @@ def _patched_capsule(wheel_capsule, read_only: int):
     ctypes.c_void_p.from_address(ctypes.addressof(table) + 8).value = None  # header.prev_api
     ctypes.c_void_p.from_address(ctypes.addressof(table) + _OFFSET).value = \
         _LIB.patched_dlpack_slot(read_only)
+    ctypes.c_void_p.from_address(ctypes.addressof(table) + _MANAGED_OFFSET).value = \
+        _LIB.patched_dlpack_managed_slot(read_only)
     _TABLES.append(table)
     return _new(ctypes.addressof(table), _NAME, None)
 
 
 _WRITABLE = _patched_capsule(torch._C._dlpack_exchange_api(), 0)
 _READ_ONLY = _patched_capsule(torch._C._const_dlpack_exchange_api(), 1)
+# to_dlpack and __dlpack__ (torch._C._to_dlpack, _to_dlpack_versioned), when the library
+# has the series' own (patched_dlpack.cpp built with PATCHED_DLPACK_TO_DLPACK): a builtin
+# function each, made by the library under the GIL (ctypes.PyDLL).
+if hasattr(_LIB, "patched_dlpack_to_dlpack"):
+    import torch.utils.dlpack
+
+    _to_dlpack = ctypes.PyDLL(os.environ["PATCHED_DLPACK_LIB"]).patched_dlpack_to_dlpack
+    _to_dlpack.restype, _to_dlpack.argtypes = ctypes.py_object, [ctypes.c_int]
+    torch._C._to_dlpack = torch.utils.dlpack.to_dlpack = _to_dlpack(0)
+    torch._C._to_dlpack_versioned = _to_dlpack(1)
 torch._C._dlpack_exchange_api = lambda: _WRITABLE
 torch._C._const_dlpack_exchange_api = lambda: _READ_ONLY
 torch.Tensor.__dlpack_c_exchange_api__ = _WRITABLE

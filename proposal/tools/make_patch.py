@@ -331,20 +331,30 @@ def apply_borrow(tree: Tree) -> None:
 
 
 # --- the DLPack series (patches/dlpack/): torch/csrc/Module.cpp's exchange API ----------------
-# Both structs' dltensor_from_py_object_no_sync (TorchDLPackExchangeAPI and the read-only
-# TorchConstDLPackExchangeAPI) call one helper, which 0001 adds with the real-type check
-# that the managed_tensor_from_py_object_no_sync functions use too; 0002 and 0003 change
-# only that helper, so every step covers both structs by construction.
+# 0001 adds the real-type check (DLPackCheckTensor) to all four exchange functions, both
+# structs' dltensor_from_py_object_no_sync and managed_tensor_from_py_object_no_sync
+# (TorchDLPackExchangeAPI and the read-only TorchConstDLPackExchangeAPI); 0002 routes both
+# dltensor functions through one borrowing helper and has the managed ones take their copy
+# without the caster; 0003 and 0004 change only that helper,
+# so every later step covers both structs by construction.
 DLPACK_SRC = SRC / "dlpack"
 MODULE_CPP = "torch/csrc/Module.cpp"
 TEST_DLPACK = "test/test_dlpack.py"
 DLPACK_STRUCT = "struct TorchDLPackExchangeAPI : public DLPackExchangeAPI {\n"
-# Today's bodies (the base): the caster's owning copy, then the fill.
+# Today's cast (the base), in all four functions: pybind11's caster, whose THPVariable_Check
+# falls back to isinstance(), then its owning copy.
+DLPACK_CAST = "      at::Tensor tensor = handle.cast<at::Tensor>();\n"
+DLPACK_CHECK = """\
+      if (!DLPackCheckTensor(handle.ptr())) {
+        return -1;
+      }
+"""
+# The two dltensor bodies after 0001: the check, the caster's owning copy, then the fill.
 DLPACK_BODY = """\
     try {
       // Use handle (non-owning) to avoid unnecessary refcount operations
       py::handle handle(static_cast<PyObject*>(py_obj));
-      at::Tensor tensor = handle.cast<at::Tensor>();
+""" + DLPACK_CHECK + DLPACK_CAST + """\
       at::toDLPackNonOwning(tensor, out);
       return 0;
     } catch (const std::exception& e) {
@@ -355,7 +365,7 @@ DLPACK_BODY = """\
 CONST_DLPACK_BODY = """\
     try {
       py::handle handle(static_cast<PyObject*>(py_obj));
-      at::Tensor tensor = handle.cast<at::Tensor>();
+""" + DLPACK_CHECK + DLPACK_CAST + """\
       at::toDLPackNonOwning(tensor, out, /*read_only=*/true);
       return 0;
     } catch (const std::exception& e) {
@@ -367,74 +377,128 @@ DLPACK_CALL = """\
     return DLTensorFromPyObjectNonOwning(
         static_cast<PyObject*>(py_obj), out, /*read_only=*/{read_only});
 """
-# managed_tensor_from_py_object_no_sync (both structs) keeps its owning copy (the
-# DLManagedTensorVersioned it returns owns one by design) and gets the real-type check.
+# managed_tensor_from_py_object_no_sync (both structs) after 0001, and after 0002: it keeps
+# an owning copy (the DLManagedTensorVersioned it returns owns one by design), taken from the
+# THPVariable directly, since the check has already done what the caster's check does.
 MANAGED_CAST = """\
       py::handle handle(static_cast<PyObject*>(py_obj));
-      at::Tensor tensor = handle.cast<at::Tensor>();
-"""
-MANAGED_CHECKED = """\
+      if (!DLPackCheckTensor(handle.ptr())) {
+        return -1;
+      }
+""" + DLPACK_CAST
+MANAGED_UNPACKED = """\
       PyObject* obj = static_cast<PyObject*>(py_obj);
       if (!DLPackCheckTensor(obj)) {
         return -1;
       }
       at::Tensor tensor = THPVariable_Unpack(obj); // owned: *out holds it
 """
+# _to_dlpack / _to_dlpack_versioned (THPModule_toDLPackImpl): the tensor after the copy or
+# move the caller may ask for; and the anonymous namespace that opens before its capsule
+# destructor, before which the refusal helper goes.
+TO_DLPACK_COPY = "  auto src = at::maybeCopyTensor(data, optional_dl_device, copy);\n"
+DLPACK_CAPSULE_NAMESPACE = "namespace {\n\ntemplate <class T>\nvoid DLPack_Capsule_Destructor("
 DLPACK_BORROWED = "    const at::Tensor& tensor = THPVariable_Unpack(obj);\n"
 DLPACK_FILL = "    at::toDLPackNonOwning(tensor, out, read_only);\n    return 0;\n"
 TEST_HELPERS_ANCHOR = "\n\nclass TestTorchDlPack(TestCase):\n"
 TEST_CASES_ANCHOR = "\n\ninstantiate_device_type_tests(TestTorchDlPack, globals())\n"
 
 
+def add_dlpack_tests(tree: Tree, snippet: str) -> None:
+    """The cases of ``patch_src/dlpack/<snippet>`` at the end of TestTorchDlPack."""
+    tree.edit(TEST_DLPACK, TEST_CASES_ANCHOR, "\n" + (DLPACK_SRC / snippet)
+              .read_text().rstrip("\n"), before=True)
+
+
+def apply_dlpack_check(tree: Tree) -> None:
+    """DLPack 0001: the real-type check in all four exchange functions (both structs'
+    dltensor and managed functions; each keeps its caster and its copy), and the tests."""
+    tree.edit(MODULE_CPP, DLPACK_STRUCT, (DLPACK_SRC / "check.cpp.txt").read_text(),
+              before=True, fmt=True)
+    path = tree.root / MODULE_CPP
+    text = path.read_text()
+    if text.count(DLPACK_CAST) != 4:
+        raise SystemExit(f"{MODULE_CPP}: expected the four exchange functions' casts, found "
+                         f"{text.count(DLPACK_CAST)}")
+    path.write_text(text.replace(DLPACK_CAST, DLPACK_CHECK + DLPACK_CAST))
+    tree.edit(TEST_DLPACK, TEST_HELPERS_ANCHOR, "\n\n" + (DLPACK_SRC / "test-helpers.py.txt")
+              .read_text().rstrip("\n"), before=True)
+    add_dlpack_tests(tree, "test-check.py.txt")
+
+
 def apply_dlpack_borrow(tree: Tree) -> None:
-    """DLPack 0001: borrow instead of copy, the real-type check (both structs; the
-    managed functions keep their copy and get the check), and the tests."""
-    tree.edit(MODULE_CPP, DLPACK_STRUCT, (DLPACK_SRC / "module-helpers.cpp.txt").read_text(),
+    """DLPack 0002: both dltensor functions borrow (one helper, THPVariable_Unpack) instead
+    of the caster's copy; the managed functions keep an owning copy, taken by
+    THPVariable_Unpack after the check instead of through the caster. No new case: 0001's
+    cases are what it must not change."""
+    tree.edit(MODULE_CPP, DLPACK_STRUCT, (DLPACK_SRC / "borrow.cpp.txt").read_text(),
               before=True, fmt=True)
     tree.replace(MODULE_CPP, DLPACK_BODY, DLPACK_CALL.format(read_only="false"))
     tree.replace(MODULE_CPP, CONST_DLPACK_BODY, DLPACK_CALL.format(read_only="true"))
     path = tree.root / MODULE_CPP
     text = path.read_text()
     if text.count(MANAGED_CAST) != 2:
-        raise SystemExit(f"{MODULE_CPP}: expected the two managed functions' casts, found "
-                         f"{text.count(MANAGED_CAST)}")
-    path.write_text(text.replace(MANAGED_CAST, MANAGED_CHECKED))
-    tree.edit(TEST_DLPACK, TEST_HELPERS_ANCHOR, "\n\n" + (DLPACK_SRC / "test-helpers.py.txt")
-              .read_text().rstrip("\n"), before=True)
-    tree.edit(TEST_DLPACK, TEST_CASES_ANCHOR, "\n" + (DLPACK_SRC / "test-borrow.py.txt")
-              .read_text().rstrip("\n"), before=True)
+        raise SystemExit(f"{MODULE_CPP}: expected the two managed functions' checked casts, "
+                         f"found {text.count(MANAGED_CAST)}")
+    path.write_text(text.replace(MANAGED_CAST, MANAGED_UNPACKED))
+
+
+def refuse(indent: str, tensor: str, fail: str) -> str:
+    """The lines that refuse ``tensor`` when DLPackRefusal names a reason, at ``indent``,
+    returning ``fail``."""
+    return (f"{indent}if (const char* refusal = DLPackRefusal({tensor})) {{\n"
+            f"{indent}  PyErr_SetString(PyExc_BufferError, refusal);\n"
+            f"{indent}  return {fail};\n{indent}}}\n")
 
 
 def apply_dlpack_conj_neg(tree: Tree) -> None:
-    """DLPack 0002: refuse conjugate and negative views (BufferError), and the test."""
-    tree.edit(MODULE_CPP, DLPACK_BORROWED, (DLPACK_SRC / "conj-neg.cpp.txt").read_text(),
-              fmt=True)
-    tree.edit(TEST_DLPACK, TEST_CASES_ANCHOR, "\n" + (DLPACK_SRC / "test-conj-neg.py.txt")
-              .read_text().rstrip("\n"), before=True)
+    """DLPack 0003: refuse conjugate and negative views (BufferError) in every export of
+    Module.cpp: _to_dlpack / _to_dlpack_versioned (to_dlpack, __dlpack__; after the copy
+    the caller may ask for, which resolves the view) and the four exchange functions,
+    through one helper; and the tests, one per export path."""
+    tree.edit(MODULE_CPP, DLPACK_CAPSULE_NAMESPACE, (DLPACK_SRC / "conj-neg.cpp.txt")
+              .read_text(), before=True, fmt=True)
+    tree.edit(MODULE_CPP, TO_DLPACK_COPY, refuse("  ", "src", "nullptr"))
+    tree.edit(MODULE_CPP, DLPACK_BORROWED, refuse("    ", "tensor", "-1"))
+    path = tree.root / MODULE_CPP
+    text = path.read_text()
+    owned = MANAGED_UNPACKED.splitlines(keepends=True)[-1]
+    if text.count(owned) != 2:
+        raise SystemExit(f"{MODULE_CPP}: expected the two managed functions' copies, found "
+                         f"{text.count(owned)}")
+    path.write_text(text.replace(owned, owned + refuse("      ", "tensor", "-1")))
+    add_dlpack_tests(tree, "test-conj-neg.py.txt")
 
 
 def apply_dlpack_python_pin(tree: Tree) -> None:
-    """DLPack 0003: keep an owning reference while the getters may run Python (a tensor
+    """DLPack 0004: keep an owning reference while the getters may run Python (a tensor
     with the Python key), and the test."""
     tree.edit(MODULE_CPP, DLPACK_FILL, (DLPACK_SRC / "python-pin.cpp.txt").read_text(),
               before=True, fmt=True)
-    tree.edit(TEST_DLPACK, TEST_CASES_ANCHOR, "\n" + (DLPACK_SRC / "test-python-pin.py.txt")
-              .read_text().rstrip("\n"), before=True)
+    add_dlpack_tests(tree, "test-python-pin.py.txt")
 
 
 # The DLPack series in its own order: the first alone on the base, each later one on the
-# ones before it. DLPACK_TESTS: the test/test_dlpack.py cases each patch adds.
-DLPACK_SERIES = (("0001", "DLPack borrow", apply_dlpack_borrow),
-                 ("0002", "DLPack conj/neg", apply_dlpack_conj_neg),
-                 ("0003", "DLPack Python-run getters", apply_dlpack_python_pin))
+# ones before it. DLPACK_TESTS: the test/test_dlpack.py cases each patch adds (the borrow
+# adds none: it must change no behaviour, which 0001's cases hold it to).
+DLPACK_SERIES = (("0001", "DLPack real-type check", apply_dlpack_check),
+                 ("0002", "DLPack borrow", apply_dlpack_borrow),
+                 ("0003", "DLPack conj/neg", apply_dlpack_conj_neg),
+                 ("0004", "DLPack Python-run getters", apply_dlpack_python_pin))
 DLPACK_TESTS = {"0001": ["test_dlpack_exchange_api_dltensor",
-                         "test_dlpack_exchange_api_refuses_what_is_not_a_tensor"],
-                "0002": ["test_dlpack_exchange_api_refuses_conj_and_neg_views"],
-                "0003": ["test_dlpack_exchange_api_holds_python_sizes_tensors"]}
+                         "test_dlpack_exchange_api_managed_tensor",
+                         "test_dlpack_exchange_api_refuses_what_is_not_a_tensor",
+                         "test_dlpack_exchange_api_managed_refuses_what_is_not_a_tensor"],
+                "0002": [],
+                "0003": ["test_dlpack_exchange_api_refuses_conj_and_neg_views",
+                         "test_dlpack_exchange_api_managed_refuses_conj_and_neg_views",
+                         "test_to_dlpack_refuses_conj_and_neg_views",
+                         "test_dlpack_refuses_neg_views"],
+                "0004": ["test_dlpack_exchange_api_holds_python_sizes_tensors"]}
 # Where the whole proposal lands (proposal/README.md and the RFC say the same): the
 # interpreter fix, the DLPack series, conj/neg; the borrow held. (series folder, number).
 LANDING_ORDER = (("", "0001"), ("dlpack", "0001"), ("dlpack", "0002"), ("dlpack", "0003"),
-                 ("", "0002"), ("", "0003"))
+                 ("dlpack", "0004"), ("", "0002"), ("", "0003"))
 
 
 def dlpack_commit_message(patch: str) -> str:

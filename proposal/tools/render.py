@@ -728,7 +728,7 @@ def render_ask(r: Render) -> str:
         "- **The interpreter fix (0001)** takes the owned route from "
         + each("owned", "owned_fixed") + " (instructions per call), and DLPack's `no_sync` from "
         + each("dlpack_no_sync", "dlpack_no_sync_fixed") + ", with no new ABI.",
-        "- **The DLPack series** (`dlpack/0001`-`0003`, its own code: borrowed, real type, "
+        "- **The DLPack series** (`dlpack/0001`-`0004`, its own code: real type, borrowed, "
         "conj/neg refused) takes `no_sync` from "
         + each("dlpack_no_sync", "dlpack_patched") + "; borrow + 7 getters costs "
         + each("borrow_getters", form=lambda a, b: fmt(a)) + ".",

@@ -545,7 +545,7 @@ def test_borrowed_dltensor_refuses_what_is_not_a_tensor(fixes, obj, check):
 # --- fixed DLPack: the DLPack patches' own function, cut out of the patched file ------------
 from proposal.fixes import patched_dlpack  # noqa: E402
 
-DLPACK_PIECES = ["DLPackCheckTensor", "DLTensorFromPyObjectNonOwning",
+DLPACK_PIECES = ["DLPackRefusal", "DLPackCheckTensor", "DLTensorFromPyObjectNonOwning",
                  "TorchDLPackExchangeAPI::DLTensorFromPyObjectNoSync",
                  "TorchDLPackExchangeAPI::ManagedTensorFromPyObjectNoSync",
                  "TorchConstDLPackExchangeAPI::DLTensorFromPyObjectNoSync",
@@ -575,8 +575,10 @@ def test_the_fixed_dlpack_code_is_the_patched_file(fixes, tmp_path):
         lines = body.splitlines()
         assert patched[line - 1:line - 1 + len(lines)] == lines, name
         assert body not in base, f"{name} is the base's, not the patch's"
-    helper = got["pieces"][1][2]
-    for token in ("THPVariable_Unpack(obj)", "is_conj()", "is_neg()", "is_python_dispatch()"):
+    refusal, helper = got["pieces"][0][2], got["pieces"][2][2]
+    for token in ("is_conj()", "is_neg()"):
+        assert token in refusal, token
+    for token in ("THPVariable_Unpack(obj)", "DLPackRefusal(tensor)", "is_python_dispatch()"):
         assert token in helper, token
     built = build_dir(torch_version(torch)) / "patched"
     patched_dlpack.write_include(tmp_path)

@@ -446,38 +446,54 @@ DLPACK = sorted((PROPOSAL / "patches" / "dlpack").glob("000*.patch"))
 MODULE_CPP = "torch/csrc/Module.cpp"
 
 
-def test_dlpack_series_is_three_patches_on_module_cpp_and_its_tests():
-    """A series of its own: three commits, each touching Module.cpp and PyTorch's
-    test_dlpack.py only; none of the stable-ABI series' files."""
-    assert [p.name[:4] for p in DLPACK] == ["0001", "0002", "0003"]
-    subjects = ["Borrow the tensor in dltensor_from_py_object_no_sync, check its real",
-                "Refuse conjugate and negative views in", "Hold a reference while the export"]
+def test_dlpack_series_is_four_patches_on_module_cpp_and_its_tests():
+    """A series of its own, the crash fix first: four commits, each touching Module.cpp
+    (and, but for the borrow, PyTorch's test_dlpack.py); none of the stable-ABI series'
+    files."""
+    assert [p.name[:4] for p in DLPACK] == ["0001", "0002", "0003", "0004"]
+    subjects = ["Check the real type in the exchange functions",
+                "Borrow the tensor in dltensor_from_py_object_no_sync",
+                "Refuse conjugate and negative views in every DLPack export",
+                "Hold a reference while the export"]
     for i, (patch, subject) in enumerate(zip(DLPACK, subjects), 1):
         text = patch.read_text()
-        assert f"Subject: [PATCH {i}/3] [DLPack] {subject}" in text.replace("\n ", " "), patch.name
+        assert f"Subject: [PATCH {i}/4] [DLPack] {subject}" in text.replace("\n ", " "), patch.name
         files = re.findall(r"^diff --git a/(\S+) ", text, flags=re.M)
-        assert sorted(files) == ["test/test_dlpack.py", MODULE_CPP], (patch.name, files)
+        expected = [MODULE_CPP] if not make_patch.DLPACK_TESTS[patch.name[:4]] else \
+            ["test/test_dlpack.py", MODULE_CPP]
+        assert sorted(files) == expected, (patch.name, files)
         assert "\nTest Plan:\n" in text
         assert not re.search(r"\d\s*(?:instructions|ns\b|%)|\d\.\d+x\b", text.split("---\n")[0])
 
 
 def test_dlpack_series_changes_both_structs_through_one_helper():
-    """0001 routes both structs' DLTensorFromPyObjectNoSync through one borrowing helper
-    with the real-type check (and the managed functions through the check); 0002 refuses
-    conj / neg before the fill; 0003 copies only for a Python-dispatch tensor."""
-    first, second, third = (added_lines(p.read_text(), MODULE_CPP) for p in DLPACK)
-    assert first.count("return DLTensorFromPyObjectNonOwning(") == 2
-    assert "/*read_only=*/false);" in first and "/*read_only=*/true);" in first
-    assert "const at::Tensor& tensor = THPVariable_Unpack(obj);" in first
-    assert "PyObject_TypeCheck(" in first and first.count("if (!DLPackCheckTensor(obj)) {") == 3
-    assert "handle.cast<at::Tensor>()" not in first
-    removed = removed_lines(DLPACK[0].read_text(), MODULE_CPP)
+    """0001 puts the real-type check into all four exchange functions and changes nothing
+    else; 0002 routes both structs' DLTensorFromPyObjectNoSync through one borrowing helper
+    (the managed functions keep an owning copy, without the caster); 0003 refuses conj /
+    neg in every export of the file; 0004 copies only for a Python-dispatch tensor."""
+    check, borrow, conj_neg, pin = (added_lines(p.read_text(), MODULE_CPP) for p in DLPACK)
+    assert "PyObject_TypeCheck(" in check
+    assert check.count("if (!DLPackCheckTensor(handle.ptr())) {") == 4
+    assert not removed_lines(DLPACK[0].read_text(), MODULE_CPP)  # the check only adds
+    assert "THPVariable_Unpack(obj)" not in check
+    assert borrow.count("return DLTensorFromPyObjectNonOwning(") == 2
+    assert "/*read_only=*/false);" in borrow and "/*read_only=*/true);" in borrow
+    assert "const at::Tensor& tensor = THPVariable_Unpack(obj);" in borrow
+    assert borrow.count("if (!DLPackCheckTensor(obj)) {") == 3
+    assert borrow.count("at::Tensor tensor = THPVariable_Unpack(obj); // owned") == 2
+    assert "handle.cast<at::Tensor>()" not in borrow
+    removed = removed_lines(DLPACK[1].read_text(), MODULE_CPP)
     assert sum("handle.cast<at::Tensor>()" in line for line in removed) == 4
-    assert "PyExc_BufferError" in second and "is_conj()" in second and "is_neg()" in second
-    assert "is_python_dispatch()" in third and "const at::Tensor owned = tensor;" in third
+    assert "PyExc_BufferError" in conj_neg and "is_conj()" in conj_neg and "is_neg()" in conj_neg
+    # every export of the file asks the one helper: _to_dlpack(_versioned), the borrowed
+    # DLTensor and both managed functions
+    assert conj_neg.count("if (const char* refusal = DLPackRefusal(") == 4
+    assert "DLPackRefusal(src)" in conj_neg
+    assert "BC-breaking note (module: bc-breaking):" in DLPACK[2].read_text()
+    assert "is_python_dispatch()" in pin and "const at::Tensor owned = tensor;" in pin
     # the bits are refused before the export, with __dlpack__'s own words for conj
     message = "Can't export tensors with the conjugate bit set"
-    assert message in second
+    assert message in conj_neg
     with pytest.raises(BufferError, match=re.escape(message)):
         torch.randn(2, dtype=torch.complex64).conj().__dlpack__()
 
@@ -486,6 +502,8 @@ def test_dlpack_tests_sit_beside_pytorchs_own():
     """The cases go into PyTorch's test/test_dlpack.py, in its TestTorchDlPack class,
     named as make_patch.DLPACK_TESTS lists them (what make patch-check runs per patch)."""
     for patch in DLPACK:
+        if not make_patch.DLPACK_TESTS[patch.name[:4]]:
+            continue
         added = added_lines(patch.read_text(), "test/test_dlpack.py")
         for name in make_patch.DLPACK_TESTS[patch.name[:4]]:
             assert f"    def {name}(self" in added, (patch.name, name)
@@ -497,7 +515,8 @@ def test_the_landing_order_is_stated_where_the_ask_is():
     """Interpreter fix, the DLPack series, conj/neg; the borrow held: make_patch's order,
     the README and the RFC say the same."""
     assert make_patch.LANDING_ORDER == (("", "0001"), ("dlpack", "0001"), ("dlpack", "0002"),
-                                        ("dlpack", "0003"), ("", "0002"), ("", "0003"))
+                                        ("dlpack", "0003"), ("dlpack", "0004"), ("", "0002"),
+                                        ("", "0003"))
     for doc in ("README.md", "RFC.md"):
         text = (PROPOSAL / doc).read_text()
         assert "patches/dlpack/" in text, doc
