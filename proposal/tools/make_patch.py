@@ -293,6 +293,9 @@ def apply_interpreter_fix(tree: Tree) -> None:
               (SNIPPETS / "PyInterpreter-incref.cpp.txt").read_text(), fmt=True)
     for new_file in NEW_INTERPRETER_FIX:
         tree.add(new_file)
+    # An entry of PyTorch's instruction-count benchmarks for the path the fix changes.
+    tree.edit(INSTRUCTION_COUNTS, '    "Misc": {\n',
+              (SNIPPETS / "instruction_counts-standard.py.txt").read_text(), before=True)
 
 
 def apply_conj_neg(tree: Tree) -> None:
@@ -526,6 +529,9 @@ FIRST_CUT = {"0001": "0003", "0002": "0002", "0003": "0001"}
 NEW_INTERPRETER_FIX = [
     "test/test_pyinterpreter_threads.py",
 ]
+# benchmarks/instruction_counts (PyTorch's callgrind benchmarks): 0001 adds an entry whose
+# statement passes a Tensor to a pybind11 function (BASE.toml: the stored copy).
+INSTRUCTION_COUNTS = "benchmarks/instruction_counts/definitions/standard.py"
 NEW_CONJ_NEG = [
     INTEROP,
 ]

@@ -1089,6 +1089,69 @@ def run_interpreter_fix_test(tree: pathlib.Path, work: pathlib.Path,
                                               if not k.endswith("no-fast-path")) + ")")
 
 
+# 0001's entry of PyTorch's instruction-count benchmarks (benchmarks/instruction_counts/
+# definitions/standard.py, "Python bindings" / "Tensor argument"): its statement counted with
+# torch.utils.benchmark.Timer(...).collect_callgrind() against the torch 2.15 wheel, in the
+# Timer's own child process (under valgrind), once with torch's own incref / decref and once
+# per series with the patch's, which the Timer's setup installs into the interpreter's vtable
+# in that child (fixes/internal_fixes.py; setup is not counted). Its setup is the entry's
+# TrivialSetup (definitions/setup.py at pytorch/pytorch 0fae359f: TRIVIAL_2D).
+ENTRY_SETUP = "x = torch.ones((4, 4))"
+CALLGRIND_NUMBER = 100
+INSTALL_IN_TIMER = """\
+import pathlib, sys
+sys.path.append({checkout!r})
+from proposal import toolchain
+from proposal.fixes import internal_fixes, internal_fixes_build
+if {module_dir!r} != "-":
+    internal_fixes._module = lambda version: toolchain.built_module(
+        internal_fixes_build, pathlib.Path({module_dir!r}))
+_fixes = internal_fixes.InternalFixes(torch)
+assert _fixes._lib.fixes_interpreter_install(_fixes.CODES["patch"]) == 0
+"""
+COUNT_ENTRY = """\
+import json, sys
+import torch
+from torch.utils.benchmark import Timer
+stmt, setup, number = sys.argv[1], sys.argv[2], int(sys.argv[3])
+stats = Timer(stmt, setup=setup).collect_callgrind(number=number, collect_baseline=False)
+print(json.dumps({"per_call": stats.counts(denoise=True) / number}))
+"""
+
+
+def count_instruction_entry(tree: pathlib.Path, work: pathlib.Path,
+                            variant_trees: dict[str, pathlib.Path]) -> None:
+    """0001's instruction_counts entry, counted without and with each series' patch."""
+    added = added_lines(PATCHES[0], make_patch.INSTRUCTION_COUNTS)
+    (stmt,) = re.findall(r'^\s+r"(.+)",$', "\n".join(added), flags=re.M)
+    if shutil.which("valgrind") is None:
+        raise CheckFailed("valgrind is not installed (apt-get install valgrind)")
+    # The Timer's child runs `python` from PATH: this interpreter's, so its torch is this one.
+    env = {**os.environ, "PATH": f"{pathlib.Path(sys.executable).parent}:{os.environ['PATH']}"}
+    where = {"main": str(work / "fixes-main"), **{name: "-" if name ==
+             patched_interpreter.DEFAULT_SERIES else str(work / f"fixes-{name}")
+             for name in variant_trees}}
+    runs = [("torch 2.15's own incref / decref", ENTRY_SETUP)] + [
+        (f"the patch's incref / decref ({name})",
+         INSTALL_IN_TIMER.format(checkout=str(ROOT), module_dir=module_dir) + ENTRY_SETUP)
+        for name, module_dir in where.items()]
+    # One process per count, all at once (each spends most of its time importing torch
+    # under valgrind); each Timer runs its statement in a child process of its own.
+    procs = [(label, subprocess.Popen(
+        [sys.executable, "-c", COUNT_ENTRY, stmt, setup, str(CALLGRIND_NUMBER)], cwd=ROOT,
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        for label, setup in runs]
+    for label, proc in procs:
+        out, err = proc.communicate()
+        if proc.returncode != 0:
+            raise CheckFailed(f"collect_callgrind of {stmt!r} with {label} failed:\n"
+                              f"{out[-3000:]}{err[-3000:]}")
+        per_call = json.loads(out.strip().splitlines()[-1])["per_call"]
+        print(f"instruction_counts entry {stmt!r} (setup {ENTRY_SETUP!r}), "
+              f"Timer.collect_callgrind(number={CALLGRIND_NUMBER}) in its own child process, "
+              f"with {label}: {per_call:.1f} instructions per call (denoised)")
+
+
 def lint(tree: pathlib.Path, linter: str, files: list[str]) -> None:
     done = run([sys.executable, f"tools/linter/adapters/{linter}", *files], cwd=tree)
     messages = [json.loads(l) for l in done.stdout.splitlines() if l.strip()]
@@ -1630,6 +1693,7 @@ def main(argv: list[str] | None = None) -> int:
         site = build_test_modules(tree, work, libdir)
         run_patch_tests(tree, site, work)
         run_interpreter_fix_test(tree, work, variant_trees)
+        count_instruction_entry(tree, work, variant_trees)
         check_conj_neg_alone(work)
         step("6. upstream's stable-shim linters")
         run_linters(tree)
