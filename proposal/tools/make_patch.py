@@ -229,12 +229,37 @@ VERSIONED_HEADERS = [
 
 
 def run_usage_linter_writer(root: pathlib.Path) -> None:
-    """Call the linter's get_shim_functions / write_shim_function_versions in ``root``."""
+    """Call the linter's get_shim_functions / write_shim_function_versions in ``root``, and
+    write the export list from the same functions (``EXPORTS_SYMS``, ``exports_writer``)."""
     code = ("import sys; sys.path.insert(0, '.');"
+            "from pathlib import Path;"
             "from tools.linter.adapters import stable_shim_usage_linter as lint;"
-            f"lint.write_shim_function_versions(lint.get_shim_functions({VERSIONED_HEADERS!r}),"
-            f" {VERSIONS_TXT!r})")
+            f"functions = lint.get_shim_functions({VERSIONED_HEADERS!r});"
+            f"lint.write_shim_function_versions(functions, {VERSIONS_TXT!r});"
+            f"exec(compile({exports_writer()!r}, {EXPORTS_WRITER!r}, 'exec'));"
+            f"{EXPORTS_WRITER}(functions, {EXPORTS_SYMS!r})")
     subprocess.run([sys.executable, "-c", code], cwd=root, check=True, capture_output=True)
+
+
+# The stable export list, which the usage linter writes from the same functions as
+# shim_function_versions.txt (pytorch/pytorch 2d089436's linter: "same main() keeps .txt
+# and .syms in lockstep"). The base's copy of the linter has no such writer, so the
+# writer is BASE.toml's [[excerpt]] of it, cut verbatim, called with the functions the
+# base's linter finds.
+EXPORTS_SYMS = "torch/csrc/stable/c/libtorch_stable_exports.syms"
+EXPORTS_WRITER = "write_shim_function_dynamic_list"
+
+
+def exports_writer() -> str:
+    """The [[excerpt]] ``EXPORTS_WRITER``'s source, checked against its SHA-256."""
+    import hashlib
+
+    with (PROPOSAL / "third_party" / "pytorch" / "BASE.toml").open("rb") as f:
+        (row,) = [r for r in tomllib.load(f).get("excerpt", []) if r["name"] == EXPORTS_WRITER]
+    data = (PROPOSAL / "third_party" / "pytorch" / row["file"]).read_bytes()
+    if hashlib.sha256(data).hexdigest() != row["sha256"]:
+        raise SystemExit(f"{row['file']}: sha256 differs from BASE.toml's [[excerpt]]")
+    return data.decode()
 
 
 # What the TensorImpl accessor reads: c10::TensorImpl's own policy bit-fields
@@ -268,6 +293,9 @@ def apply_interpreter_fix(tree: Tree) -> None:
               (SNIPPETS / "PyInterpreter-incref.cpp.txt").read_text(), fmt=True)
     for new_file in NEW_INTERPRETER_FIX:
         tree.add(new_file)
+    # An entry of PyTorch's instruction-count benchmarks for the path the fix changes.
+    tree.edit(INSTRUCTION_COUNTS, '    "Misc": {\n',
+              (SNIPPETS / "instruction_counts-standard.py.txt").read_text(), before=True)
 
 
 def apply_conj_neg(tree: Tree) -> None:
@@ -283,6 +311,14 @@ def apply_conj_neg(tree: Tree) -> None:
               (SNIPPETS / "docs-conj-neg.md.txt").read_text(), before=True)
     for rel in NEW_CONJ_NEG:
         tree.add(rel)
+    # The test, in the stable ABI's end-to-end test file (upstream's test/cpp/shim/README.md
+    # and torch/csrc/stable/REVIEW.md): setUpClass builds the 2.16 extension as it builds
+    # the 2.10 one, and the test joins the end of the class.
+    tree.edit(AGNOSTIC_TEST, AGNOSTIC_SETUP_ANCHOR,
+              (SNIPPETS / "test_libtorch_agnostic-setup.py.txt").read_text())
+    tree.edit(AGNOSTIC_TEST, AGNOSTIC_CLASS_END,
+              "\n" + (SNIPPETS / "test_libtorch_agnostic-conj-neg.py.txt").read_text()
+              .rstrip("\n"), before=True)
     setup = "test/cpp_extensions/libtorch_agn_2_16_extension/setup.py"
     end = "            extra_link_args=[],\n        )\n    ]\n"
     tree.replace(setup, end, end.replace("        )\n    ]\n", "        ),\n")
@@ -552,16 +588,25 @@ SERIES = (("0001", "interpreter fix", apply_interpreter_fix),
 FIRST_CUT = {"0001": "0003", "0002": "0002", "0003": "0001"}
 
 # Test files placed as upstream places them (libtorch_agn_2_15_extension's
-# pyobject_interop_module.cpp is the precedent for an importable _interop module;
-# no stored test_libtorch_agnostic.py has a class for the 2.14 to 2.16
-# extensions, so the tests are sibling files: BASE.toml's [[read]] rows).
+# pyobject_interop_module.cpp is the precedent for an importable _interop module);
+# 0002's test joins test_libtorch_agnostic.py's class, 0003's (held) stays a sibling file.
 NEW_INTERPRETER_FIX = [
     "test/test_pyinterpreter_threads.py",
 ]
+# benchmarks/instruction_counts (PyTorch's callgrind benchmarks): 0001 adds an entry whose
+# statement passes a Tensor to a pybind11 function (BASE.toml: the stored copy).
+INSTRUCTION_COUNTS = "benchmarks/instruction_counts/definitions/standard.py"
 NEW_CONJ_NEG = [
     INTEROP,
-    "test/cpp_extensions/test_libtorch_agnostic_conj_neg.py",
 ]
+# 0002's test goes into upstream's own file (BASE.toml: the newest stored copy).
+AGNOSTIC_TEST = "test/cpp_extensions/test_libtorch_agnostic.py"
+AGNOSTIC_SETUP_ANCHOR = ('            print(f"Skipping 2.10 extension (running on PyTorch '
+                         '{torch.__version__})")\n')
+AGNOSTIC_CLASS_END = "\n\n\ninstantiate_device_type_tests(TestLibtorchAgnostic, globals()"
+# The test 0002 adds to the class, and its id once instantiated for the CPU.
+CONJ_NEG_TEST_ID = (f"{AGNOSTIC_TEST}::TestLibtorchAgnosticCPU::"
+                    "test_is_conj_and_is_neg_cpu")
 NEW_BORROW = [
     "test/cpp_extensions/test_libtorch_agnostic_pyobject_borrow.py",
 ]

@@ -216,11 +216,12 @@ def version_lint_counts(tree: pathlib.Path) -> tuple[int, bool]:
     lint_out = run([sys.executable, "tools/linter/adapters/stable_shim_version_linter.py",
                     "torch/csrc/stable/c/shim.h"], cwd=tree).stdout
     messages = sum(1 for line in lint_out.splitlines() if line.strip())
-    versions = tree / make_patch.VERSIONS_TXT
-    committed = versions.read_bytes()
+    written = [tree / make_patch.VERSIONS_TXT, tree / make_patch.EXPORTS_SYMS]
+    committed = [path.read_bytes() for path in written]
     make_patch.run_usage_linter_writer(tree)
-    same = versions.read_bytes() == committed
-    versions.write_bytes(committed)
+    same = [path.read_bytes() for path in written] == committed
+    for path, data in zip(written, committed):
+        path.write_bytes(data)
     return messages, same
 
 
@@ -686,7 +687,43 @@ def check_symbols(objects: list[pathlib.Path]) -> None:
 TEST_LIBRARY = "libtorch_patched.so"
 NOOP_LIBRARY = "libtorch_patched_noop.so"
 EXTENSION = "test/cpp_extensions/libtorch_agn_2_16_extension"
-PATCH_TESTS = ["test/cpp_extensions/test_libtorch_agnostic_conj_neg.py", PATCH_TEST]
+# 0002's test is one test of upstream's test_libtorch_agnostic.py (its id once
+# instantiated for the CPU); 0003's is a file of its own.
+PATCH_TESTS = [make_patch.CONJ_NEG_TEST_ID, PATCH_TEST]
+# The patches' tests run through this runner, in a fresh process: test_libtorch_agnostic.py's
+# class imports libtorch_agn_2_9 / 2_10 in setUpClass (and would build them), which this
+# check does not build: empty stand-in packages (argv[1]) take their place, and only the
+# series' tests are selected. Its version gates read torch.__version__, which the runner
+# reports as the patched tree's version.txt (argv[2]): the 2.15 wheel runs the patched
+# translation units, which are 2.16's. install_cpp_extension is not run: the test modules
+# are the ones this check built (site/); a failed import is raised as it is.
+TEST_RUNNER = """\
+import pathlib, sys
+stand_ins, version = sys.argv[1:3]
+import torch
+import torch.testing._internal.common_utils as common_utils
+torch.__version__ = torch.torch_version.TorchVersion(version)
+sys.path.append(stand_ins)
+def install_cpp_extension(extension_root):
+    raise RuntimeError(f"install_cpp_extension({pathlib.Path(extension_root).name}) is not "
+                       f"run by this check; the import before it: {sys.exc_info()[1]!r}")
+common_utils.install_cpp_extension = install_cpp_extension
+import pytest
+sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", *sys.argv[3:]]))
+"""
+STAND_INS = ("libtorch_agn_2_9", "libtorch_agn_2_10")
+
+
+def runner_command(tree: pathlib.Path, work: pathlib.Path, args: list[str]) -> list[str]:
+    """TEST_RUNNER's command line: the stand-in packages (written into ``work``), the tree's
+    version.txt, then pytest's ``args``."""
+    stand_ins = work / "stand-ins"
+    for name in STAND_INS:
+        (stand_ins / name).mkdir(parents=True, exist_ok=True)
+        (stand_ins / name / "__init__.py").write_text(
+            f'"""A stand-in for {name}: patch_check builds no such extension."""\n')
+    version = (tree / "version.txt").read_text().strip()
+    return [sys.executable, "-P", "-c", TEST_RUNNER, str(stand_ins), version, *args]
 # The test package's __init__: upstream's loads the extension's modules the same way
 # (importing torch first, which loads libtorch_python). Written by this script.
 TEST_PACKAGE_INIT = """\
@@ -834,11 +871,17 @@ def run_patch_tests(tree: pathlib.Path, site: pathlib.Path, work: pathlib.Path,
     logs.mkdir()
     env = {**os.environ, "PYTHONPATH": str(site), "LD_DEBUG": "bindings",
            "LD_DEBUG_OUTPUT": str(logs / "ld")}
-    done = run([sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                *[str(tree / t) for t in tests]], cwd=tree, env=env, check=False)
+    done = run(runner_command(tree, work, ["-rA", *[str(tree / t) for t in tests]]),
+               cwd=tree, env=env, check=False)
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-2000:]
+    ran = re.findall(r"^(PASSED|FAILED|ERROR|SKIPPED) \S+?([^/\s]+\.py::\S+)", done.stdout,
+                     flags=re.M)
     print(f"executed-patch test ({', '.join(pathlib.Path(t).name for t in tests)}, "
           f"against lib/{TEST_LIBRARY}): {summary}")
+    for outcome, name in ran:
+        print(f"  {outcome} {name}")
+    if any(outcome != "PASSED" for outcome, _ in ran):
+        raise CheckFailed(f"the patch's Python tests did not all pass:\n{done.stdout[-6000:]}")
     if done.returncode != 0:
         raise CheckFailed(f"the patch's Python tests failed:\n{done.stdout[-6000:]}"
                           f"{done.stderr[-2000:]}")
@@ -849,7 +892,7 @@ def run_patch_tests(tree: pathlib.Path, site: pathlib.Path, work: pathlib.Path,
 # its touched translation units compiled and linked into a test library, its _interop
 # module built against it, and its own test run.
 CONJ_NEG_SYMBOLS = {name: patch for name, patch in NEW_SYMBOLS.items() if patch == "0002"}
-CONJ_NEG_TEST = "test/cpp_extensions/test_libtorch_agnostic_conj_neg.py"
+CONJ_NEG_TEST = make_patch.CONJ_NEG_TEST_ID
 
 
 def check_conj_neg_alone(work: pathlib.Path) -> None:
@@ -876,20 +919,25 @@ def check_conj_neg_alone(work: pathlib.Path) -> None:
     link_library(objects, base_lib / "lib" / TEST_LIBRARY,
                  ["torch_python", "torch", "torch_cpu", "c10"], {})
     base_site = build_test_modules(tree, base_lib, base_lib / "lib")
-    expect_test_fails(tree / CONJ_NEG_TEST, base_site, alone / "negative-0002",
+    test_file, _, test_id = CONJ_NEG_TEST.partition("::")
+    expect_test_fails(tree / test_file, base_site, alone / "negative-0002",
                       "against the base's translation units (no 0002; 0002's _interop module "
-                      "built against 0002's headers and linked to a library of the base's)")
+                      "built against 0002's headers and linked to a library of the base's)",
+                      runner=(tree, f"::{test_id}"))
 
 
 def expect_test_fails(test: pathlib.Path, site: pathlib.Path, test_dir: pathlib.Path,
-                      where: str) -> None:
+                      where: str, runner: tuple[pathlib.Path, str] | None = None) -> None:
     """A patch's Python test, copied into ``test_dir`` and run with ``site`` (the test
-    modules) where its patch is not: every test in it must fail or error."""
+    modules) where its patch is not: every test in it must fail or error. With ``runner``
+    ``(tree, selection)``: through TEST_RUNNER (the tree's version), the tests ``selection``
+    (``::Class::test``) names only."""
     test_dir.mkdir()
     shutil.copyfile(test, test_dir / test.name)
-    done = run([sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA",
-                test.name], cwd=test_dir, env={**os.environ, "PYTHONPATH": str(site)},
-               check=False)
+    args = ["-rA", test.name + (runner[1] if runner else "")]
+    command = (runner_command(runner[0], test_dir, args) if runner else
+               [sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", *args])
+    done = run(command, cwd=test_dir, env={**os.environ, "PYTHONPATH": str(site)}, check=False)
     lines = done.stdout.strip().splitlines()
     summary = lines[-1] if lines else done.stderr[-2000:]
     passed = re.findall(r"^PASSED \S+::(\w+)", done.stdout, flags=re.M)
@@ -1041,6 +1089,69 @@ def run_interpreter_fix_test(tree: pathlib.Path, work: pathlib.Path,
                                               if not k.endswith("no-fast-path")) + ")")
 
 
+# 0001's entry of PyTorch's instruction-count benchmarks (benchmarks/instruction_counts/
+# definitions/standard.py, "Python bindings" / "Tensor argument"): its statement counted with
+# torch.utils.benchmark.Timer(...).collect_callgrind() against the torch 2.15 wheel, in the
+# Timer's own child process (under valgrind), once with torch's own incref / decref and once
+# per series with the patch's, which the Timer's setup installs into the interpreter's vtable
+# in that child (fixes/internal_fixes.py; setup is not counted). Its setup is the entry's
+# TrivialSetup (definitions/setup.py at pytorch/pytorch 0fae359f: TRIVIAL_2D).
+ENTRY_SETUP = "x = torch.ones((4, 4))"
+CALLGRIND_NUMBER = 100
+INSTALL_IN_TIMER = """\
+import pathlib, sys
+sys.path.append({checkout!r})
+from proposal import toolchain
+from proposal.fixes import internal_fixes, internal_fixes_build
+if {module_dir!r} != "-":
+    internal_fixes._module = lambda version: toolchain.built_module(
+        internal_fixes_build, pathlib.Path({module_dir!r}))
+_fixes = internal_fixes.InternalFixes(torch)
+assert _fixes._lib.fixes_interpreter_install(_fixes.CODES["patch"]) == 0
+"""
+COUNT_ENTRY = """\
+import json, sys
+import torch
+from torch.utils.benchmark import Timer
+stmt, setup, number = sys.argv[1], sys.argv[2], int(sys.argv[3])
+stats = Timer(stmt, setup=setup).collect_callgrind(number=number, collect_baseline=False)
+print(json.dumps({"per_call": stats.counts(denoise=True) / number}))
+"""
+
+
+def count_instruction_entry(tree: pathlib.Path, work: pathlib.Path,
+                            variant_trees: dict[str, pathlib.Path]) -> None:
+    """0001's instruction_counts entry, counted without and with each series' patch."""
+    added = added_lines(PATCHES[0], make_patch.INSTRUCTION_COUNTS)
+    (stmt,) = re.findall(r'^\s+r"(.+)",$', "\n".join(added), flags=re.M)
+    if shutil.which("valgrind") is None:
+        raise CheckFailed("valgrind is not installed (apt-get install valgrind)")
+    # The Timer's child runs `python` from PATH: this interpreter's, so its torch is this one.
+    env = {**os.environ, "PATH": f"{pathlib.Path(sys.executable).parent}:{os.environ['PATH']}"}
+    where = {"main": str(work / "fixes-main"), **{name: "-" if name ==
+             patched_interpreter.DEFAULT_SERIES else str(work / f"fixes-{name}")
+             for name in variant_trees}}
+    runs = [("torch 2.15's own incref / decref", ENTRY_SETUP)] + [
+        (f"the patch's incref / decref ({name})",
+         INSTALL_IN_TIMER.format(checkout=str(ROOT), module_dir=module_dir) + ENTRY_SETUP)
+        for name, module_dir in where.items()]
+    # One process per count, all at once (each spends most of its time importing torch
+    # under valgrind); each Timer runs its statement in a child process of its own.
+    procs = [(label, subprocess.Popen(
+        [sys.executable, "-c", COUNT_ENTRY, stmt, setup, str(CALLGRIND_NUMBER)], cwd=ROOT,
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        for label, setup in runs]
+    for label, proc in procs:
+        out, err = proc.communicate()
+        if proc.returncode != 0:
+            raise CheckFailed(f"collect_callgrind of {stmt!r} with {label} failed:\n"
+                              f"{out[-3000:]}{err[-3000:]}")
+        per_call = json.loads(out.strip().splitlines()[-1])["per_call"]
+        print(f"instruction_counts entry {stmt!r} (setup {ENTRY_SETUP!r}), "
+              f"Timer.collect_callgrind(number={CALLGRIND_NUMBER}) in its own child process, "
+              f"with {label}: {per_call:.1f} instructions per call (denoised)")
+
+
 def lint(tree: pathlib.Path, linter: str, files: list[str]) -> None:
     done = run([sys.executable, f"tools/linter/adapters/{linter}", *files], cwd=tree)
     messages = [json.loads(l) for l in done.stdout.splitlines() if l.strip()]
@@ -1074,6 +1185,7 @@ def run_linters(tree: pathlib.Path) -> None:
         raise CheckFailed("shim_function_versions.txt differs from what the usage linter "
                           "writes for the patched headers: the patch's copy is stale")
     print(f"{make_patch.VERSIONS_TXT}: as the usage linter writes it for the patched headers")
+    check_exports(tree)
     base = git(tree, "show", f"HEAD~{len(PATCHES)}:{make_patch.VERSIONS_TXT}")
     git(tree, "checkout", "-q", "--detach", f"HEAD~{len(PATCHES)}")
     make_patch.run_usage_linter_writer(tree)
@@ -1083,6 +1195,23 @@ def run_linters(tree: pathlib.Path) -> None:
         raise CheckFailed("on the base, the usage linter does not reproduce main's "
                           "shim_function_versions.txt: the base is not one coherent tree")
     print(f"{make_patch.VERSIONS_TXT}: on the base, reproduced byte for byte (the base is coherent)")
+
+
+def check_exports(tree: pathlib.Path) -> None:
+    """The export list (libtorch_stable_exports.syms) as the usage linter's writer writes it
+    from the patched headers, the same functions as the registry; each new C function in it."""
+    exports = tree / make_patch.EXPORTS_SYMS
+    patched = exports.read_bytes()
+    exports.write_bytes(b"")
+    make_patch.run_usage_linter_writer(tree)
+    if exports.read_bytes() != patched:
+        raise CheckFailed(f"{make_patch.EXPORTS_SYMS} differs from what the usage linter's "
+                          "writer writes for the patched headers: the patch's copy is stale")
+    missing = [name for name in NEW_SYMBOLS if f"    {name};\n" not in patched.decode()]
+    if missing:
+        raise CheckFailed(f"{make_patch.EXPORTS_SYMS} does not list {missing}")
+    print(f"{make_patch.EXPORTS_SYMS}: as the usage linter's writer (2d089436) writes it for "
+          f"the patched headers; it lists {', '.join(NEW_SYMBOLS)}")
 
 
 CPP_SUFFIXES = (".h", ".hpp", ".cpp", ".cc")
@@ -1571,6 +1700,7 @@ def main(argv: list[str] | None = None) -> int:
         site = build_test_modules(tree, work, libdir)
         run_patch_tests(tree, site, work)
         run_interpreter_fix_test(tree, work, variant_trees)
+        count_instruction_entry(tree, work, variant_trees)
         check_conj_neg_alone(work)
         step("6. upstream's stable-shim linters")
         run_linters(tree)

@@ -119,6 +119,37 @@ def file_bytes(row: dict, manifest: dict, include: pathlib.Path | None,
     raise SystemExit(f"{path}: unknown source {source!r}")
 
 
+def usage_linter_exports(row: dict, out: pathlib.Path, git_dir: pathlib.Path | None) -> bytes:
+    """A ``usage-linter-exports`` row: the export list as the usage linter's writer (the
+    ``[[excerpt]]`` make_patch.EXPORTS_WRITER) writes it in the assembled ``out`` from the
+    versioned functions the base's linter finds, the same set the base's
+    shim_function_versions.txt lists; the stored copy (``stored_sha256``, at ``commit``, an
+    older tree's) must name no function that this one lacks.
+
+    Raises SystemExit when the stored copy differs from the manifest or names one."""
+    import importlib.util
+    import re
+
+    stored = stored_bytes(row, git_dir)
+    digest = hashlib.sha256(stored).hexdigest()
+    if digest != row["stored_sha256"]:
+        raise SystemExit(f"{row['path']} at {row['commit'][:12]}: stored sha256 {digest} differs "
+                         f"from the manifest's {row['stored_sha256']}")
+    spec = importlib.util.spec_from_file_location("make_patch", HERE / "make_patch.py")
+    make_patch = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_patch)
+    versions = out / make_patch.VERSIONS_TXT
+    assembled = versions.read_bytes()
+    make_patch.run_usage_linter_writer(out)  # writes both files; the registry stays the row's
+    versions.write_bytes(assembled)
+    data = (out / row["path"]).read_bytes()
+    names = re.compile(rb"^    (\w+);$", re.M)
+    lost = sorted(set(names.findall(stored)) - set(names.findall(data)))
+    if lost:
+        raise SystemExit(f"{row['path']}: the stored copy names {lost}, which the base lacks")
+    return data
+
+
 def assemble(out: pathlib.Path, git_dir: pathlib.Path | None = None) -> list[str]:
     """Write every manifest file under ``out`` (emptied first); return the paths written.
 
@@ -131,8 +162,13 @@ def assemble(out: pathlib.Path, git_dir: pathlib.Path | None = None) -> list[str
     if out.exists():
         shutil.rmtree(out)
     written = []
-    for row in manifest["file"]:
-        data = file_bytes(row, manifest, include, git_dir)
+    # A generated row (usage-linter-exports) is written from the others, so after them.
+    rows = sorted(manifest["file"], key=lambda row: row["source"] == "usage-linter-exports")
+    for row in rows:
+        if row["source"] == "usage-linter-exports":
+            data = usage_linter_exports(row, out, git_dir)
+        else:
+            data = file_bytes(row, manifest, include, git_dir)
         digest = hashlib.sha256(data).hexdigest()
         if digest != row["sha256"]:
             raise SystemExit(f"{row['path']} ({row['source']} at {row['commit'][:12]}): sha256 "

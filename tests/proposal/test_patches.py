@@ -369,7 +369,9 @@ def _patched_py_interpreter(patch: str, tmp_path: pathlib.Path,
     (tmp_path / PY_INTERPRETER).parent.mkdir(parents=True)
     (tmp_path / PY_INTERPRETER).write_text(base)
     (tmp_path / "0001.patch").write_text(patch)
-    subprocess.run(["git", "apply", "0001.patch"], cwd=tmp_path, check=True, capture_output=True)
+    # (the benchmark entry's file is not written here: its hunk is left out)
+    subprocess.run(["git", "apply", f"--exclude={make_patch.INSTRUCTION_COUNTS}", "0001.patch"],
+                   cwd=tmp_path, check=True, capture_output=True)
     return base, (tmp_path / PY_INTERPRETER).read_text()
 
 
@@ -383,7 +385,10 @@ def test_interpreter_fix_touches_only_py_interpreter_and_adds_the_snippets(patch
     """PyInterpreter.cpp gains the header's include and the two snippets; the patch adds
     the header (shim_ext's one attached-thread test in C++ spellings) and its test."""
     assert re.findall(r"^diff --git a/(\S+) b/", patches[INTERPRETER], flags=re.M) == [
-        "test/test_pyinterpreter_threads.py", PY_INTERPRETER, make_patch.ATTACHED_H]
+        make_patch.INSTRUCTION_COUNTS, "test/test_pyinterpreter_threads.py", PY_INTERPRETER,
+        make_patch.ATTACHED_H]
+    assert added_lines(patches[INTERPRETER], make_patch.INSTRUCTION_COUNTS) == (
+        PROPOSAL / "patch_src" / "snippets" / "instruction_counts-standard.py.txt").read_text()
     snippets = [(PROPOSAL / "patch_src" / "snippets" / f"PyInterpreter-{m}.cpp.txt").read_text()
                 for m in ("decref", "incref")]
     assert normalized(added_lines(patches[INTERPRETER], PY_INTERPRETER)) == normalized(
@@ -529,11 +534,13 @@ def test_vendored_copies_match_the_manifest():
 
     with (PROPOSAL / "third_party" / "pytorch" / "BASE.toml").open("rb") as f:
         manifest = tomllib.load(f)
-    rows = [row for row in manifest["file"] if row["source"] in ("vendored", "vendored-without-pr")]
+    rows = [row for row in manifest["file"]
+            if row["source"] in ("vendored", "vendored-without-pr", "usage-linter-exports")]
     assert PY_INTERPRETER in {row["path"] for row in rows}
     for row in rows:
         data = (PROPOSAL / "third_party" / "pytorch" / row["path"]).read_bytes()
-        # vendored-without-pr: the copy as stored; the assembled file drops the PR's lines.
+        # vendored-without-pr: the copy as stored; the assembled file drops the PR's lines;
+        # usage-linter-exports: the copy as stored; the assembled file is the writer's.
         want = row["sha256"] if row["source"] == "vendored" else row["stored_sha256"]
         assert hashlib.sha256(data).hexdigest() == want, row["path"]
     for row in manifest.get("pr_variant", []):

@@ -14,7 +14,6 @@ from torch.testing._internal.common_utils import (
     TestCase,
 )
 
-
 # aoti_torch_dtype_*() / aoti_torch_device_type_*() codes (c10::ScalarType and
 # c10::DeviceType values), for comparing what the borrowed handle reports.
 DTYPE_CODES = {
@@ -75,8 +74,7 @@ if not IS_WINDOWS:
                 from libtorch_agn_2_16 import _interop
             except ImportError:
                 install_cpp_extension(
-                    extension_root=Path(__file__).parent
-                    / "libtorch_agn_2_16_extension"
+                    extension_root=Path(__file__).parent / "libtorch_agn_2_16_extension"
                 )
                 from libtorch_agn_2_16 import _interop
             cls.interop = _interop
@@ -94,9 +92,7 @@ if not IS_WINDOWS:
             if torch.cuda.is_available():
                 cases.append(base.cuda())
             for t in cases:
-                self.assertEqual(
-                    self.interop.borrow_metadata(t), expected_metadata(t)
-                )
+                self.assertEqual(self.interop.borrow_metadata(t), expected_metadata(t))
 
         def test_borrow_takes_no_reference(self):
             t = torch.ones(3)
@@ -160,8 +156,14 @@ if not IS_WINDOWS:
             for t in (z, z.t(), z.conj(), z.conj().imag):
                 self.assertEqual(
                     self.interop.borrow_view(t),
-                    (t.dim(), tuple(t.shape), t.stride(), t.is_conj(), t.is_neg(),
-                     t.dim()),
+                    (
+                        t.dim(),
+                        tuple(t.shape),
+                        t.stride(),
+                        t.is_conj(),
+                        t.is_neg(),
+                        t.dim(),
+                    ),
                 )
             refs = sys.getrefcount(z)
             self.interop.borrow_view(z)
@@ -175,9 +177,7 @@ if not IS_WINDOWS:
                 torch.nn.Parameter(torch.randn(2, 2)),
                 torch.randn(3).as_subclass(MyTensor),
             ):
-                self.assertEqual(
-                    self.interop.borrow_metadata(t), expected_metadata(t)
-                )
+                self.assertEqual(self.interop.borrow_metadata(t), expected_metadata(t))
 
         def test_non_tensors_are_refused_by_real_type(self):
             impostor = Impostor()
