@@ -18,6 +18,9 @@
 #   --bench-only build and the benchmarks, no tests (with --tests-only in a second
 #                command: the same run in two shorter parts)
 #   --shims-only build and, of the benchmarks, consumer.h's timed row and scenario F only
+#   --dlpack-only build and the DLPack series' own code only: its cut-out functions and
+#                test cases on this torch, CPU and CUDA (proposal/tools/dlpack_device_check.py;
+#                the full run and --tests-only run it too)
 #   --numba-only build and numba-cuda's launches per route only (bench/numba_cuda/run.py,
 #                its timed tables from $PROCESSES fresh processes too; the full run does
 #                it last, where numba-cuda is installed)
@@ -51,7 +54,8 @@ for arg in "$@"; do
     --bench-only) PART=bench ;;
     --numba-only) PART=numba ;;
     --shims-only) PART=shims ;;
-    -h|--help) sed -n '2,41p' "$0"; exit 0 ;;
+    --dlpack-only) PART=dlpack ;;
+    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
     *) echo "unknown argument: $arg (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -145,6 +149,10 @@ if [[ $MODE == two-gpu ]]; then
   "${PYTEST[@]}" tests/bridge/test_cuda.py -k "device_index_1 or two_devices" \
     || FAILED+=(two-gpu-tests)
 else
+ if [[ $PART == all || $PART == tests || $PART == dlpack ]]; then
+  step "the DLPack series' own code: its cut-out functions and test cases on this torch (CPU and CUDA)"
+  "$PYTHON" -P proposal/tools/dlpack_device_check.py || FAILED+=(dlpack-series)
+ fi
  if [[ $PART == all || $PART == tests ]]; then
   step "tests: CUDA parity, and the borrow's rule on CUDA and CPU tensors"
   "${PYTEST[@]}" tests/bridge/test_cuda.py tests/shim_ext/test_metadata_rule.py \

@@ -53,7 +53,9 @@ def _patched_capsule(wheel_capsule, read_only: int):
 
 
 _WRITABLE = _patched_capsule(torch._C._dlpack_exchange_api(), 0)
-_READ_ONLY = _patched_capsule(torch._C._const_dlpack_exchange_api(), 1)
+# torch before 2.14 has no read-only table (pytorch/pytorch#188554): the writable one alone.
+_READ_ONLY = (_patched_capsule(torch._C._const_dlpack_exchange_api(), 1)
+              if hasattr(torch._C, "_const_dlpack_exchange_api") else None)
 # to_dlpack and __dlpack__ (torch._C._to_dlpack, _to_dlpack_versioned), when the library
 # has the series' own (patched_dlpack.cpp built with PATCHED_DLPACK_TO_DLPACK): a builtin
 # function each, made by the library under the GIL (ctypes.PyDLL).
@@ -65,5 +67,6 @@ if hasattr(_LIB, "patched_dlpack_to_dlpack"):
     torch._C._to_dlpack = torch.utils.dlpack.to_dlpack = _to_dlpack(0)
     torch._C._to_dlpack_versioned = _to_dlpack(1)
 torch._C._dlpack_exchange_api = lambda: _WRITABLE
-torch._C._const_dlpack_exchange_api = lambda: _READ_ONLY
+if _READ_ONLY is not None:
+    torch._C._const_dlpack_exchange_api = lambda: _READ_ONLY
 torch.Tensor.__dlpack_c_exchange_api__ = _WRITABLE

@@ -1471,8 +1471,9 @@ def build_patched_dlpack(tree: pathlib.Path, work: pathlib.Path, name: str) -> p
         raise CheckFailed(f"{name}: the cut-out DLPack functions do not compile:\n"
                           f"{done.stderr[-6000:]}")
     pieces = ", ".join(f"{n} (line {line})" for n, line, _ in got["pieces"])
+    version = __import__("torch").__version__.split("+")[0]
     print(f"{name}: cut out of the patched {make_patch.MODULE_CPP} and compiled against the "
-          f"torch 2.15.0 wheel's headers: {pieces}")
+          f"torch {version} wheel's headers: {pieces}")
     return lib
 
 
