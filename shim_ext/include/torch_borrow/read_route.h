@@ -33,19 +33,10 @@ static inline int torch_borrow__call_failed(const torch_borrow__api* a, torch_bo
 }
 
 /* The first reason in the key-set table that obj's dispatch keys meet, or NULL (none,
-   or the keys cannot be read; no error is left set). Runs torch._C._dispatch_keys, a
-   pybind function reading C++ state: no __torch_function__ and no user code runs. */
+   or the keys cannot be read; no error is left set: torch_borrow__key_bits). */
 static inline const char* torch_borrow__keys_reason(const torch_borrow__api* a, PyObject* obj) {
-  PyObject *ks, *raw;
-  uint64_t bits;
+  uint64_t bits = torch_borrow__key_bits(a, obj);
   int i;
-  if (!a->keys_fn || !a->raw_repr) return NULL;
-  ks = PyObject_CallOneArg(a->keys_fn, obj);
-  raw = ks ? PyObject_CallMethodNoArgs(ks, a->raw_repr) : NULL;
-  bits = raw ? (uint64_t)PyLong_AsUnsignedLongLong(raw) : 0;
-  Py_XDECREF(raw);
-  Py_XDECREF(ks);
-  PyErr_Clear();
   for (i = 0; i < a->nkeys; ++i)
     if (bits & a->keys[i].mask) return a->keys[i].why;
   return NULL;

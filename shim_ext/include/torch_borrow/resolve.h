@@ -181,19 +181,26 @@ static inline void torch_borrow__devices(PyObject* torch, void* lib, torch_borro
   }
 }
 
-/* Whether a probe carries a key a mode or transform gives (torch._C._dispatch_keys: C++
-   state, no Python): under the guards a plain probe has none. */
-static inline int torch_borrow__probe_keys(const torch_borrow__api* a, PyObject* t) {
+/* obj's dispatch key set as bits (torch._C._dispatch_keys(obj).raw_repr(): a pybind
+   function reading C++ state, no __torch_function__, no user code), or 0 where it
+   cannot be read; no error is left set. */
+static inline uint64_t torch_borrow__key_bits(const torch_borrow__api* a, PyObject* obj) {
   PyObject *ks, *raw;
   uint64_t bits;
   if (!a->keys_fn || !a->raw_repr) return 0;
-  ks = PyObject_CallOneArg(a->keys_fn, t);
+  ks = PyObject_CallOneArg(a->keys_fn, obj);
   raw = ks ? PyObject_CallMethodNoArgs(ks, a->raw_repr) : NULL;
   bits = raw ? (uint64_t)PyLong_AsUnsignedLongLong(raw) : 0;
   Py_XDECREF(raw);
   Py_XDECREF(ks);
   PyErr_Clear();
-  return (bits & a->transform) != 0;
+  return bits;
+}
+
+/* Whether a probe carries a key a mode or transform gives: under the guards a plain
+   probe has none. */
+static inline int torch_borrow__probe_keys(const torch_borrow__api* a, PyObject* t) {
+  return (torch_borrow__key_bits(a, t) & a->transform) != 0;
 }
 
 /* A refused dtype's words (tables.h's rule), kept once per code. */
