@@ -79,7 +79,8 @@ def build(tmpdir: pathlib.Path) -> pathlib.Path:
     options = toolchain.torch_cpp_options(HERE / "internal_fixes.cpp", _DECLS, "<ATen/dlpack.h>")
     options["sources"].append(str(HERE / "patched_interpreter.cpp"))
     options["sources"].append(str(HERE / "patched_dlpack.cpp"))
-    options["include_dirs"].append(str(generated))
+    # First: the series' c10/core/TensorImpl.h (its inline accessor) before torch's own.
+    options["include_dirs"].insert(0, str(generated))
     ffibuilder.set_source(MODULE, **options)
     return toolchain.compile_ffi(ffibuilder, tmpdir)
 

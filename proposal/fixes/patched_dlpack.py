@@ -11,6 +11,12 @@ naming its line in the patched file, to ``patched_dlpack.inc``, which
 ``patched_dlpack.cpp`` compiles against the installed torch's headers; each method sits
 in a struct of its own struct's name that declares nothing else.
 
+The series' fourth patch also adds an inline accessor to ``c10/core/TensorImpl.h``
+(``TensorImpl::has_custom_metadata()``), which its code calls: ``write_tensor_impl``
+writes the installed torch's header with the series' hunks of that file applied, for a
+build to put first on its include path (the accessor adds no field, so the library is
+unchanged).
+
 ``cut(patched, base)`` does the cutting on any text (``make patch-check`` runs it on the
 file as ``git am`` patched it, patch by patch); ``extract()`` on the committed series.
 """
@@ -28,6 +34,8 @@ PATCHES = REPO / "proposal" / "patches" / "dlpack"
 REL = "torch/csrc/Module.cpp"
 BASE = REPO / "proposal" / "third_party" / "pytorch" / REL
 INCLUDE_NAME = "patched_dlpack.inc"
+#: The header the series also changes (an inline accessor its code calls).
+TENSOR_IMPL_H = "c10/core/TensorImpl.h"
 #: The structs whose methods are cut, in the order written out.
 STRUCTS = ("TorchDLPackExchangeAPI", "TorchConstDLPackExchangeAPI")
 #: The exchange slots' methods cut out of each struct: the non-owning export, and the
@@ -142,6 +150,30 @@ def extract(patches: list[pathlib.Path] | None = None) -> dict:
             "pieces": cut(patched_text(patches), BASE.read_text())}
 
 
+def write_tensor_impl(folder: pathlib.Path, patches: list[pathlib.Path] | None = None
+                      ) -> pathlib.Path | None:
+    """Write ``folder/c10/core/TensorImpl.h``: the installed torch's header with the hunks of
+    ``patches`` (default: the committed series) that change it, applied by ``git apply``;
+    ``folder`` must come first on the include path. Returns its path, or None when no
+    patch changes that header. Raises ``ExtractionError`` when the hunks do not apply to
+    this torch's header."""
+    import torch.utils.cpp_extension as cpp_extension
+
+    patches = series() if patches is None else patches
+    touching = [p for p in patches
+                if f"+++ b/{TENSOR_IMPL_H}\n" in p.read_text(errors="replace")]
+    if not touching:
+        return None
+    installed = [pathlib.Path(d) / TENSOR_IMPL_H for d in cpp_extension.include_paths()
+                 if (pathlib.Path(d) / TENSOR_IMPL_H).exists()]
+    if not installed:
+        raise ExtractionError(f"the installed torch has no {TENSOR_IMPL_H}")
+    out = folder / TENSOR_IMPL_H
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(apply_to_base(installed[0], TENSOR_IMPL_H, touching)[TENSOR_IMPL_H])
+    return out
+
+
 def include_text(pieces: list[tuple[str, int, str]], origin: str) -> str:
     """``patched_dlpack.inc``: each piece under ``#line N "<origin>"``; a struct's methods
     inside one struct of its name (public, nothing else declared)."""
@@ -164,12 +196,14 @@ def include_text(pieces: list[tuple[str, int, str]], origin: str) -> str:
 
 def write_include(folder: pathlib.Path, patched: str | None = None,
                   origin: str | None = None, to_dlpack: bool = False) -> dict:
-    """Write ``folder/patched_dlpack.inc`` from the committed series (or from ``patched``,
-    a patched ``Module.cpp``'s text, named ``origin``; with ``to_dlpack``, the
+    """Write ``folder/patched_dlpack.inc`` from the committed series, with
+    ``write_tensor_impl``'s header (or from ``patched``, a patched ``Module.cpp``'s text,
+    named ``origin``, whose caller supplies the header; with ``to_dlpack``, the
     ``TO_DLPACK`` functions too, which ``patched_dlpack.cpp`` compiles when
     ``PATCHED_DLPACK_TO_DLPACK`` is defined); returns what was cut."""
     if patched is None:
         got = extract()
+        write_tensor_impl(folder)
         origin = f"{REL} (patched by DLPack {', '.join(n[:4] for n in got['patches'])})"
     else:
         got = {"patches": [], "pieces": cut(patched, BASE.read_text(), to_dlpack)}

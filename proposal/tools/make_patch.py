@@ -265,6 +265,7 @@ def exports_writer() -> str:
 # What the TensorImpl accessor reads: c10::TensorImpl's own policy bit-fields
 # (refresh_*_policy() folds the C++ custom_* and the Python python_custom_*
 # bits into them, symbolic sizes included) and the Python dispatch key.
+TENSOR_IMPL_ANCHOR = "    return key_set_.has_all(c10::python_ks);\n  }\n"
 HAS_CUSTOM_METADATA = """
   // Whether a metadata getter (sizes, strides, dim, numel, device, layout) may
   // leave this TensorImpl's own fields: the Python dispatch key, or a
@@ -327,14 +328,12 @@ def apply_conj_neg(tree: Tree) -> None:
 
 
 def apply_borrow(tree: Tree) -> None:
-    """torch_tensor_borrow_from_pyobject, TensorImpl's accessor, the vtable method,
-    helper, docs and tests (on top of conj/neg)."""
+    """torch_tensor_borrow_from_pyobject, the vtable method, helper, docs and tests (on
+    top of conj/neg; its metadata rule is TensorImpl's accessor, which DLPack 0004 adds)."""
     tree.edit("torch/csrc/stable/c/shim.h", BLOCK_END_2_16, header_block(BORROW_MARK) + "\n",
               before=True)
     tree.edit("torch/csrc/stable/pyobject.h", "HIDDEN_NAMESPACE_END(torch, stable)",
               pyobject_block() + "\n", before=True)
-    tree.edit(TENSOR_IMPL_H, "    return key_set_.has_all(c10::python_ks);\n  }\n",
-              HAS_CUSTOM_METADATA, fmt=True)
     tree.edit("torch/csrc/PyObjectConversion.h",
               "  virtual PyObject* device_to_pyobject(const at::Device& device) const = 0;\n",
               (SNIPPETS / "PyObjectConversion.h.txt").read_text())
@@ -507,8 +506,10 @@ def apply_dlpack_conj_neg(tree: Tree) -> None:
 
 
 def apply_dlpack_python_pin(tree: Tree) -> None:
-    """DLPack 0004: keep an owning reference while the getters may run Python (a tensor
-    with the Python key), and the test."""
+    """DLPack 0004: TensorImpl's public accessor for every custom metadata policy, and an
+    owning reference kept while the getters may run Python (a tensor it names), and the
+    tests."""
+    tree.edit(TENSOR_IMPL_H, TENSOR_IMPL_ANCHOR, HAS_CUSTOM_METADATA, fmt=True)
     tree.edit(MODULE_CPP, DLPACK_FILL, (DLPACK_SRC / "python-pin.cpp.txt").read_text(),
               before=True, fmt=True)
     add_dlpack_tests(tree, "test-python-pin.py.txt")
@@ -530,7 +531,8 @@ DLPACK_TESTS = {"0001": ["test_dlpack_exchange_api_dltensor",
                          "test_dlpack_exchange_api_managed_refuses_conj_and_neg_views",
                          "test_to_dlpack_refuses_conj_and_neg_views",
                          "test_dlpack_refuses_neg_views"],
-                "0004": ["test_dlpack_exchange_api_holds_python_sizes_tensors"]}
+                "0004": ["test_dlpack_exchange_api_holds_python_sizes_tensors",
+                         "test_dlpack_exchange_api_holds_python_device_tensors"]}
 # Where the whole proposal lands (proposal/README.md and the RFC say the same): the
 # interpreter fix, the DLPack series, conj/neg; the borrow held. (series folder, number).
 LANDING_ORDER = (("", "0001"), ("dlpack", "0001"), ("dlpack", "0002"), ("dlpack", "0003"),

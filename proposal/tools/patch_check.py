@@ -57,7 +57,7 @@ LIBTORCH_SOURCES = ["torch/csrc/shim_common.cpp", "torch/csrc/PyObjectConversion
                     "torch/csrc/PyObjectConversionPythonImpl.cpp"]
 STABLE_HEADERS = ["torch/csrc/stable/pyobject.h", "torch/csrc/stable/tensor.h"]
 PY_INTERPRETER = "torch/csrc/PyInterpreter.cpp"  # patch 0001
-TENSOR_IMPL_H = make_patch.TENSOR_IMPL_H  # patch 0003's accessor
+TENSOR_IMPL_H = make_patch.TENSOR_IMPL_H  # dlpack/0004's accessor, which 0003 calls
 # The C functions the series adds to shim_common.cpp, with the patch that adds each.
 NEW_SYMBOLS = {"torch_is_conj": "0002", "torch_is_neg": "0002",
                "torch_tensor_borrow_from_pyobject": "0003"}
@@ -148,6 +148,16 @@ def apply_patches(work: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
     git(base, "commit", "-q", "-m", "base")
     tree = work / "patched"
     run(["git", "clone", "-q", str(base), str(tree)])
+    # 0003 calls TensorImpl::has_custom_metadata(), which the DLPack series adds and which
+    # lands before it: the tree's header first becomes what that series makes of it.
+    (accessor,) = [p for p in DLPACK_PATCHES if f"+++ b/{TENSOR_IMPL_H}\n" in p.read_text()]
+    done = run(["git", "-C", str(tree), "apply", f"--include={TENSOR_IMPL_H}", str(accessor)],
+               check=False)
+    if done.returncode != 0:
+        raise CheckFailed(f"dlpack/{accessor.name}: its {TENSOR_IMPL_H} does not apply: "
+                          f"{done.stderr}")
+    git(tree, "commit", "-q", "-am", f"{TENSOR_IMPL_H} as dlpack/{accessor.name[:4]} leaves it")
+    print(f"applied dlpack/{accessor.name}'s {TENSOR_IMPL_H} (the accessor 0003 calls)")
     for patch in PATCHES:
         git(tree, "am", "-q", "--keep-non-patch", "--whitespace=error-all", str(patch))
         print(f"applied {patch.name}")
@@ -631,8 +641,8 @@ def compile_libtorch(tree: pathlib.Path, work: pathlib.Path,
     headers_tu.write_text("".join(f"#include <{h}>\n" for h in STABLE_HEADERS)
                           + "void use(torch::stable::Tensor t) { (void)t.is_conj(); (void)t.is_neg(); }\n"
                           + "int64_t borrow(void* o) { return torch::stable::tensor_borrow_from_pyobject(o).dim(); }\n")
-    # 0003's accessor, from the patched c10/core/TensorImpl.h (the tree comes first on
-    # the include path, so every unit here is compiled against it too).
+    # The accessor 0003 calls (dlpack/0004's), from the patched c10/core/TensorImpl.h (the
+    # tree comes first on the include path, so every unit here is compiled against it too).
     impl_tu = work / "tensor_impl_accessor.cpp"
     impl_tu.write_text("#include <c10/core/TensorImpl.h>\n"
                        "bool custom(const c10::TensorImpl& impl) {\n"
@@ -1457,6 +1467,15 @@ def build_patched_dlpack(tree: pathlib.Path, work: pathlib.Path, name: str) -> p
     generated = work / f"dlpack-{name}-cut"
     got = cutter.write_include(generated, patched, f"{make_patch.MODULE_CPP} ({name})",
                                to_dlpack=True)
+    # The tree's c10/core/TensorImpl.h (the series' accessor, inline) before the wheel's;
+    # a tree of the changed files alone gets the installed header with the series' hunks.
+    if (tree / TENSOR_IMPL_H).exists():
+        (generated / TENSOR_IMPL_H).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(tree / TENSOR_IMPL_H, generated / TENSOR_IMPL_H)
+        header = f"the tree's {TENSOR_IMPL_H} first"
+    else:
+        written = cutter.write_tensor_impl(generated, DLPACK_PATCHES)
+        header = f"the series' {TENSOR_IMPL_H} hunk applied to this torch's" if written else ""
     lib = generated / "libpatched_dlpack.so"
     paths = cpp_extension.library_paths()
     flags = ["-std=c++20", "-fPIC", "-O1", "-Wall", "-Wno-unused-function",
@@ -1473,7 +1492,7 @@ def build_patched_dlpack(tree: pathlib.Path, work: pathlib.Path, name: str) -> p
     pieces = ", ".join(f"{n} (line {line})" for n, line, _ in got["pieces"])
     version = __import__("torch").__version__.split("+")[0]
     print(f"{name}: cut out of the patched {make_patch.MODULE_CPP} and compiled against the "
-          f"torch {version} wheel's headers: {pieces}")
+          f"torch {version} wheel's headers" + (f" ({header})" if header else "") + f": {pieces}")
     return lib
 
 
@@ -1497,14 +1516,15 @@ def run_dlpack_tests(tree: pathlib.Path, lib: pathlib.Path, name: str, tests: li
 
 
 def expect_dlpack_tests_fail(tree: pathlib.Path, lib: pathlib.Path, name: str,
-                             later: pathlib.Path, tests: list[str]) -> None:
-    """The next patch's cases, added to this tree's test file, must fail against this
-    stack's functions: each case tests what its own patch changes."""
+                             later: pathlib.Path, tests: list[str], apply: bool = True) -> None:
+    """The next patch's cases, added to this tree's test file (already there when not
+    ``apply``), must fail against this stack's functions: each case tests what its own
+    patch changes."""
     test_file = tree / make_patch.TEST_DLPACK
     original = test_file.read_text()
     added = run(["git", "-C", str(tree), "apply", "--include=" + make_patch.TEST_DLPACK,
-                 str(later)], check=False)
-    if added.returncode != 0:
+                 str(later)], check=False) if apply else None
+    if added is not None and added.returncode != 0:
         raise CheckFailed(f"{name}: {later.name}'s test cases do not apply here: {added.stderr}")
     test_dir = test_file.parent
     shutil.copyfile(HERE / "dlpack_conftest.py", test_dir / "conftest.py")
@@ -1517,8 +1537,8 @@ def expect_dlpack_tests_fail(tree: pathlib.Path, lib: pathlib.Path, name: str,
     if failed != set(tests):
         raise CheckFailed(f"{name}: {later.name[:4]}'s cases {tests} do not all fail without it "
                           f"(failed: {sorted(failed)}):\n{done.stdout[-3000:]}")
-    print(f"{name}: dlpack/{later.name[:4]}'s cases fail here, without it, as they must: "
-          + ", ".join(sorted(failed)))
+    print(f"{name}: dlpack/{later.name[:4]}'s cases fail here"
+          + (", without it," if apply else "") + " as they must: " + ", ".join(sorted(failed)))
 
 
 # dlpack/0001's cases that must fail without it, against the torch 2.15.0 wheel's own
@@ -1554,19 +1574,49 @@ def expect_dlpack_tests_fail_on_wheel(tree: pathlib.Path, name: str, tests: list
           f"{', '.join(DLPACK_0001_FAILS_ON_WHEEL)})")
 
 
+# dlpack/0004's rule and the one it replaces (the Python key alone, all Module.cpp could
+# test without the accessor); the case only the accessor catches.
+ACCESSOR_RULE = "tensor.unsafeGetTensorImpl()->has_custom_metadata()"
+PYTHON_KEY_RULE = "tensor.unsafeGetTensorImpl()->is_python_dispatch()"
+ACCESSOR_ONLY_CASE = "test_dlpack_exchange_api_holds_python_device_tensors"
+
+
+def expect_python_key_rule_misses(tree: pathlib.Path, work: pathlib.Path, name: str) -> None:
+    """The series with dlpack/0004's rule put back to the Python key alone must fail the
+    dispatch_device=True case (exact torch.Tensor and Parameter have no Python key) and
+    still pass the Python-sizes one: the accessor is what catches the first."""
+    cut = work / "dlpack-python-key-rule"
+    run(["git", "clone", "-q", str(tree), str(cut)])
+    module = cut / make_patch.MODULE_CPP
+    text = module.read_text()
+    if text.count(ACCESSOR_RULE) != 1:
+        raise CheckFailed(f"{name}: expected dlpack/0004's rule `{ACCESSOR_RULE}` once")
+    module.write_text(text.replace(ACCESSOR_RULE, PYTHON_KEY_RULE))
+    lib = build_patched_dlpack(cut, work, "dlpack-python-key-rule")
+    sizes = [t for t in make_patch.DLPACK_TESTS["0004"] if t != ACCESSOR_ONLY_CASE]
+    run_dlpack_tests(cut, lib, f"{name} with the Python-key rule", sizes)
+    expect_dlpack_tests_fail(cut, lib, f"{name} with the Python-key rule", DLPACK_PATCHES[-1],
+                             [ACCESSOR_ONLY_CASE], apply=False)
+
+
 def lint_dlpack(tree: pathlib.Path, name: str, count: int) -> None:
-    """clang-format on the Module.cpp lines, flake8 and ruff on the test_dlpack.py lines
-    that the last ``count`` commits add: zero messages."""
+    """clang-format on the Module.cpp and TensorImpl.h lines, flake8 and ruff on the
+    test_dlpack.py lines that the last ``count`` commits add: zero messages."""
     def ranges(rel):
         diff = git(tree, "diff", "-U0", f"HEAD~{count}", "HEAD", "--", rel)
         return [(int(a), int(a) + (1 if n == "" else int(n)) - 1) for a, n in
                 re.findall(r"^@@ -\S+ \+(\d+)(?:,(\d+))? @@", diff, flags=re.M) if n != "0"]
 
     clang_format = make_patch.find_clang_format()
-    cpp = ranges(make_patch.MODULE_CPP)
-    done = run([clang_format, "--dry-run", "--style=file", *[f"--lines={a}:{b}" for a, b in cpp],
-                make_patch.MODULE_CPP], cwd=tree, check=False)
-    messages = re.findall(r"^\S+?:\d+:\d+: (?:warning|error): .*$", done.stderr, flags=re.M)
+    messages, cpp_lines = [], {}
+    for rel in (make_patch.MODULE_CPP, TENSOR_IMPL_H):
+        cpp = ranges(rel)
+        if not cpp:
+            continue
+        cpp_lines[rel] = sum(b - a + 1 for a, b in cpp)
+        done = run([clang_format, "--dry-run", "--style=file",
+                    *[f"--lines={a}:{b}" for a, b in cpp], rel], cwd=tree, check=False)
+        messages += re.findall(r"^\S+?:\d+:\d+: (?:warning|error): .*$", done.stderr, flags=re.M)
     py = ranges(make_patch.TEST_DLPACK)
     bindir = pathlib.Path(sys.executable).parent
     for tool, cmd in (("flake8", [str(bindir / "flake8"), "--config=.flake8"]),
@@ -1577,9 +1627,10 @@ def lint_dlpack(tree: pathlib.Path, name: str, count: int) -> None:
             found = re.match(r"^\S+?:(\d+):\d+: ", line)
             if found and any(a <= int(found.group(1)) <= b for a, b in py):
                 messages.append(f"{tool}: {line}")
-    print(f"{name}: clang-format on {sum(b - a + 1 for a, b in cpp)} added lines of "
-          f"{make_patch.MODULE_CPP}, flake8 and ruff on {sum(b - a + 1 for a, b in py)} added "
-          f"lines of {make_patch.TEST_DLPACK}: {len(messages)} lint messages")
+    print(f"{name}: clang-format on "
+          + " and ".join(f"{n} added lines of {rel}" for rel, n in cpp_lines.items())
+          + f", flake8 and ruff on {sum(b - a + 1 for a, b in py)} added lines of "
+          f"{make_patch.TEST_DLPACK}: {len(messages)} lint messages")
     for message in messages:
         print(f"  {message}")
     if messages:
@@ -1606,7 +1657,7 @@ def tidy_dlpack(generated: pathlib.Path, tree: pathlib.Path) -> None:
     done = run([find_clang_tidy(), "--extra-arg=-Wmissing-prototypes", str(unit), "--",
                 "-std=c++20", "-DPATCHED_DLPACK_TO_DLPACK",
                 f"-D_GLIBCXX_USE_CXX11_ABI={int(__import__('torch')._C._GLIBCXX_USE_CXX11_ABI)}",
-                *[f"-I{p}" for p in cpp_extension.include_paths()],
+                f"-I{generated}", *[f"-I{p}" for p in cpp_extension.include_paths()],
                 f"-I{sysconfig.get_paths()['include']}"], cwd=generated, check=False)
     found = re.findall(r"^(.*?):(\d+):\d+: (?:error|warning): (.*) \[([\w,.-]+)\]$",
                        done.stdout, flags=re.M)
@@ -1653,6 +1704,7 @@ def check_dlpack(base: pathlib.Path, work: pathlib.Path) -> None:
                 print(f"{name}: dlpack/{later.name[:4]} adds no case (it must change no "
                       "behaviour: the cases before it are its tests)")
         lint_dlpack(tree, name, i + 1)
+    expect_python_key_rule_misses(tree, work, name)
     tidy_dlpack(lib.parent, tree)
     by_key = {("", p.name[:4]): p for p in PATCHES}
     by_key.update({("dlpack", p.name[:4]): p for p in DLPACK_PATCHES})

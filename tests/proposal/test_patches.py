@@ -454,7 +454,7 @@ MODULE_CPP = "torch/csrc/Module.cpp"
 def test_dlpack_series_is_four_patches_on_module_cpp_and_its_tests():
     """A series of its own, the crash fix first: four commits, each touching Module.cpp
     (and, but for the borrow, PyTorch's test_dlpack.py); none of the stable-ABI series'
-    files."""
+    files, but for the TensorImpl accessor the last one adds (the borrow calls it too)."""
     assert [p.name[:4] for p in DLPACK] == ["0001", "0002", "0003", "0004"]
     subjects = ["Check the real type in the exchange functions",
                 "Borrow the tensor in dltensor_from_py_object_no_sync",
@@ -466,16 +466,32 @@ def test_dlpack_series_is_four_patches_on_module_cpp_and_its_tests():
         files = re.findall(r"^diff --git a/(\S+) ", text, flags=re.M)
         expected = [MODULE_CPP] if not make_patch.DLPACK_TESTS[patch.name[:4]] else \
             ["test/test_dlpack.py", MODULE_CPP]
+        if patch is DLPACK[-1]:  # the accessor its rule and the borrow's call
+            expected = [make_patch.TENSOR_IMPL_H, *expected]
         assert sorted(files) == expected, (patch.name, files)
         assert "\nTest Plan:\n" in text
         assert not re.search(r"\d\s*(?:instructions|ns\b|%)|\d\.\d+x\b", text.split("---\n")[0])
+
+
+def test_dlpack_accessor_reads_every_policy_bit():
+    """dlpack/0004's TensorImpl::has_custom_metadata(): the Python key and the three folded
+    policy fields, C++ and Python; its rule calls it."""
+    text = DLPACK[-1].read_text()
+    accessor = added_lines(text, make_patch.TENSOR_IMPL_H)
+    assert "  bool has_custom_metadata() const {" in accessor
+    for member in ("is_python_dispatch()", "sizes_strides_policy_", "device_policy_",
+                   "layout_policy_"):
+        assert member in accessor, member
+    assert "if (tensor.unsafeGetTensorImpl()->has_custom_metadata()) {" in \
+        added_lines(text, MODULE_CPP)
 
 
 def test_dlpack_series_changes_both_structs_through_one_helper():
     """0001 puts the real-type check into all four exchange functions and changes nothing
     else; 0002 routes both structs' DLTensorFromPyObjectNoSync through one borrowing helper
     (the managed functions keep an owning copy, without the caster); 0003 refuses conj /
-    neg in every export of the file; 0004 copies only for a Python-dispatch tensor."""
+    neg in every export of the file; 0004 copies only for a tensor whose getters may run
+    Python (TensorImpl::has_custom_metadata(), which it adds)."""
     check, borrow, conj_neg, pin = (added_lines(p.read_text(), MODULE_CPP) for p in DLPACK)
     assert "PyObject_TypeCheck(" in check
     assert check.count("if (!DLPackCheckTensor(handle.ptr())) {") == 4
@@ -495,7 +511,7 @@ def test_dlpack_series_changes_both_structs_through_one_helper():
     assert conj_neg.count("if (const char* refusal = DLPackRefusal(") == 4
     assert "DLPackRefusal(src)" in conj_neg
     assert "BC-breaking note (module: bc-breaking):" in DLPACK[2].read_text()
-    assert "is_python_dispatch()" in pin and "const at::Tensor owned = tensor;" in pin
+    assert "has_custom_metadata()" in pin and "const at::Tensor owned = tensor;" in pin
     # the bits are refused before the export, with __dlpack__'s own words for conj
     message = "Can't export tensors with the conjugate bit set"
     assert message in conj_neg
@@ -577,11 +593,8 @@ def test_python_impl_method_is_the_prototype_function(patch_text):
         assert copied not in code, copied
     assert "!tensor.unsafeGetTensorImpl()->has_custom_metadata()," in added
     assert '"torch_tensor_borrow_from_pyobject: expected torch.Tensor, got ",' in added
-    accessor = added_lines(patch_text, make_patch.TENSOR_IMPL_H)
-    assert "  bool has_custom_metadata() const {" in accessor
-    for member in ("is_python_dispatch()", "sizes_strides_policy_", "device_policy_",
-                   "layout_policy_"):
-        assert member in accessor, member
+    # The accessor is the DLPack series' (it lands first), not this patch's.
+    assert f"diff --git a/{make_patch.TENSOR_IMPL_H} " not in patch_text
 
 
 def test_the_prototype_spellings_are_what_the_patch_replaces():

@@ -1,6 +1,7 @@
 // Whether a tensor's metadata is plain C++ state: the prototype of the public
-// accessor the borrow patch adds to c10::TensorImpl (c10/core/TensorImpl.h),
-// TensorImpl::has_custom_metadata().
+// accessor the proposal adds to c10::TensorImpl (c10/core/TensorImpl.h),
+// TensorImpl::has_custom_metadata(), in the DLPack series (its fourth patch),
+// which the borrow patch calls too.
 //
 // c10::TensorImpl answers sizes(), strides(), dim(), numel(), device() and
 // layout() from its own fields unless a policy bit sends them elsewhere: a
@@ -60,7 +61,7 @@ struct TensorImplPolicies final : c10::TensorImpl {
   }
 };
 
-// TensorImpl::has_custom_metadata() of the patch.
+// TensorImpl::has_custom_metadata() of the patched header.
 inline bool has_custom_metadata(const c10::TensorImpl& impl) {
   return TensorImplPolicies::custom_metadata(impl);
 }
