@@ -726,7 +726,7 @@ def test_patch_test_fails_against_a_shim_that_breaks_the_contract(patch_text):
         return snapshots.setdefault(id(obj), real.borrow_metadata(obj))
 
     broken.borrow_handle, broken.borrow_metadata = borrow_handle, borrow_metadata
-    broken.borrow_view = real.borrow_view
+    broken.borrow_view, broken.read_around_clone = real.borrow_view, real.read_around_clone
     result = _run_patch_test_against(broken, patch_text)
     failed = {test.id().rsplit(".", 1)[1] for test, _ in result.failures + result.errors}
     assert failed == {"test_non_tensors_are_refused_by_real_type",
@@ -754,10 +754,25 @@ def test_patch_test_fails_against_a_reader_that_lets_python_run_mid_read(patch_t
         return (first[0], first[1], second[2], *first[3:])
 
     broken.borrow_handle, broken.borrow_view = real.borrow_handle, real.borrow_view
-    broken.borrow_metadata = borrow_metadata
+    broken.borrow_metadata, broken.read_around_clone = borrow_metadata, real.read_around_clone
     result = _run_patch_test_against(broken, patch_text)
     failed = {test.id().rsplit(".", 1)[1] for test, _ in result.failures + result.errors}
     assert failed == {"test_metadata_is_copied_before_python_can_run"}
+
+
+@needs_stand_in
+def test_patch_test_fails_against_a_borrow_that_holds_a_reference(patch_text):
+    """A "borrow" that is an owning copy (as torch_tensor_from_pyobject's is) gives a
+    TorchDispatchMode inside an operator call the owned handle's use count, not one fewer:
+    the test of that count fails, and only it."""
+    real = _load("stand_in/libtorch_agn_2_16/_interop")  # what the broken one wraps
+    broken = types.ModuleType("owning_interop")
+    broken.borrow_handle, broken.borrow_view = real.borrow_handle, real.borrow_view
+    broken.borrow_metadata = real.borrow_metadata
+    broken.read_around_clone = lambda obj, owned: real.read_around_clone(obj, True)
+    result = _run_patch_test_against(broken, patch_text)
+    failed = {test.id().rsplit(".", 1)[1] for test, _ in result.failures + result.errors}
+    assert failed == {"test_a_mode_inside_an_operator_call_sees_one_reference_fewer"}
 
 
 # --- RFC.md and appendix.md: figures only in generated sections, rendered from JSON ------------

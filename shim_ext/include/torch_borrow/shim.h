@@ -35,18 +35,18 @@ extern "C" {
 #if TORCH_FEATURE_VERSION >= TORCH_VERSION_2_16_0
 
 // BEGIN shim.h borrow
-// Borrow the at::Tensor a Python torch.Tensor holds: no allocation, no
-// refcount change. The caller has an attached thread state and keeps py_obj
-// alive. Fails (AOTI_TORCH_FAILURE, *ret unchanged) for a non-tensor and for a
-// tensor whose metadata is not plain C++ state (the Python dispatch key; sizes,
-// strides, device or layout computed by a subclass or in Python): if the caller
-// runs no Python between the borrow and the handle's last use, the stable
-// getters on the handle run none either. It may be passed as an input of one
-// operator call; borrow again after it returns. It is borrowed, as
-// torch::stable::Tensor::get() is: never delete it
-// (aoti_torch_delete_tensor_object), wrap it in torch::stable::Tensor, box it
-// in a StableIValue (torch_call_dispatcher, StableList) or pass it as the dst
-// of aoti_torch_assign_tensors.
+// Borrow the at::Tensor a Python torch.Tensor holds, with no refcount change,
+// as torch::stable::Tensor::get() borrows. The caller has an attached thread
+// state and keeps py_obj alive. Fails (AOTI_TORCH_FAILURE, *ret unchanged) for
+// a non-tensor and a tensor whose metadata is not plain C++ state (the Python
+// dispatch key; sizes, strides, device or layout computed by a subclass or in
+// Python): if the caller runs no Python between the borrow and the handle's
+// last use, the stable getters on the handle run none either. It may be passed
+// as an input of one operator call; borrow again after it returns (a mode the
+// call enters sees one reference fewer than with an owning handle; swap_tensors
+// refuses under both). Never delete it (aoti_torch_delete_tensor_object), wrap
+// it in torch::stable::Tensor, box it in a StableIValue (torch_call_dispatcher,
+// StableList) or pass it as the dst of aoti_torch_assign_tensors.
 AOTI_TORCH_EXPORT AOTITorchError torch_tensor_borrow_from_pyobject(
     void* py_obj,
     AtenTensorHandle* ret); // returns borrowed reference

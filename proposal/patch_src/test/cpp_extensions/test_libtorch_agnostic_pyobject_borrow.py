@@ -117,6 +117,59 @@ if not IS_WINDOWS:
             torch.utils.swap_tensors(t, other)
             self.assertEqual(self.interop.borrow_metadata(t), expected_metadata(t))
 
+        def test_a_mode_inside_an_operator_call_sees_one_reference_fewer(self):
+            # A handle may be the input of one operator call, which may enter a
+            # TorchDispatchMode. With a borrowed handle the mode sees the
+            # tensor's use count one lower than with an owning one
+            # (torch_tensor_from_pyobject), and as high as with torch's own
+            # t.clone(), whose binding also passes the Python object's
+            # at::Tensor by reference: the call's own copies of its argument
+            # hold references while the mode runs. So swap_tensors, which
+            # would move what a borrowed handle refers to and not what an
+            # owning one does, is refused under both, and after the call each
+            # handle still reads the tensor it was taken from.
+            from torch.utils._python_dispatch import TorchDispatchMode
+
+            class SwapInside(TorchDispatchMode):
+                """At aten.clone: the input's use count, then swap_tensors."""
+
+                def __init__(self, other):
+                    super().__init__()
+                    self.other = other
+                    self.seen = []
+
+                def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                    if func is torch.ops.aten.clone.default:
+                        count = args[0]._use_count()
+                        try:
+                            torch.utils.swap_tensors(args[0], self.other)
+                            outcome = "swapped"
+                        except RuntimeError as error:
+                            outcome = str(error)
+                        self.seen.append((count, outcome))
+                    return func(*args, **(kwargs or {}))
+
+            t = torch.arange(6.0).reshape(2, 3)
+            other = torch.zeros(5)
+            taken = (t.data_ptr(), (2, 3))
+            self.assertEqual(t._use_count(), 1)  # outside any call
+            counts = {}
+            for owned in (False, True):
+                with SwapInside(other) as mode:
+                    reads = self.interop.read_around_clone(t, owned)
+                self.assertEqual(reads, (taken, taken))
+                [(counts[owned], outcome)] = mode.seen
+                self.assertRegex(
+                    outcome, f"^Expected use_count of t1 .* but got {counts[owned]} "
+                )
+            with SwapInside(other) as mode:
+                t.clone()
+            [(counts["t.clone()"], _)] = mode.seen
+            self.assertEqual(counts, {False: 3, True: 4, "t.clone()": 3})
+            self.assertEqual((t.data_ptr(), tuple(t.shape)), taken)
+            self.assertEqual(tuple(other.shape), (5,))
+            self.assertEqual(t._use_count(), 1)
+
         def test_metadata_is_copied_before_python_can_run(self):
             # Making a Python object may run a garbage collection, and a
             # __del__ there may resize the tensor: a reader that builds its

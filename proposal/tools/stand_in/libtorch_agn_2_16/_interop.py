@@ -128,3 +128,48 @@ def borrow_view(obj) -> tuple:
     finally:
         cpu.aoti_torch_delete_tensor_object(owned)
     return (len(sizes), sizes, strides, *flags, dim.value)
+
+
+def _pointer_and_sizes(cpu, handle) -> tuple:
+    """(data_ptr, sizes) read through ``handle``."""
+    data_ptr, dim, sizes = ctypes.c_void_p(), ctypes.c_int64(), ctypes.POINTER(ctypes.c_int64)()
+    for function, out in ((cpu.aoti_torch_get_data_ptr, data_ptr), (cpu.aoti_torch_get_dim, dim),
+                          (cpu.aoti_torch_get_sizes, sizes)):
+        if function(handle, ctypes.byref(out)) != _SUCCESS:
+            _raise_shim_error()
+    return data_ptr.value or 0, tuple(sizes[i] for i in range(dim.value))
+
+
+def read_around_clone(obj, owned: bool) -> tuple:
+    """((data_ptr, sizes) before, (data_ptr, sizes) after) read through one handle of
+    ``obj`` around one operator call that takes it as its input (``aoti_torch_clone``,
+    which a ``TorchDispatchMode`` active on this thread enters): the borrowed handle, or,
+    when ``owned``, torch's owning one (``torch_tensor_from_pyobject``, 2.14+; before
+    2.14, ``aoti_torch_new_tensor_handle`` of the borrowed one, the same heap copy of
+    the ``at::Tensor``)."""
+    shim, _, cpu = _libs()
+    handle = _HANDLE(_borrow(shim, obj)) if not owned else _owned_handle(shim, cpu, obj)
+    try:
+        before = _pointer_and_sizes(cpu, handle)
+        clone = _HANDLE()
+        if cpu.aoti_torch_clone(handle, ctypes.byref(clone)) != _SUCCESS:
+            _raise_shim_error()
+        cpu.aoti_torch_delete_tensor_object(clone)
+        after = _pointer_and_sizes(cpu, handle)
+    finally:
+        if owned:
+            cpu.aoti_torch_delete_tensor_object(handle)
+    return before, after
+
+
+def _owned_handle(shim, cpu, obj) -> ctypes.c_void_p:
+    """An owning handle of ``obj``, which the caller deletes."""
+    handle = _HANDLE()
+    if hasattr(cpu, "torch_tensor_from_pyobject"):
+        cpu.torch_tensor_from_pyobject.argtypes = [ctypes.py_object, ctypes.POINTER(_HANDLE)]
+        done = cpu.torch_tensor_from_pyobject(obj, ctypes.byref(handle))
+    else:
+        done = cpu.aoti_torch_new_tensor_handle(_HANDLE(_borrow(shim, obj)), ctypes.byref(handle))
+    if done != _SUCCESS:
+        _raise_shim_error()
+    return handle
