@@ -59,7 +59,7 @@
  *                (aoti_torch_call_dispatcher on a new handle to the tensor: C++ only,
  *                the GIL held, no mode sees it); what else runs Python makes torch's
  *                getters raise (refused; the key set names it): tables.h's rule without
- *                shim_ext;
+ *                shim_ext, the bridge's owned path's too;
  *   "dlpack"     torch's DLPack exchange API (the capsule
  *                torch.Tensor.__dlpack_c_exchange_api__, "dlpack_exchange_api", DLPack
  *                1.x, torch 2.10+): dltensor_from_py_object_no_sync fills a DLTensor (it

@@ -317,7 +317,7 @@ static inline int torch_borrow_read(PyObject* obj, torch_borrow_meta* m) {
     return torch_borrow__fill(a, h, m);
   }
   if (a->type_check) {
-    /* The owned route without shim_ext: tables.h's rule.
+    /* The owned route without shim_ext: tables.h's rule, the bridge's owned path's too.
        A type whose __torch_dispatch__ is not torch's default may compute metadata in
        Python: refused; then the handle, whose reads are C (the flags through the
        dispatcher). The handle owns the tensor: no __del__ can free it, so garbage

@@ -65,7 +65,8 @@ typedef struct torch_borrow__api {
      device code's DLDeviceType (0: none) */
   struct { uint8_t code, bits; uint16_t lanes; } dl_dtype[TORCH_BORROW_NCODES];
   int32_t dl_device_of[TORCH_BORROW_NDEVICES];
-  /* The rule without shim_ext's check and its key-set table (tables.h's): the owned route without shim_ext takes it as it is (type_check); routes
+  /* The rule without shim_ext's check and its key-set table (tables.h's, the bridge's
+     too): the owned route without shim_ext takes it as it is (type_check); routes
      without a C check of the custom metadata or of the conj / neg bits either run the
      Python-level check, torch._C._dispatch_keys(obj).raw_repr() against all its masks,
      before any handle (keys_check). */
@@ -614,7 +615,7 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
     /* The owned route without shim_ext: an owning handle exists, so the flags are read
        through the dispatcher, and the metadata by tables.h's rule without shim_ext (the
        type's __torch_dispatch__ before the handle; keys_ok: the key set names a read
-       that stopped). */
+       that stopped), the bridge's owned path's too. */
     a->g.is_conj = torch_borrow__dispatch_is_conj, a->g.is_neg = torch_borrow__dispatch_is_neg;
     a->type_check = 1;
   } else if (keys_ok) {

@@ -5,8 +5,9 @@
  * reader's front ends make: a real torch.Tensor, a plain probe; where a function the
  * prototype (shim_ext) stands in for comes from; and the rule a reader follows without
  * shim_ext's metadata check (the type's __torch_dispatch__, the dispatch-key table that
- * names a refused tensor). Shared by the bridge (bridge/_tables.pxi, bridge/_bridge_read.h)
- * and torch_borrow/consumer.h, so each rule and its words are written once.
+ * names a refused tensor). Shared by the bridge (bridge/_tables.pxi, bridge/_install.pxi,
+ * bridge/_bridge_read.h, bridge/_errors.pxi) and torch_borrow/consumer.h, so each rule
+ * and its words are written once.
  *
  * C99 and C++; needs Python.h (the caller holds the GIL, or an attached thread state on
  * free-threaded CPython) and no torch header. Cold path, called at resolution, but for
@@ -364,8 +365,9 @@ static inline void* torch_borrow_find_prototyped(const char* name, void* const* 
 /* --- The rule without shim_ext's check ---------------------------------------------
    Where no C check judges a tensor's metadata (shim_ext's torch_borrow_custom_metadata
    absent, or built for another torch), a front end that holds an owning handle
-   (torch_tensor_from_pyobject, torch 2.14+) reads by this rule (consumer.h's owned
-   route: torch_borrow/read_route.h), so its verdicts and words are written once.
+   (torch_tensor_from_pyobject, torch 2.14+) reads by this rule: the bridge's owned path
+   (bridge/_bridge_read.h) and consumer.h's owned route (torch_borrow/read_route.h) alike,
+   so their verdicts and words are one.
    1. Before the handle, the type's __torch_dispatch__ must be torch's default
       (torch_borrow_dispatch_is_default: a look-up in the dicts of the type's MRO, as
       torch's dispatcher judges it; no metaclass answers, no Python runs). Any other may
