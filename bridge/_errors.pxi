@@ -71,9 +71,9 @@ cdef int _raise_custom_metadata(object obj, int32_t reasons, int32_t layout,
     name = _type_name(Py_TYPE(obj))
     if reasons < 0:
         raise BufferError(f"cannot read this {name}: its tensor is undefined")
+    if torch_borrow_custom_names_layout(reasons, layout, st.t.strided):
+        _raise_layout(layout, st)  # the layout first (reader.h says why), as consumer.h
     if not reasons & TORCH_BORROW_CUSTOM_PYTHON_KEY:
-        if layout >= 0 and layout != st.t.strided:
-            _raise_layout(layout, st)
         if _is_nested(obj):
             raise BufferError("a nested tensor has no single pointer + strides description; "
                               "view its components (.unbind()) or a padded copy "

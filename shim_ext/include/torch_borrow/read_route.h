@@ -44,15 +44,23 @@ static inline int torch_borrow__py_failed(torch_borrow_meta* m, const char* what
   return torch_borrow__refused(m);
 }
 
-/* Why a tensor's metadata is not plain C++ state, from its TORCH_BORROW_CUSTOM_* bits
-   (shim_ext's check): the reader's words for the cause (torch_borrow_custom_words, the
-   bridge's), then, where its dispatch keys name it more closely (a vmap-batched tensor
-   has custom strides, as sparse ones have), what it is. Refusal path only. */
+/* Why a tensor's metadata is not plain C++ state, from its TORCH_BORROW_CUSTOM_* bits and
+   layout (shim_ext's check): the reader's words for the cause it names first
+   (torch_borrow_custom_names_layout: a layout known not to be strided, else
+   torch_borrow_custom_words; the bridge's rule), then, where its dispatch keys name it
+   more closely (a vmap-batched tensor has custom strides, as sparse ones have), what it
+   is. Refusal path only. */
 static inline int torch_borrow__custom(const torch_borrow__api* a, torch_borrow_meta* m,
-                                       PyObject* obj, int32_t bits) {
+                                       PyObject* obj, int32_t bits, int32_t layout) {
   char why[TORCH_BORROW_MESSAGE_SIZE];
   const char* keys = torch_borrow_keys_why(&a->k, torch_borrow_key_bits(&a->k, obj));
-  torch_borrow_custom_words(bits, Py_TYPE(obj)->tp_name, why, sizeof why);
+  if (torch_borrow_custom_names_layout(bits, layout, a->t.strided)) {
+    torch_borrow_fields x;
+    x.layout = layout;
+    torch_borrow_read_words(TORCH_BORROW_READ_LAYOUT, &x, NULL, "read", why, sizeof why);
+  } else {
+    torch_borrow_custom_words(bits, Py_TYPE(obj)->tp_name, why, sizeof why);
+  }
   if (keys) return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "%s (it is %s)", why, keys);
   return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "%s", why);
 }
@@ -256,8 +264,9 @@ static inline int torch_borrow__borrow_refused(const torch_borrow__api* a, PyObj
   if (!torch_borrow_is_tensor(obj, a->tensor_type, NULL))
     return torch_borrow__fail(m, TORCH_BORROW_NOT_A_TENSOR, "expected a torch.Tensor, got %s",
                               Py_TYPE(obj)->tp_name);
+  layout = -1;
   bits = a->custom ? a->custom(obj, &layout) : 0;
-  if (bits > 0) return torch_borrow__custom(a, m, obj, bits);
+  if (bits > 0) return torch_borrow__custom(a, m, obj, bits, layout);
   return torch_borrow__call_failed(a, m, "torch_tensor_borrow_from_pyobject");
 }
 
@@ -337,9 +346,9 @@ static inline int torch_borrow_read(PyObject* obj, torch_borrow_meta* m) {
   }
   {
     /* The owned route: shim_ext's check makes the borrow's refusal first. */
-    int32_t layout, bits = a->custom(obj, &layout);
+    int32_t layout = -1, bits = a->custom(obj, &layout);
     if (bits != 0)
-      return bits > 0 ? torch_borrow__custom(a, m, obj, bits)
+      return bits > 0 ? torch_borrow__custom(a, m, obj, bits, layout)
                       : torch_borrow__fail(m, TORCH_BORROW_REFUSED,
                                            "this %s holds no defined tensor",
                                            Py_TYPE(obj)->tp_name);
