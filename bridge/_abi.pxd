@@ -89,3 +89,5 @@ cdef extern from "torch_borrow/reader.h":
                                         char* buf, size_t n) noexcept nogil
     const char* torch_borrow_custom_words(int32_t bits, const char* type_name, char* buf,
                                           size_t n) noexcept nogil
+    int torch_borrow_custom_names_layout(int32_t bits, int32_t layout,
+                                         int32_t strided) noexcept nogil

@@ -46,11 +46,11 @@ from bridge._abi cimport (
     torch_borrow_from_pyobject_fn, torch_borrow_get_flag_fn, torch_borrow_get_i32_fn,
     torch_borrow_get_i64_fn, torch_borrow_get_i64p_fn, torch_borrow_get_ptr_fn,
     torch_borrow_what_fn, TORCH_BORROW_CUSTOM_PYTHON_KEY, TORCH_BORROW_CUSTOM_SIZES,
-    TORCH_BORROW_CUSTOM_STRIDES, torch_borrow_custom_words, torch_borrow_fields,
-    torch_borrow_getter_symbol, torch_borrow_getter_symbols, torch_borrow_getters,
-    torch_borrow_getters_complete, TORCH_BORROW_NGETTERS, torch_borrow_read_words,
-    torch_borrow_tables, TORCH_BORROW_READ_CONJ, TORCH_BORROW_READ_LAYOUT,
-    TORCH_BORROW_READ_NEG,
+    TORCH_BORROW_CUSTOM_STRIDES, torch_borrow_custom_names_layout, torch_borrow_custom_words,
+    torch_borrow_fields, torch_borrow_getter_symbol, torch_borrow_getter_symbols,
+    torch_borrow_getters, torch_borrow_getters_complete, TORCH_BORROW_NGETTERS,
+    torch_borrow_read_words, torch_borrow_tables, TORCH_BORROW_READ_CONJ,
+    TORCH_BORROW_READ_LAYOUT, TORCH_BORROW_READ_NEG,
 )
 
 

@@ -6,6 +6,18 @@
 # declared in _bridge_read.h and defined in Cython under those names, so they are not
 # declared here.
 
+cdef extern from "torch_borrow/tables.h":
+    # The rule without shim_ext's check, the C core's (consumer.h's owned route follows
+    # it too): the type's __torch_dispatch__ before the handle, the key set naming a
+    # read that stopped, and the words of both.
+    ctypedef struct torch_borrow_keys:
+        int ready
+    int torch_borrow_keys_setup(object torch, torch_borrow_keys* k)
+    const char* torch_borrow_dispatch_words(const torch_borrow_keys* k, object obj, char* buf,
+                                            size_t n)
+    int torch_borrow_keys_name(const torch_borrow_keys* k, object obj, char* buf, size_t n)
+
+
 cdef extern from "_bridge_view.h":
     enum:
         OWNED "BRIDGE_OWNED"
@@ -30,8 +42,7 @@ cdef extern from "_bridge_view.h":
         Py_ssize_t fallback_offset
         PyTypeObject* tensor_tp
         PyTypeObject* parameter_tp
-        PyObject* dispatch_keys
-        PyObject* python_dispatch_key
+        torch_borrow_keys keys
         PyObject* is_conj
         PyObject* is_neg
         PyObject* no_torch_function
@@ -64,6 +75,7 @@ cdef extern from "_bridge_view.h":
         BRIDGE_E_NOT_INSTALLED
         BRIDGE_E_BORROW
         BRIDGE_E_CUSTOM
+        BRIDGE_E_DISPATCH
         BRIDGE_E_OWNED
         BRIDGE_E_GETTER
         BRIDGE_E_LAYOUT

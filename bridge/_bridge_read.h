@@ -68,6 +68,7 @@ enum {
   BRIDGE_E_NOT_INSTALLED, /* the path is not in this snapshot */
   BRIDGE_E_BORROW,        /* torch_tensor_borrow_from_pyobject refused */
   BRIDGE_E_CUSTOM,        /* torch_borrow_custom_metadata: reasons, layout */
+  BRIDGE_E_DISPATCH,      /* without it: the type's __torch_dispatch__ is not torch's */
   BRIDGE_E_OWNED          /* torch_tensor_from_pyobject failed */
 };
 
@@ -87,8 +88,6 @@ static int bridge_cold_refuse(PyObject* obj, bridge_view* v, int stage, const br
                               const bridge_installed* st);
 /* torch.Tensor.is_conj / .is_neg at Python level (no torch_is_conj in this torch) */
 static int bridge_cold_bits_slow(PyObject* obj, const bridge_installed* st);
-/* the owned path's checks without shim_ext's torch_borrow_custom_metadata */
-static int bridge_cold_without_shim_ext(PyObject* obj, const bridge_installed* st);
 /* view(): choose the default path (Python: bridge._select); returns it or -1 */
 static int bridge_cold_choose(void);
 /* view_<path>(): PathUnavailableError unless the path can run */
@@ -173,7 +172,11 @@ BRIDGE_INLINE int bridge_read(AtenTensorHandle h, bridge_view* v, const bridge_i
 /* A handle for obj (through the gate already) on path, its metadata read into v. Every
    path refuses the same tensors first: those whose metadata is not plain C++ state (the
    borrow by itself; the owned and pointer-trick paths through shim_ext's
-   torch_borrow_custom_metadata), so from here to the view nothing but C++ runs.
+   torch_borrow_custom_metadata), so from here to the view nothing but C++ runs. Without
+   shim_ext the owned path reads by torch_borrow/tables.h's rule (consumer.h's owned
+   route's too): a type whose __torch_dispatch__ is not torch's default is refused
+   before the handle; the owning handle's getters are C++ or fail (refused, and named by
+   the key set: _errors.pxi, _refuse).
    Everything comes from the one snapshot st; a path it lacks (chosen under another
    snapshot) is a refusal, never a call through a null pointer; ready: the caller found
    path ready in st itself (bridge_ready), so that is not asked twice. An owned handle
@@ -198,9 +201,9 @@ BRIDGE_INLINE int bridge_acquire_read(PyObject* obj, int path, bridge_view* v,
   if (path == BRIDGE_OWNED && (ready || st->owned_fn != NULL)) {
     if (st->custom_metadata != NULL) {
       f->layout = -1;
-    if ((f->reasons = st->custom_metadata(obj, &f->layout)) != 0) return BRIDGE_E_CUSTOM;
-    } else if (bridge_cold_without_shim_ext(obj, st) < 0) {
-      return BRIDGE_E_RAISED;
+      if ((f->reasons = st->custom_metadata(obj, &f->layout)) != 0) return BRIDGE_E_CUSTOM;
+    } else if (__builtin_expect(!torch_borrow_dispatch_is_default(&st->keys, obj), 0)) {
+      return BRIDGE_E_DISPATCH;
     }
     if (st->owned_fn(obj, &h)) return BRIDGE_E_OWNED; /* new reference: ours to delete */
     if ((rc = bridge_read(h, v, st)) != BRIDGE_OK) {

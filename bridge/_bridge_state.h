@@ -64,9 +64,11 @@ typedef struct {
   Py_ssize_t fallback_offset;
   PyTypeObject* tensor_tp;
   PyTypeObject* parameter_tp; /* torch.nn.Parameter: a subclass with Tensor's getters */
+  /* Without custom_metadata, the owned path's rule (torch_borrow/tables.h, consumer.h's
+     owned route's too): torch's __torch_dispatch__ default and the key-set table that
+     names a refusal; its references are never released (nor is a snapshot). */
+  torch_borrow_keys keys;
   /* Python objects, borrowed: the module's _kept list holds each for good. */
-  PyObject* dispatch_keys;       /* torch._C._dispatch_keys (used without custom_metadata) */
-  PyObject* python_dispatch_key; /* torch._C.DispatchKey.Python */
   PyObject* is_conj;             /* method descriptors torch.Tensor.is_conj / .is_neg */
   PyObject* is_neg;
   PyObject* no_torch_function; /* torch._C.DisableTorchFunction */

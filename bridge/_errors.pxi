@@ -54,8 +54,10 @@ cdef int _raise_handle_error(int path) except -1:
     raise BufferError(f"{name} failed: {what}") from cause
 
 
-cdef int _raise_getter_error(object obj) except -1:
-    what, cause = _failure()
+cdef int _raise_getter_error(object obj, tuple failure=None) except -1:
+    """A getter failed: torch's message (``failure``, ``_failure()``'s pair where the
+    caller took it already)."""
+    what, cause = _failure() if failure is None else failure
     raise BufferError(f"cannot read the metadata of this {_type_name(Py_TYPE(obj))}: "
                       f"{what}") from cause
 
@@ -69,9 +71,9 @@ cdef int _raise_custom_metadata(object obj, int32_t reasons, int32_t layout,
     name = _type_name(Py_TYPE(obj))
     if reasons < 0:
         raise BufferError(f"cannot read this {name}: its tensor is undefined")
+    if torch_borrow_custom_names_layout(reasons, layout, st.t.strided):
+        _raise_layout(layout, st)  # the layout first (reader.h says why), as consumer.h
     if not reasons & TORCH_BORROW_CUSTOM_PYTHON_KEY:
-        if layout >= 0 and layout != st.t.strided:
-            _raise_layout(layout, st)
         if _is_nested(obj):
             raise BufferError("a nested tensor has no single pointer + strides description; "
                               "view its components (.unbind()) or a padded copy "
@@ -161,29 +163,31 @@ cdef int _check_bits_slow "bridge_cold_bits_slow"(object obj, const Installed* s
     return 0
 
 
-cdef int _check_without_shim_ext "bridge_cold_without_shim_ext"(object obj,
-                                                                const Installed* st) except -1:
-    """What the owned path checks where shim_ext's ``torch_borrow_custom_metadata`` is
-    missing (shim_ext not built, or built for another torch; the pointer trick is then
-    not offered at all): the type is exactly ``torch.Tensor`` or ``torch.nn.Parameter``
-    (a subclass may compute its device in Python without torch's Python key, which
-    nothing outside C++ can see), and the TensorImpl has no Python dispatch key
-    (``torch._C._dispatch_keys``, a C++ function called before the handle). What it
-    cannot see: a C++ TensorImpl subclass whose getters reach Python (a functional
-    wrapper around a ``__torch_dispatch__`` tensor); the owned handle keeps the
-    TensorImpl alive through such a getter, so its values are what torch's own
-    ``t.shape`` would report."""
-    cdef PyTypeObject* tp = Py_TYPE(obj)
-    if tp != st.tensor_tp and tp != st.parameter_tp:
-        raise BufferError(f"this {_type_name(tp)} is a torch.Tensor subclass, and without "
-                          f"shim_ext's metadata check (torch_borrow_custom_metadata) the "
-                          f"bridge cannot tell whether its getters run Python: rebuild "
-                          f"shim_ext for this torch (python -m bridge info says how), or "
-                          f"view a plain tensor")
-    if st.dispatch_keys != NULL and (<object>st.dispatch_keys)(obj).has(
-            <object>st.python_dispatch_key):
-        _raise_custom_metadata(obj, TORCH_BORROW_CUSTOM_PYTHON_KEY, -1, st)
-    return 0
+cdef int _raise_dispatch(object obj, const Installed* st) except -1:
+    """Without shim_ext's check, the owned path refused ``obj`` before the handle: its
+    type's ``__torch_dispatch__`` is not torch's default (``torch_borrow/tables.h``'s
+    rule, in its words)."""
+    cdef char buf[1024]
+    raise BufferError(torch_borrow_dispatch_words(&st.keys, obj, buf, sizeof(buf))
+                      .decode("utf-8", "replace"))
+
+
+cdef int _raise_unchecked_read(object obj, bridge_view* v, int stage,
+                               const Installed* st) except -1:
+    """Without shim_ext's check, a read on the owned path stopped at ``stage`` (the
+    owned handle still held): named by the tensor's dispatch keys where a key of the
+    rule's table names it (``torch_borrow/tables.h``, ``torch_borrow_keys_name``, as
+    consumer.h's owned route names it: a nested, vmap-batched or functional tensor, whose
+    getter fails with torch's internal words or reads a placeholder), else the read's own
+    words. Torch's message and any pending exception are taken first: the key set is
+    read through Python."""
+    cdef char buf[1024]
+    failure = _failure() if stage == BRIDGE_E_GETTER else (None, None)
+    if torch_borrow_keys_name(&st.keys, obj, buf, sizeof(buf)):
+        raise BufferError(buf.decode("utf-8", "replace")) from failure[1]
+    if stage == BRIDGE_E_GETTER:
+        return _raise_getter_error(obj, failure)
+    return _refuse_read(v, stage, st)
 
 
 cdef int _raise_borrow_error(object obj, const Installed* st) except -1:
@@ -223,10 +227,21 @@ cdef int _refuse "bridge_cold_refuse"(object obj, bridge_view* v, int stage,
         return _raise_borrow_error(obj, st)
     if stage == BRIDGE_E_CUSTOM:
         return _raise_custom_metadata(obj, f.reasons, f.layout, st)
+    if stage == BRIDGE_E_DISPATCH:
+        return _raise_dispatch(obj, st)
     if stage == BRIDGE_E_OWNED:
         return _raise_handle_error(OWNED)
+    if (f.path == OWNED and st.custom_metadata == NULL
+            and BRIDGE_E_GETTER <= stage <= BRIDGE_E_OUTSIDE):  # the read's stages
+        return _raise_unchecked_read(obj, v, stage, st)
     if stage == BRIDGE_E_GETTER:
         return _raise_getter_error(obj)
+    return _refuse_read(v, stage, st)
+
+
+cdef int _refuse_read(bridge_view* v, int stage, const Installed* st) except -1:
+    """The reader's own words for a read that stopped at ``stage`` (past its getters:
+    ``BRIDGE_E_LAYOUT`` to ``BRIDGE_E_OUTSIDE``), from the fields it read."""
     if stage == BRIDGE_E_LAYOUT:
         return _raise_layout(v.m.layout, st)
     if stage == BRIDGE_E_DTYPE:

@@ -35,7 +35,9 @@ def report() -> dict:
                            + res.symbols[_resolve.CUSTOM_METADATA].origin + ")"
                            if _resolve.CUSTOM_METADATA in res.symbols else
                            "none: shim_ext does not load; the pointer trick is not offered "
-                           "and the owned path views plain torch.Tensor / Parameter only"),
+                           "and the owned path refuses a type whose __torch_dispatch__ is "
+                           "not torch's default (torch_borrow/tables.h's rule, consumer.h's "
+                           "owned route's too)"),
         "conj_neg": ("torch_is_conj / torch_is_neg getters ("
                      + res.symbols[_resolve.IS_CONJ].origin + ")"
                      if _resolve.IS_CONJ in res.symbols and _resolve.IS_NEG in res.symbols

@@ -101,21 +101,22 @@ def _install_symbols(dict symbols, object tensor_type, bint fallback_ok,
     if parameter_type is not None:
         st.parameter_tp = <PyTypeObject*>_keep(parameter_type)
     if tensor_type is not None and st.custom_metadata == NULL:
-        _install_python_key(st)
+        _install_keys(st)
     st.no_torch_function = _keep(no_torch_function)
     bridge_set_active(-1)
     bridge_publish(st)
 
 
-cdef int _install_python_key(Installed* st) except -1:
-    """Without shim_ext's check, how the owned path reads a tensor's Python dispatch key:
-    torch's ``_dispatch_keys`` (a pybind11 call, made before the handle). Immutable for
-    the process: torch's own function and enum."""
+cdef int _install_keys(Installed* st) except -1:
+    """Without shim_ext's check, what the owned path's rule reads (``torch_borrow/
+    tables.h``, ``torch_borrow_keys_setup``, as consumer.h's owned route does): torch's
+    default ``__torch_dispatch__`` and the dispatch-key table that names a refusal. Its
+    references are kept for the process, as the snapshot is; not ready (torch lacks a
+    piece), the path refuses every tensor, saying so."""
     import sys
-    torch_c = getattr(sys.modules.get("torch"), "_C", None)
-    if torch_c is not None:
-        st.dispatch_keys = _keep(torch_c._dispatch_keys)
-        st.python_dispatch_key = _keep(torch_c.DispatchKey.Python)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch_borrow_keys_setup(torch, &st.keys)
     return 0
 
 

@@ -107,8 +107,6 @@ INPUTS = [c.name for c in cases.CASES] + list(PARITY)
 MESSAGE_CLASSES = [
     ("not a tensor", r"^expected a torch\.Tensor\b"),
     ("Python dispatch key", r"Python dispatch key|overrides __torch_dispatch__"),
-    ("subclass, no shim_ext check",
-     r"is a torch\.Tensor subclass, and without shim_ext's metadata check"),
     ("not strided", r"has no pointer \+ strides description; only strided"
                     r"|(refused: |it is )a sparse (compressed )?tensor"),
     ("nested", r"(^|refused: |it is )a nested tensor"),
@@ -139,38 +137,11 @@ def message_class(message: str) -> str:
 
 
 # --- where the two front ends disagree today -----------------------------------------------
-SUBCLASS_GATE = (
-    "without shim_ext the bridge's owned path accepts only exactly torch.Tensor / "
-    "torch.nn.Parameter (bridge/_errors.pxi, _check_without_shim_ext: 'is a torch.Tensor "
-    "subclass'), consumer.h's owned route without shim_ext refuses only a type whose "
-    "__torch_dispatch__ is not torch's default")
-NOSHIM_KEY_CHECKS = (
-    "without shim_ext consumer.h checks the dispatch keys by kind ({}) before any getter; "
-    "the bridge's owned path checks only the exact type and the Python key, and torch's "
-    "getters then fail with torch's words or read a placeholder ({})")
-MKLDNN_LAYOUT = (
-    "with shim_ext's check the bridge names a non-strided layout first (_errors.pxi, "
-    "_raise_custom_metadata: 'a tensor with layout _mkldnn'), consumer.h reports the "
-    "custom-sizes bit of torch_borrow_custom_metadata for the opaque MKL-DNN TensorImpl")
-
-#: (pair, input) -> the rule that differs. Checked against PAIRS and INPUTS below.
-DISAGREEMENTS: dict[tuple[str, str], str] = {
-    **{("owned-noshim", name): SUBCLASS_GATE for name in (
-        "parity plain subclass", "subclass_lying_class", "dispatch_faked_by_instance_attribute",
-        "fake", "fake_inside_mode", "nested_jagged", "wrapper_subclass",
-        "wrapper_subclass_python_strides", "dispatch_hidden_by_metaclass",
-        "python_sizes_policy_without_key")},
-    ("owned-noshim", "nested_strided"): NOSHIM_KEY_CHECKS.format(
-        "'a nested tensor'", "'NestedTensorImpl doesn't support sizes'"),
-    ("owned-noshim", "inside_vmap"): NOSHIM_KEY_CHECKS.format(
-        "'a vmap-batched tensor'", "'doesn't have storage'"),
-    ("owned-noshim", "inside_functionalize"): NOSHIM_KEY_CHECKS.format(
-        "'a functional tensor'", "'storage holds no memory'"),
-    ("owned-noshim", "inside_functionalize_offset_view"): NOSHIM_KEY_CHECKS.format(
-        "'a functional tensor'", "'storage holds no memory'"),
-    ("owned", "mkldnn"): MKLDNN_LAYOUT,
-    ("borrow-auto", "mkldnn"): MKLDNN_LAYOUT,
-}
+#: (pair, input) -> the rule that differs, each a strict xfail. Checked against PAIRS and
+#: INPUTS below. None today: without shim_ext both follow torch_borrow/tables.h's rule
+#: (the type's __torch_dispatch__, then the key set naming a read that stopped), and
+#: reader.h's torch_borrow_custom_names_layout orders a custom-metadata refusal for both.
+DISAGREEMENTS: dict[tuple[str, str], str] = {}
 
 
 def _params(pairs):

@@ -249,9 +249,12 @@ def test_swap_tensors_cannot_see_a_borrowed_handle():
 
 
 def test_without_shim_ext_the_pointer_trick_is_not_offered():
-    """Without shim_ext's check nothing could tell a tensor whose getters run Python:
-    the pointer trick is then unavailable (with that reason), and the owned path views
-    plain ``torch.Tensor`` / ``Parameter`` only, refusing subclasses and the Python key."""
+    """Without shim_ext's check nothing could tell a tensor whose getters run Python
+    behind a bare pointer: the pointer trick is then unavailable (with that reason). The
+    owned path reads by ``torch_borrow/tables.h``'s rule (consumer.h's owned route's): a
+    plain subclass is viewed exactly; a type whose ``__torch_dispatch__`` is not torch's
+    default is refused before the handle; a tensor whose getters would reach Python (a
+    Python device policy, the Python key) makes them fail, refused, never read."""
     from bridge import _select
     try:
         paths = _select._resolve_again(hide={_resolve.HIDE_SHIM_EXT}).paths
@@ -263,10 +266,14 @@ def test_without_shim_ext_the_pointer_trick_is_not_offered():
             return  # torch < 2.14
         t = torch.randn(3, 4)
         assert view_fields(bridge.view_owned(t)) == torch_answer(t)
-        with pytest.raises(BufferError, match="subclass, and without shim_ext's metadata check"):
-            bridge.view_owned(t.as_subclass(_PlainSubclass))
-        with pytest.raises(BufferError, match="without shim_ext's metadata check"):
+        sub = torch.randn(5, 6)[1:, ::2].as_subclass(_PlainSubclass)  # offset, strides
+        v = bridge.view_owned(sub)
+        assert (v.ptr, v.shape, v.strides) == (sub.data_ptr(), tuple(sub.shape), sub.stride())
+        assert view_fields(v) == torch_answer(sub)
+        with pytest.raises(BufferError, match="overrides __torch_dispatch__"):
             bridge.view_owned(_python_policy("device", "after")("cpu"))
+        with pytest.raises(BufferError, match="^cannot read the metadata of this Policy_"):
+            bridge.view_owned(_python_policy("device", "never")("cpu"))
         from hostile import cases
         with pytest.raises(BufferError, match=PY_KEY):
             bridge.view_owned(cases.exact_tensor_with_python_key(torch))

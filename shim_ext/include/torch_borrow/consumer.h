@@ -58,7 +58,8 @@
  *                there) and aten::is_neg through torch's dispatcher
  *                (aoti_torch_call_dispatcher on a new handle to the tensor: C++ only,
  *                the GIL held, no mode sees it); what else runs Python makes torch's
- *                getters raise (refused; the key set names it, refusal path only);
+ *                getters raise (refused; the key set names it): tables.h's rule without
+ *                shim_ext, the bridge's owned path's too;
  *   "dlpack"     torch's DLPack exchange API (the capsule
  *                torch.Tensor.__dlpack_c_exchange_api__, "dlpack_exchange_api", DLPack
  *                1.x, torch 2.10+): dltensor_from_py_object_no_sync fills a DLTensor (it
@@ -148,9 +149,9 @@
  *                                 view), more than TORCH_BORROW_MAX_DIMS dimensions, or
  *                                 a getter that failed (its message).
  *     On the prototype and libtorch routes it runs no Python code on success (a refusal
- *     asks torch._C._dispatch_keys to name the reason); the owned route without
- *     shim_ext and the dlpack route run the Python-level check (torch's own functions,
- *     no user code) on every read.
+ *     asks torch._C._dispatch_keys to name the reason), nor does the owned route without
+ *     shim_ext; the dlpack route runs the Python-level check (torch's own functions, no
+ *     user code) on every read.
  *
  * PyObject* torch_borrow_raise(const torch_borrow_meta* m)
  *     Set the Python exception m->status calls for (above) with m->message; returns

@@ -32,69 +32,64 @@ static inline int torch_borrow__call_failed(const torch_borrow__api* a, torch_bo
                             w ? w : "no message");
 }
 
-/* The first reason in the key-set table that obj's dispatch keys meet, or NULL (none,
-   or the keys cannot be read; no error is left set: torch_borrow__key_bits). */
-static inline const char* torch_borrow__keys_reason(const torch_borrow__api* a, PyObject* obj) {
-  uint64_t bits = torch_borrow__key_bits(a, obj);
-  int i;
-  for (i = 0; i < a->nkeys; ++i)
-    if (bits & a->keys[i].mask) return a->keys[i].why;
-  return NULL;
-}
-
-/* Why a tensor's metadata is not plain C++ state, from its TORCH_BORROW_CUSTOM_* bits
-   (shim_ext's check): the reader's words for the cause (torch_borrow_custom_words, the
-   bridge's), then, where its dispatch keys name it more closely (a vmap-batched tensor
-   has custom strides, as sparse ones have), what it is. Refusal path only. */
-static inline int torch_borrow__custom(const torch_borrow__api* a, torch_borrow_meta* m,
-                                       PyObject* obj, int32_t bits) {
-  char why[TORCH_BORROW_MESSAGE_SIZE];
-  const char* keys = torch_borrow__keys_reason(a, obj);
-  torch_borrow_custom_words(bits, Py_TYPE(obj)->tp_name, why, sizeof why);
-  if (keys) return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "%s (it is %s)", why, keys);
-  return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "%s", why);
-}
-
-/* The Python-level check, where no C check judges the metadata or the conj / neg bits:
-   the type's __torch_dispatch__, looked up in its MRO's dicts (_PyType_Lookup: no
-   metaclass answers, no Python runs), must be torch's default
-   (torch._C._disabled_torch_dispatch_impl); then no key of the table may be in
-   torch._C._dispatch_keys(obj).raw_repr(). The caller holds garbage collection off. */
-static inline int torch_borrow__keys_check(const torch_borrow__api* a, PyObject* obj,
-                                           torch_borrow_meta* m) {
-  PyObject *found, *ks, *raw;
-  uint64_t bits;
-  int i;
-  found = _PyType_Lookup(Py_TYPE(obj), a->dispatch_name); /* borrowed */
-  if (found != a->dispatch_default)
-    return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
-                              "this %s overrides __torch_dispatch__: its metadata may be "
-                              "computed in Python, so no pointer + strides description is "
-                              "read", Py_TYPE(obj)->tp_name);
-  ks = PyObject_CallOneArg(a->keys_fn, obj);
-  raw = ks ? PyObject_CallMethodNoArgs(ks, a->raw_repr) : NULL;
-  bits = raw ? (uint64_t)PyLong_AsUnsignedLongLong(raw) : 0;
-  Py_XDECREF(ks);
-  if (!raw || PyErr_Occurred()) {
-    Py_XDECREF(raw);
-    torch_borrow_take_error(m->message, sizeof m->message,
-                             "torch._C._dispatch_keys(obj).raw_repr() failed");
-    m->status = TORCH_BORROW_REFUSED;
-    return TORCH_BORROW_REFUSED;
-  }
-  Py_DECREF(raw);
-  if (!(bits & a->forbidden)) return TORCH_BORROW_OK;
-  for (i = 0; i < a->nkeys; ++i)
-    if (bits & a->keys[i].mask) break;
-  return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "this %s is refused: %s",
-                            Py_TYPE(obj)->tp_name, a->keys[i].why);
+/* A refusal in words the rule made (tables.h, reader.h): m refused. */
+static inline int torch_borrow__refused(torch_borrow_meta* m) {
+  m->status = TORCH_BORROW_REFUSED;
+  return TORCH_BORROW_REFUSED;
 }
 
 /* A Python call failed: its text after what, cleared; refused. */
 static inline int torch_borrow__py_failed(torch_borrow_meta* m, const char* what) {
   torch_borrow_take_error(m->message, sizeof m->message, what);
-  m->status = TORCH_BORROW_REFUSED;
-  return TORCH_BORROW_REFUSED;
+  return torch_borrow__refused(m);
+}
+
+/* Why a tensor's metadata is not plain C++ state, from its TORCH_BORROW_CUSTOM_* bits and
+   layout (shim_ext's check): the reader's words for the cause it names first
+   (torch_borrow_custom_names_layout: a layout known not to be strided, else
+   torch_borrow_custom_words; the bridge's rule), then, where its dispatch keys name it
+   more closely (a vmap-batched tensor has custom strides, as sparse ones have), what it
+   is. Refusal path only. */
+static inline int torch_borrow__custom(const torch_borrow__api* a, torch_borrow_meta* m,
+                                       PyObject* obj, int32_t bits, int32_t layout) {
+  char why[TORCH_BORROW_MESSAGE_SIZE];
+  const char* keys = torch_borrow_keys_why(&a->k, torch_borrow_key_bits(&a->k, obj));
+  if (torch_borrow_custom_names_layout(bits, layout, a->t.strided)) {
+    torch_borrow_fields x;
+    x.layout = layout;
+    torch_borrow_read_words(TORCH_BORROW_READ_LAYOUT, &x, NULL, "read", why, sizeof why);
+  } else {
+    torch_borrow_custom_words(bits, Py_TYPE(obj)->tp_name, why, sizeof why);
+  }
+  if (keys) return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "%s (it is %s)", why, keys);
+  return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "%s", why);
+}
+
+/* The Python-level check, where no C check judges the metadata or the conj / neg bits:
+   step 1 of tables.h's rule without shim_ext (the type's __torch_dispatch__ is torch's
+   default), then no key of its table may be in torch._C._dispatch_keys(obj).raw_repr(),
+   each refusal in the rule's words. The caller holds garbage collection off. */
+static inline int torch_borrow__keys_check(const torch_borrow__api* a, PyObject* obj,
+                                           torch_borrow_meta* m) {
+  PyObject *ks, *raw;
+  uint64_t bits;
+  if (!torch_borrow_dispatch_is_default(&a->k, obj)) {
+    torch_borrow_dispatch_words(&a->k, obj, m->message, sizeof m->message);
+    return torch_borrow__refused(m);
+  }
+  ks = PyObject_CallOneArg(a->k.keys_fn, obj);
+  raw = ks ? PyObject_CallMethodNoArgs(ks, a->k.raw_repr) : NULL;
+  bits = raw ? (uint64_t)PyLong_AsUnsignedLongLong(raw) : 0;
+  Py_XDECREF(ks);
+  if (!raw || PyErr_Occurred()) {
+    Py_XDECREF(raw);
+    return torch_borrow__py_failed(m, "torch._C._dispatch_keys(obj).raw_repr() failed");
+  }
+  Py_DECREF(raw);
+  if (!torch_borrow_keys_words(&a->k, bits, Py_TYPE(obj)->tp_name, m->message,
+                               sizeof m->message))
+    return TORCH_BORROW_OK;
+  return torch_borrow__refused(m);
 }
 
 /* The one reader's verdict on m (torch_borrow/reader.h): the fields it read copied out,
@@ -269,8 +264,9 @@ static inline int torch_borrow__borrow_refused(const torch_borrow__api* a, PyObj
   if (!torch_borrow_is_tensor(obj, a->tensor_type, NULL))
     return torch_borrow__fail(m, TORCH_BORROW_NOT_A_TENSOR, "expected a torch.Tensor, got %s",
                               Py_TYPE(obj)->tp_name);
+  layout = -1;
   bits = a->custom ? a->custom(obj, &layout) : 0;
-  if (bits > 0) return torch_borrow__custom(a, m, obj, bits);
+  if (bits > 0) return torch_borrow__custom(a, m, obj, bits, layout);
   return torch_borrow__call_failed(a, m, "torch_tensor_borrow_from_pyobject");
 }
 
@@ -330,29 +326,29 @@ static inline int torch_borrow_read(PyObject* obj, torch_borrow_meta* m) {
     return torch_borrow__fill(a, h, m);
   }
   if (a->type_check) {
-    /* The owned route without shim_ext: a type whose __torch_dispatch__ is not torch's
-       default computes metadata in Python; then the handle, whose reads are C (the flags
-       through the dispatcher). The handle owns the tensor: no __del__ can free it, so
-       garbage collection stays on. A refusal is named by the key set where it can be
-       (refusal path only). */
-    if (_PyType_Lookup(Py_TYPE(obj), a->dispatch_name) != a->dispatch_default)
-      return torch_borrow__keys_check(a, obj, m);
+    /* The owned route without shim_ext: tables.h's rule, the bridge's owned path's too.
+       A type whose __torch_dispatch__ is not torch's default may compute metadata in
+       Python: refused; then the handle, whose reads are C (the flags through the
+       dispatcher). The handle owns the tensor: no __del__ can free it, so garbage
+       collection stays on. A read that stopped is named by the key set where it can
+       be (refusal path only; the handle is gone: the keys are read from obj). */
+    if (__builtin_expect(!torch_borrow_dispatch_is_default(&a->k, obj), 0)) {
+      torch_borrow_dispatch_words(&a->k, obj, m->message, sizeof m->message);
+      return torch_borrow__refused(m);
+    }
     if (a->owned(obj, &h)) return torch_borrow__call_failed(a, m, "torch_tensor_from_pyobject");
     rc = torch_borrow__fill(a, h, m); /* OWNED: deleted on every exit */
     a->del(h);
-    if (__builtin_expect(rc != TORCH_BORROW_OK, 0)) {
-      const char* keys = torch_borrow__keys_reason(a, obj);
-      if (keys)
-        return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "this %s is refused: %s",
-                                  Py_TYPE(obj)->tp_name, keys);
-    }
+    if (__builtin_expect(rc != TORCH_BORROW_OK, 0) &&
+        torch_borrow_keys_name(&a->k, obj, m->message, sizeof m->message))
+      return torch_borrow__refused(m);
     return rc;
   }
   {
     /* The owned route: shim_ext's check makes the borrow's refusal first. */
-    int32_t layout, bits = a->custom(obj, &layout);
+    int32_t layout = -1, bits = a->custom(obj, &layout);
     if (bits != 0)
-      return bits > 0 ? torch_borrow__custom(a, m, obj, bits)
+      return bits > 0 ? torch_borrow__custom(a, m, obj, bits, layout)
                       : torch_borrow__fail(m, TORCH_BORROW_REFUSED,
                                            "this %s holds no defined tensor",
                                            Py_TYPE(obj)->tp_name);

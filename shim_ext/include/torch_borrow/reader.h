@@ -368,6 +368,21 @@ static inline const char* torch_borrow_custom_words(int32_t bits, const char* ty
   return buf;
 }
 
+/* Whether a refusal by shim_ext's metadata check (bits > 0, the TORCH_BORROW_CUSTOM_* bits
+   of torch_borrow_custom_metadata; layout: the layout code it reports, -1 where the
+   layout itself is custom; strided: the tables' code) is worded as the tensor's layout
+   (TORCH_BORROW_READ_LAYOUT's words) rather than as its bits (torch_borrow_custom_words):
+   the one place the order is decided, for every front end. A layout known not to be
+   strided comes first: "a tensor with layout _mkldnn ... (call .to_dense() first)" says
+   what the tensor is and what to do with it, where the custom-sizes words an opaque
+   TensorImpl (MKL-DNN's, sparse ones') also earns name only how torch stores it, and
+   point at wrapper tensors it is not. The Python key comes before the layout: such a
+   tensor's metadata, its layout included, is whatever Python answers. */
+static inline int torch_borrow_custom_names_layout(int32_t bits, int32_t layout,
+                                                   int32_t strided) {
+  return !(bits & TORCH_BORROW_CUSTOM_PYTHON_KEY) && layout >= 0 && layout != strided;
+}
+
 /* values as Python writes a tuple of ints: (), (5,), (2, 3). */
 static inline size_t torch_borrow_words_tuple(char* buf, size_t n, size_t at,
                                               const int64_t* values, int64_t count) {

@@ -46,7 +46,6 @@ typedef struct torch_borrow__dlpack_api {
 #define TORCH_BORROW__KDLONEAPI 14
 #define TORCH_BORROW__KDLMETAL 8
 #define TORCH_BORROW__KDLEXTDEV 12
-#define TORCH_BORROW__NKEYS 16
 
 typedef struct torch_borrow__api {
   const char* route; /* NULL: why says why */
@@ -66,18 +65,15 @@ typedef struct torch_borrow__api {
      device code's DLDeviceType (0: none) */
   struct { uint8_t code, bits; uint16_t lanes; } dl_dtype[TORCH_BORROW_NCODES];
   int32_t dl_device_of[TORCH_BORROW_NDEVICES];
-  /* The Python-level key-set check (routes without a C check of the custom metadata or
-     of the conj / neg bits): torch._C._dispatch_keys(obj).raw_repr() against masks. */
-  int keys_check;                     /* 1: every read runs it before any handle */
-  int type_check; /* 1: only its first part, the type's __torch_dispatch__ (C flag getters
-                     judge the conj / neg bits, the C checks the rest: see dispatch_flag) */
-  PyObject *keys_fn, *raw_repr;       /* torch._C._dispatch_keys, "raw_repr": kept */
-  PyObject* dispatch_default;         /* torch._C._disabled_torch_dispatch_impl: kept */
-  PyObject* dispatch_name;            /* "__torch_dispatch__" */
-  int nkeys;
-  struct { uint64_t mask; const char* why; } keys[TORCH_BORROW__NKEYS];
-  uint64_t forbidden; /* the union of keys[].mask */
-  uint64_t transform; /* tables.h's torch_borrow_transform_keys: a probe has none */
+  /* The rule without shim_ext's check and its key-set table (tables.h's, the bridge's
+     too): the owned route without shim_ext takes it as it is (type_check); routes
+     without a C check of the custom metadata or of the conj / neg bits either run the
+     Python-level check, torch._C._dispatch_keys(obj).raw_repr() against all its masks,
+     before any handle (keys_check). */
+  torch_borrow_keys k;
+  int keys_check; /* 1: every read runs the Python-level check before any handle */
+  int type_check; /* 1: tables.h's rule without shim_ext (C flag getters judge the conj /
+                     neg bits, the C checks the rest: see dispatch_flag) */
   /* The DLPack route: torch's exchange API, and the Python-level storage reads it lacks
      (under torch._C.DisableTorchFunction: no __torch_function__ answers for them). */
   const torch_borrow__dlpack_api* dlpack;
@@ -181,26 +177,10 @@ static inline void torch_borrow__devices(PyObject* torch, void* lib, torch_borro
   }
 }
 
-/* obj's dispatch key set as bits (torch._C._dispatch_keys(obj).raw_repr(): a pybind
-   function reading C++ state, no __torch_function__, no user code), or 0 where it
-   cannot be read; no error is left set. */
-static inline uint64_t torch_borrow__key_bits(const torch_borrow__api* a, PyObject* obj) {
-  PyObject *ks, *raw;
-  uint64_t bits;
-  if (!a->keys_fn || !a->raw_repr) return 0;
-  ks = PyObject_CallOneArg(a->keys_fn, obj);
-  raw = ks ? PyObject_CallMethodNoArgs(ks, a->raw_repr) : NULL;
-  bits = raw ? (uint64_t)PyLong_AsUnsignedLongLong(raw) : 0;
-  Py_XDECREF(raw);
-  Py_XDECREF(ks);
-  PyErr_Clear();
-  return bits;
-}
-
 /* Whether a probe carries a key a mode or transform gives: under the guards a plain
    probe has none. */
 static inline int torch_borrow__probe_keys(const torch_borrow__api* a, PyObject* t) {
-  return (torch_borrow__key_bits(a, t) & a->transform) != 0;
+  return (torch_borrow_key_bits(&a->k, t) & a->k.transform) != 0;
 }
 
 /* A refused dtype's words (tables.h's rule), kept once per code. */
@@ -273,75 +253,6 @@ static inline int torch_borrow__probe_dtypes(PyObject* torch, torch_borrow__api*
 
 static inline int torch_borrow__want(const char* only, const char* route) {
   return !only || strcmp(only, route) == 0;
-}
-
-/* The Python-level key-set check's masks: each DispatchKey that marks a tensor no pointer
-   + strides description fits, as torch._C.DispatchKeySet(key).raw_repr() gives its bit
-   (a backend key's Dense bit removed); a key this torch lacks is left out. 0: ready. */
-static inline int torch_borrow__keys_setup(PyObject* torch, torch_borrow__api* a) {
-  static const struct { const char* key; const char* why; } keys[] = {
-      {"Python", "torch's Python dispatch key (a __torch_dispatch__ subclass, FakeTensor, "
-                 "a jagged nested tensor): its metadata is computed in Python"},
-      {"PythonTLSSnapshot", "torch's Python dispatch key: its metadata is computed in Python"},
-      {"FuncTorchBatched", "a vmap-batched tensor (torch.func.vmap's BatchedTensor): its sizes "
-                           "are one example's and its memory is the whole batch; read the "
-                           "tensor outside vmap"},
-      {"BatchedNestedTensor", "a vmap-batched nested tensor (torch.func.vmap)"},
-      {"FuncTorchGradWrapper", "a functorch wrapper (torch.func.grad / jvp / vjp's "
-                               "TensorWrapper): it has no storage of its own; read the tensor "
-                               "outside the transform"},
-      {"Functionalize", "a functional tensor (torch.func.functionalize, torch.compile): its "
-                        "storage is a placeholder"},
-      {"Conjugate", TORCH_BORROW_WORDS_CONJ},
-      {"Negative", TORCH_BORROW_WORDS_NEG},
-      {"Sparse", "a sparse tensor (call .to_dense() first)"},
-      {"SparseCsr", "a sparse compressed tensor (call .to_dense() first)"},
-      {"NestedTensor", "a nested tensor (no single sizes / strides)"},
-      {"ZeroTensor", "an efficient zero tensor (torch._efficientzerotensor: no memory)"},
-      {"Meta", TORCH_BORROW_WORDS_META "read"},
-  };
-  PyObject* c = PyObject_GetAttrString(torch, "_C");
-  PyObject* dk = c ? PyObject_GetAttrString(c, "DispatchKey") : NULL;
-  PyObject* dks = c ? PyObject_GetAttrString(c, "DispatchKeySet") : NULL;
-  PyObject* dense_key = dk ? PyObject_GetAttrString(dk, "Dense") : NULL;
-  uint64_t dense = 0;
-  size_t i, k;
-  PyErr_Clear();
-  a->keys_fn = c ? PyObject_GetAttrString(c, "_dispatch_keys") : NULL;
-  a->dispatch_default = c ? PyObject_GetAttrString(c, "_disabled_torch_dispatch_impl") : NULL;
-  a->raw_repr = PyUnicode_InternFromString("raw_repr");
-  a->dispatch_name = PyUnicode_InternFromString("__torch_dispatch__");
-  PyErr_Clear();
-  if (dks && dense_key) {
-    PyObject* set = PyObject_CallOneArg(dks, dense_key);
-    PyObject* raw = set ? PyObject_CallMethodNoArgs(set, a->raw_repr) : NULL;
-    dense = raw ? (uint64_t)PyLong_AsUnsignedLongLong(raw) : 0;
-    Py_XDECREF(raw);
-    Py_XDECREF(set);
-    PyErr_Clear();
-  }
-  for (i = 0; dks && dk && i < sizeof keys / sizeof keys[0]; ++i) {
-    PyObject* key = PyObject_GetAttrString(dk, keys[i].key);
-    PyObject* set = key ? PyObject_CallOneArg(dks, key) : NULL;
-    PyObject* raw = set ? PyObject_CallMethodNoArgs(set, a->raw_repr) : NULL;
-    uint64_t bits = raw ? (uint64_t)PyLong_AsUnsignedLongLong(raw) & ~dense : 0;
-    Py_XDECREF(raw);
-    Py_XDECREF(set);
-    Py_XDECREF(key);
-    PyErr_Clear();
-    if (!bits || a->nkeys >= TORCH_BORROW__NKEYS) continue;
-    a->keys[a->nkeys].mask = bits, a->keys[a->nkeys].why = keys[i].why;
-    a->forbidden |= bits, a->nkeys++;
-    for (k = 0; k < TORCH_BORROW_NTRANSFORM_KEYS; ++k)
-      if (strcmp(keys[i].key, torch_borrow_transform_keys[k]) == 0) a->transform |= bits;
-  }
-  Py_XDECREF(dense_key);
-  Py_XDECREF(dks);
-  Py_XDECREF(dk);
-  Py_XDECREF(c);
-  /* Without the Python, vmap, conj and neg masks the check cannot judge: not ready. */
-  return a->keys_fn && a->raw_repr && a->dispatch_default && a->dispatch_name &&
-                 dense && a->nkeys >= 8 ? 0 : -1;
 }
 
 /* The DLPack route's set-up: torch's exchange API from the capsule
@@ -447,10 +358,7 @@ static inline void torch_borrow__free(torch_borrow__api* a) {
   size_t k;
   for (k = 0; k < TORCH_BORROW_NCODES; ++k) PyMem_RawFree(a->refused_why[k]);
   Py_XDECREF(a->tensor_type);
-  Py_XDECREF(a->keys_fn);
-  Py_XDECREF(a->raw_repr);
-  Py_XDECREF(a->dispatch_default);
-  Py_XDECREF(a->dispatch_name);
+  torch_borrow_keys_clear(&a->k);
   Py_XDECREF(a->no_torch_function);
   Py_XDECREF(a->storage_offset_fn);
   Py_XDECREF(a->untyped_storage_fn);
@@ -618,7 +526,7 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
   }
   getters = torch_borrow_getters_complete(&a->g) && strided && meta;
   owned = (torch_borrow_from_pyobject_fn)torch_borrow__sym(lib, "torch_tensor_from_pyobject");
-  keys_ok = torch_borrow__keys_setup(torch, a) == 0;
+  keys_ok = torch_borrow_keys_setup(torch, &a->k) == 0;
   dispatch_ok = torch_borrow__dispatcher && torch_borrow__new_handle && a->g.dtype;
   /* The functions shim_ext prototypes, each libtorch's own where it exports it, else
      shim_ext's (tables.h's torch_borrow_find_prototyped): the borrow (from the routes
@@ -705,8 +613,9 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
     a->g.is_conj = conj, a->g.is_neg = neg;
   } else if (a->owned && !a->custom && dispatch_ok && keys_ok) {
     /* The owned route without shim_ext: an owning handle exists, so the flags are read
-       through the dispatcher; the Python-level check shrinks to the type's
-       __torch_dispatch__ (keys_ok: its words still name a refused tensor). */
+       through the dispatcher, and the metadata by tables.h's rule without shim_ext (the
+       type's __torch_dispatch__ before the handle; keys_ok: the key set names a read
+       that stopped), the bridge's owned path's too. */
     a->g.is_conj = torch_borrow__dispatch_is_conj, a->g.is_neg = torch_borrow__dispatch_is_neg;
     a->type_check = 1;
   } else if (keys_ok) {

@@ -2,13 +2,17 @@
  * tables torch_borrow/reader.h's checks compare against: which dtypes have elements a
  * pointer + strides reader can describe (and in how many bytes), and which device types
  * torch names; the guards it learns them under, and the two tests on Python objects the
- * reader's front ends make: a real torch.Tensor, a plain probe; and where a function the
- * prototype (shim_ext) stands in for comes from. Shared by the bridge
- * (bridge/_tables.pxi, bridge/_bridge_read.h) and torch_borrow/consumer.h, so each rule
- * is written once.
+ * reader's front ends make: a real torch.Tensor, a plain probe; where a function the
+ * prototype (shim_ext) stands in for comes from; and the rule a reader follows without
+ * shim_ext's metadata check (the type's __torch_dispatch__, the dispatch-key table that
+ * names a refused tensor). Shared by the bridge (bridge/_tables.pxi, bridge/_install.pxi,
+ * bridge/_bridge_read.h, bridge/_errors.pxi) and torch_borrow/consumer.h, so each rule
+ * and its words are written once.
  *
  * C99 and C++; needs Python.h (the caller holds the GIL, or an attached thread state on
- * free-threaded CPython) and no torch header. Cold path: called at resolution only.
+ * free-threaded CPython) and no torch header. Cold path, called at resolution, but for
+ * the two tests a read makes (torch_borrow_is_tensor, torch_borrow_dispatch_is_default)
+ * and a refusal's words.
  */
 #ifndef TORCH_BORROW_TABLES_H
 #define TORCH_BORROW_TABLES_H
@@ -19,6 +23,7 @@
 #include <string.h>
 
 #include <torch_borrow/abi.h>
+#include <torch_borrow/reader.h>
 
 /* The device types whose codes the stable ABI exports or may export
    (aoti_torch_device_type_<name>; torch 2.15 has the first six), each looked up and
@@ -355,6 +360,202 @@ static inline void* torch_borrow_find_prototyped(const char* name, void* const* 
   Py_XDECREF(mods);
   Py_XDECREF(pkg);
   return fn;
+}
+
+/* --- The rule without shim_ext's check ---------------------------------------------
+   Where no C check judges a tensor's metadata (shim_ext's torch_borrow_custom_metadata
+   absent, or built for another torch), a front end that holds an owning handle
+   (torch_tensor_from_pyobject, torch 2.14+) reads by this rule: the bridge's owned path
+   (bridge/_bridge_read.h) and consumer.h's owned route (torch_borrow/read_route.h) alike,
+   so their verdicts and words are one.
+   1. Before the handle, the type's __torch_dispatch__ must be torch's default
+      (torch_borrow_dispatch_is_default: a look-up in the dicts of the type's MRO, as
+      torch's dispatcher judges it; no metaclass answers, no Python runs). Any other may
+      compute the metadata in Python: refused (torch_borrow_dispatch_words). A plain
+      subclass, a Parameter, a subclass with only __torch_function__ are read.
+   2. The handle's getters are C++. One that would reach Python without such a
+      __torch_dispatch__ (a Python sizes, device or layout policy: torch asserts) fails,
+      and the read is refused, never a value; the owning handle keeps the TensorImpl
+      alive meanwhile.
+   3. A read that stopped is named by the tensor's dispatch keys where a key of the
+      table names it (a nested, vmap-batched or functional tensor, whose getter failed
+      with torch's internal words or read a placeholder: torch_borrow_keys_name), else
+      by the read's own words.
+   consumer.h's Python-level check (its routes with no C check of the conj / neg bits
+   either) uses the same table: there no key of it may be set at all. */
+#define TORCH_BORROW_NKEYS 16
+typedef struct torch_borrow_keys {
+  PyObject *keys_fn, *raw_repr; /* torch._C._dispatch_keys, "raw_repr": new references */
+  PyObject* dispatch_default;   /* torch._C._disabled_torch_dispatch_impl: new reference */
+  PyObject* dispatch_name;      /* "__torch_dispatch__", interned: new reference */
+  int ready;                    /* 1: torch_borrow_keys_setup found all of it */
+  int n;
+  /* per key: its bit; the TORCH_BORROW_CUSTOM_* cause whose words (reader.h's) name it,
+     or 0; what it is */
+  struct { uint64_t mask; int32_t custom; const char* why; } keys[TORCH_BORROW_NKEYS];
+  uint64_t forbidden; /* the union of keys[].mask */
+  uint64_t transform; /* torch_borrow_transform_keys' bits: a probe has none */
+} torch_borrow_keys;
+
+/* Fills k (zeroed by the caller) from torch: the look-up of step 1, and the table of
+   each DispatchKey that marks a tensor no pointer + strides description fits, as
+   torch._C.DispatchKeySet(key).raw_repr() gives its bit (a backend key's Dense bit
+   removed); a key this torch lacks is left out. Returns 0 (k->ready) when the look-up
+   and the Python, vmap, conj and neg masks are there, else -1: without them the rule
+   cannot judge. Leaves no Python exception set. */
+static inline int torch_borrow_keys_setup(PyObject* torch, torch_borrow_keys* k) {
+  static const struct { const char* key; int32_t custom; const char* why; } keys[] = {
+      {"Python", TORCH_BORROW_CUSTOM_PYTHON_KEY,
+       "torch's Python dispatch key (a __torch_dispatch__ subclass, FakeTensor, a jagged "
+       "nested tensor): its metadata is computed in Python"},
+      {"PythonTLSSnapshot", TORCH_BORROW_CUSTOM_PYTHON_KEY,
+       "torch's Python dispatch key: its metadata is computed in Python"},
+      {"FuncTorchBatched", 0, "a vmap-batched tensor (torch.func.vmap's BatchedTensor): its "
+                              "sizes are one example's and its memory is the whole batch; "
+                              "read the tensor outside vmap"},
+      {"BatchedNestedTensor", 0, "a vmap-batched nested tensor (torch.func.vmap)"},
+      {"FuncTorchGradWrapper", 0, "a functorch wrapper (torch.func.grad / jvp / vjp's "
+                                  "TensorWrapper): it has no storage of its own; read the "
+                                  "tensor outside the transform"},
+      {"Functionalize", 0, "a functional tensor (torch.func.functionalize, torch.compile): "
+                           "its storage is a placeholder"},
+      {"Conjugate", 0, TORCH_BORROW_WORDS_CONJ},
+      {"Negative", 0, TORCH_BORROW_WORDS_NEG},
+      {"Sparse", 0, "a sparse tensor (call .to_dense() first)"},
+      {"SparseCsr", 0, "a sparse compressed tensor (call .to_dense() first)"},
+      {"NestedTensor", 0, "a nested tensor (no single sizes / strides)"},
+      {"ZeroTensor", 0, "an efficient zero tensor (torch._efficientzerotensor: no memory)"},
+      {"Meta", 0, TORCH_BORROW_WORDS_META "read"},
+  };
+  PyObject* c = PyObject_GetAttrString(torch, "_C");
+  PyObject* dk = c ? PyObject_GetAttrString(c, "DispatchKey") : NULL;
+  PyObject* dks = c ? PyObject_GetAttrString(c, "DispatchKeySet") : NULL;
+  PyObject* dense_key = dk ? PyObject_GetAttrString(dk, "Dense") : NULL;
+  uint64_t dense = 0;
+  size_t i, j;
+  PyErr_Clear();
+  k->keys_fn = c ? PyObject_GetAttrString(c, "_dispatch_keys") : NULL;
+  k->dispatch_default = c ? PyObject_GetAttrString(c, "_disabled_torch_dispatch_impl") : NULL;
+  k->raw_repr = PyUnicode_InternFromString("raw_repr");
+  k->dispatch_name = PyUnicode_InternFromString("__torch_dispatch__");
+  PyErr_Clear();
+  if (dks && dense_key) {
+    PyObject* set = PyObject_CallOneArg(dks, dense_key);
+    PyObject* raw = set ? PyObject_CallMethodNoArgs(set, k->raw_repr) : NULL;
+    dense = raw ? (uint64_t)PyLong_AsUnsignedLongLong(raw) : 0;
+    Py_XDECREF(raw);
+    Py_XDECREF(set);
+    PyErr_Clear();
+  }
+  for (i = 0; dks && dk && k->raw_repr && i < sizeof keys / sizeof keys[0]; ++i) {
+    PyObject* key = PyObject_GetAttrString(dk, keys[i].key);
+    PyObject* set = key ? PyObject_CallOneArg(dks, key) : NULL;
+    PyObject* raw = set ? PyObject_CallMethodNoArgs(set, k->raw_repr) : NULL;
+    uint64_t bits = raw ? (uint64_t)PyLong_AsUnsignedLongLong(raw) & ~dense : 0;
+    Py_XDECREF(raw);
+    Py_XDECREF(set);
+    Py_XDECREF(key);
+    PyErr_Clear();
+    if (!bits || k->n >= TORCH_BORROW_NKEYS) continue;
+    k->keys[k->n].mask = bits, k->keys[k->n].custom = keys[i].custom;
+    k->keys[k->n].why = keys[i].why;
+    k->forbidden |= bits, k->n++;
+    for (j = 0; j < TORCH_BORROW_NTRANSFORM_KEYS; ++j)
+      if (strcmp(keys[i].key, torch_borrow_transform_keys[j]) == 0) k->transform |= bits;
+  }
+  Py_XDECREF(dense_key);
+  Py_XDECREF(dks);
+  Py_XDECREF(dk);
+  Py_XDECREF(c);
+  k->ready = k->keys_fn && k->raw_repr && k->dispatch_default && k->dispatch_name && dense &&
+             k->n >= 8;
+  return k->ready ? 0 : -1;
+}
+
+/* Releases what torch_borrow_keys_setup took (for a k no reader can still hold). */
+static inline void torch_borrow_keys_clear(torch_borrow_keys* k) {
+  Py_CLEAR(k->keys_fn);
+  Py_CLEAR(k->raw_repr);
+  Py_CLEAR(k->dispatch_default);
+  Py_CLEAR(k->dispatch_name);
+  k->ready = 0;
+}
+
+/* Step 1: whether obj's type leaves __torch_dispatch__ to torch's default. 0 where k is
+   not ready: without the look-up nothing may be read. A type-cache hit in CPython. */
+static inline __attribute__((always_inline)) int torch_borrow_dispatch_is_default(
+    const torch_borrow_keys* k, PyObject* obj) {
+  return k->ready && _PyType_Lookup(Py_TYPE(obj), k->dispatch_name) == k->dispatch_default;
+}
+
+/* The words of step 1's refusal of obj, into buf (n > 0 bytes). Returns buf. */
+static inline const char* torch_borrow_dispatch_words(const torch_borrow_keys* k,
+                                                      PyObject* obj, char* buf, size_t n) {
+  if (!k->ready)
+    snprintf(buf, n, "this %s cannot be read without shim_ext's metadata check: torch "
+             "lacks torch._C._disabled_torch_dispatch_impl, _dispatch_keys or a dispatch "
+             "key the rule needs, so nothing tells whether its getters run Python",
+             Py_TYPE(obj)->tp_name);
+  else
+    snprintf(buf, n, "this %s overrides __torch_dispatch__: its metadata may be computed in "
+             "Python, so no pointer + strides description is read", Py_TYPE(obj)->tp_name);
+  return buf;
+}
+
+/* obj's dispatch key set as bits (torch._C._dispatch_keys(obj).raw_repr(): a pybind
+   function reading C++ state, no __torch_function__, no user code), or 0 where it
+   cannot be read. Call it with no Python exception pending; it leaves none set. */
+static inline uint64_t torch_borrow_key_bits(const torch_borrow_keys* k, PyObject* obj) {
+  PyObject *ks, *raw;
+  uint64_t bits;
+  if (!k->keys_fn || !k->raw_repr) return 0;
+  ks = PyObject_CallOneArg(k->keys_fn, obj);
+  raw = ks ? PyObject_CallMethodNoArgs(ks, k->raw_repr) : NULL;
+  bits = raw ? (uint64_t)PyLong_AsUnsignedLongLong(raw) : 0;
+  Py_XDECREF(raw);
+  Py_XDECREF(ks);
+  PyErr_Clear();
+  return bits;
+}
+
+/* The index in k's table of the first key among bits, or -1. */
+static inline int torch_borrow_keys_first(const torch_borrow_keys* k, uint64_t bits) {
+  int i;
+  for (i = 0; i < k->n; ++i)
+    if (bits & k->keys[i].mask) return i;
+  return -1;
+}
+
+/* What the first key of the table among bits says a tensor is, or NULL. */
+static inline const char* torch_borrow_keys_why(const torch_borrow_keys* k, uint64_t bits) {
+  int i = torch_borrow_keys_first(k, bits);
+  return i < 0 ? NULL : k->keys[i].why;
+}
+
+/* The words refusing a tensor of type type_name by the first key of the table among
+   bits, into buf (n > 0 bytes): for the Python key the reader's words of that cause
+   (torch_borrow_custom_words: one text, whichever check found the key), else "this
+   <type> is refused: <what the key says it is>". Returns 1, or 0 (buf untouched) where
+   no key of the table is among bits. */
+static inline int torch_borrow_keys_words(const torch_borrow_keys* k, uint64_t bits,
+                                          const char* type_name, char* buf, size_t n) {
+  int i = torch_borrow_keys_first(k, bits);
+  if (i < 0) return 0;
+  if (k->keys[i].custom)
+    torch_borrow_custom_words(k->keys[i].custom, type_name, buf, n);
+  else
+    snprintf(buf, n, "this %s is refused: %s", type_name, k->keys[i].why);
+  return 1;
+}
+
+/* Step 3: after a read of obj stopped, its refusal's words by its dispatch keys, into
+   buf (n > 0 bytes). Returns 1, or 0 where no key of the table names it (the read's own
+   words stand). Runs torch._C._dispatch_keys (torch_borrow_key_bits): call it with no
+   Python exception pending. Refusal path only. */
+static inline int torch_borrow_keys_name(const torch_borrow_keys* k, PyObject* obj, char* buf,
+                                         size_t n) {
+  return torch_borrow_keys_words(k, torch_borrow_key_bits(k, obj), Py_TYPE(obj)->tp_name, buf,
+                                 n);
 }
 
 #endif /* TORCH_BORROW_TABLES_H */
