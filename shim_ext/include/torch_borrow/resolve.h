@@ -3,9 +3,9 @@
  * search of what `import torch` loaded, the bridge's too; shim_ext's prototype by
  * tables.h's rule), which route a read takes (libtorch's borrow > the prototype >
  * owned > dlpack, first found wins), the set-up of each route (the key-set masks, the
- * DLPack exchange API, the dtype and device tables), the words of each route not taken, and the one state a read uses,
- * published once with release / acquire atomics. The calls it defines
- * (torch_borrow_init, torch_borrow_init_route, torch_borrow_route,
+ * DLPack exchange API, the dtype and device tables), the words of each route not taken,
+ * and the one state a read uses, published once with release / acquire atomics. The
+ * calls it defines (torch_borrow_init, torch_borrow_init_route, torch_borrow_route,
  * torch_borrow_route_why, torch_borrow_route_checks, torch_borrow_init_seconds) are
  * documented in consumer.h.
  */
