@@ -128,14 +128,15 @@ setup(
     ext_modules=cythonize(
         # torch_borrow/abi.h: the stable ABI's types, declared once (no torch header);
         # torch_borrow/reader.h: the one reader, which consumer.h shares;
-        # torch_borrow/tables.h: the dtype and device rules its tables come from.
+        # torch_borrow/tables.h: the dtype and device rules its tables come from;
+        # torch_borrow/libraries.h: the one search of torch's loaded libraries.
         # bridge/_bridge_*.h: the view type and the bridge's front end to the reader, in C
         # (the .pyx includes them).
         [Extension("bridge._bridge", ["bridge/_bridge.pyx"],
                    include_dirs=[str(HERE / "shim_ext" / "include"), str(HERE / "bridge")],
                    depends=[str(p) for p in sorted((HERE / "bridge").glob("_bridge*.h"))]
                    + [str(HERE / "shim_ext" / "include" / "torch_borrow" / h)
-                      for h in ("abi.h", "reader.h", "tables.h")]
+                      for h in ("abi.h", "reader.h", "tables.h", "libraries.h")]
                    + [str(p) for p in sorted((HERE / "bridge").glob("*.pxi"))])],
         build_dir=BUILD_BASE,
         compiler_directives={"language_level": "3"},

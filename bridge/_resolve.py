@@ -1,10 +1,11 @@
 """Symbol resolution: find each path's functions in what ``import torch`` loaded.
 
-Presence decides, never the version string. Symbols are looked up with
-``dlopen(RTLD_NOLOAD)`` on the torch libraries already in the process, so nothing
-is loaded twice and nothing enters the global symbol namespace (cuda.core instead
-reloads ``torch._C`` with ``RTLD_GLOBAL``). The borrow function is looked up in
-libtorch first, so an upstream implementation wins over ``shim_ext``'s prototype
+Presence decides, never the version string. Symbols are looked up in the torch
+libraries already in the process, found by the C core's one search
+(``torch_borrow/libraries.h``, consumer.h's too, through ``_bridge._TorchLibraries``):
+``dlopen(RTLD_NOLOAD)``, so nothing is loaded twice and nothing enters the global
+symbol namespace (cuda.core instead reloads ``torch._C`` with ``RTLD_GLOBAL``). The
+borrow function is looked up in libtorch first, so an upstream implementation wins over ``shim_ext``'s prototype
 without a code change.
 
 The fallback's offset is proven, not assumed: the 8 bytes at
@@ -45,8 +46,9 @@ IS_NEG = "torch_is_neg"
 CUSTOM_METADATA = "torch_borrow_custom_metadata"
 #: Optional: the per-thread error message (torch 2.13+).
 WHAT = "torch_exception_get_what_without_backtrace"
-#: torch's shared libraries, in lookup order: libtorch_cpu exports the stable C ABI.
-LIBRARIES = ("libtorch_cpu", "libtorch_python", "libtorch", "libc10")
+#: torch's shared libraries in torch/lib, in lookup order (``torch_borrow/libraries.h``):
+#: libtorch_cpu exports the stable C ABI; ``torch._C``'s own handle follows them.
+LIBRARIES = _bridge.LIBRARIES
 #: Names of the ``aoti_torch_layout_<name>`` codes (the device types' are
 #: ``_bridge.STABLE_DEVICES``, from ``torch_borrow/tables.h``).
 LAYOUTS = ("strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr",
@@ -156,44 +158,18 @@ def torch_module(hide=frozenset()):
 
 
 def _loaded_libraries(torch):
-    """(origin, ctypes.CDLL) for each torch library already loaded, in LIBRARIES order,
-    then ``torch._C`` itself: a symbol lookup through its handle searches every library it
-    depends on, which finds libtorch where a distribution keeps it outside torch/lib.
-    POSIX only (``RTLD_NOLOAD``); elsewhere the list is empty and every path says so."""
-    no_load = getattr(os, "RTLD_NOLOAD", None)
-    if no_load is None:
-        return []
-    libdir = os.path.join(os.path.dirname(torch.__file__), "lib")
-    found = []
-    for stem in LIBRARIES:
-        for ext in (".so", ".dylib"):
-            path = os.path.join(libdir, stem + ext)
-            if not os.path.exists(path):
-                continue
-            try:
-                # RTLD_NOLOAD: a handle only if `import torch` loaded it already.
-                lib = ctypes.CDLL(path, mode=no_load | os.RTLD_LAZY)
-            except OSError:
-                continue
-            found.append((stem + ext, lib))
-    try:
-        found.append(("torch._C's dependencies",
-                      ctypes.CDLL(torch._C.__file__, mode=no_load | os.RTLD_LAZY)))
-    except (OSError, AttributeError):
-        pass
-    return found
+    """torch's libraries already loaded (``_bridge._TorchLibraries``: the C core's one
+    search, in LIBRARIES order, then ``torch._C``'s own handle, whose look-up searches
+    every library it depends on). POSIX only (``RTLD_NOLOAD``); elsewhere it is empty
+    and every path says so."""
+    return _bridge._TorchLibraries(torch)
 
 
 def _lookup(name, libraries, hide):
     if name in hide:
         return None
-    for origin, lib in libraries:
-        try:
-            fn = getattr(lib, name)
-        except AttributeError:
-            continue
-        return Symbol(name, ctypes.cast(fn, ctypes.c_void_p).value, origin)
-    return None
+    found = libraries.find(name)
+    return None if found is None else Symbol(name, *found)
 
 
 def _lookup_prototype(name, libraries, hide):
@@ -210,12 +186,12 @@ def _lookup_prototype(name, libraries, hide):
 
     hidden = HIDE_SHIM_EXT in hide or name in hide
     address, at, why = _bridge._find_prototyped(
-        name, [lib._handle for _, lib in libraries], skip_torch=name in hide,
+        name, libraries.handles, skip_torch=name in hide,
         skip_prototype=hidden)
     if address is None:
         return None, "shim_ext is hidden (fault injection)" if hidden else why
     if at >= 0:
-        return Symbol(name, address, libraries[at][0]), None
+        return Symbol(name, address, libraries.origins[at]), None
     import shim_ext
 
     module = shim_ext.load()[-1 - at]  # loaded already: the look-up found it there
@@ -225,10 +201,11 @@ def _lookup_prototype(name, libraries, hide):
 def find_symbol(torch, name: str) -> Symbol | None:
     """Find the function ``name`` in what ``import torch`` loaded, as the bridge does.
 
-    The bridge's library search: torch's libraries in ``LIBRARIES`` order (from
-    ``torch/lib``), then ``torch._C``'s own handle, whose look-up searches every library
-    it depends on; each opened with ``dlopen(RTLD_NOLOAD)``, so nothing is loaded and
-    nothing enters the global namespace. ``torch`` is the imported module. Returns a
+    The C core's one library search (``torch_borrow/libraries.h``, consumer.h's too):
+    torch's libraries in ``LIBRARIES`` order (from ``torch/lib``), then ``torch._C``'s
+    own handle, whose look-up searches every library it depends on; each opened with
+    ``dlopen(RTLD_NOLOAD)``, so nothing is loaded and nothing enters the global
+    namespace. ``torch`` is the imported module. Returns a
     ``Symbol`` (name, address as an int, the library file that exports it), or None
     where no loaded torch library exports ``name`` (or off POSIX, where there is no
     ``RTLD_NOLOAD``). Never raises for a missing symbol; calls nothing it finds.

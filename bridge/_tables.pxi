@@ -23,6 +23,63 @@ cdef extern from "torch_borrow/tables.h":
     void* torch_borrow_find_prototyped(const char* name, void* const* libs, int nlibs,
                                        int skip, int* at, char* why, size_t n)
 
+cdef extern from "torch_borrow/libraries.h":
+    enum: TORCH_BORROW_NLIBRARY_STEMS, TORCH_BORROW_MAX_LIBRARIES
+    const char* const* torch_borrow_library_stems
+    ctypedef struct torch_borrow_libraries:
+        int n
+        void* handle[TORCH_BORROW_MAX_LIBRARIES]
+        char origin[TORCH_BORROW_MAX_LIBRARIES][32]
+    int torch_borrow_libraries_open(object torch, torch_borrow_libraries* out)
+    void* torch_borrow_libraries_find(const torch_borrow_libraries* libs, const char* name,
+                                      int* at)
+
+
+#: torch/lib's libraries in the search order (stems; ``torch_borrow/libraries.h``), which
+#: ``torch._C``'s own handle follows.
+LIBRARIES = tuple(torch_borrow_library_stems[i].decode()
+                  for i in range(TORCH_BORROW_NLIBRARY_STEMS))
+
+
+cdef class _TorchLibraries:
+    """torch's libraries loaded in this process, found by ``torch_borrow/libraries.h``'s
+    search, the one consumer.h resolves through: torch/lib's ``LIBRARIES`` in order (each
+    ``.so``, else ``.dylib``), then ``torch._C``'s own handle ("torch._C's dependencies"),
+    whose look-up searches every library it depends on. Each is opened with
+    ``dlopen(RTLD_NOLOAD)``: nothing is loaded, nothing enters the global namespace.
+
+    ``torch`` is the imported module. Empty off POSIX (no ``RTLD_NOLOAD``) or where none
+    is loaded. The handles are kept for good (never ``dlclose``'d; libraries.h says why),
+    so ``handles`` and the addresses ``find`` returns stay valid for the process.
+    """
+
+    cdef torch_borrow_libraries libs
+
+    def __cinit__(self, torch):
+        torch_borrow_libraries_open(torch, &self.libs)
+
+    def __len__(self):
+        return self.libs.n
+
+    @property
+    def origins(self):
+        """Each library's file name (``"torch._C's dependencies"`` last), in search
+        order."""
+        return tuple(self.libs.origin[i].decode() for i in range(self.libs.n))
+
+    @property
+    def handles(self):
+        """Each library's dlopen handle as an int, in search order (for
+        ``_find_prototyped``)."""
+        return tuple(<uintptr_t>self.libs.handle[i] for i in range(self.libs.n))
+
+    def find(self, name):
+        """``(address as an int, origin)`` of ``name`` in the first library that exports
+        it, or None. dlsym only: calls nothing it finds."""
+        cdef int at = -1
+        cdef void* fn = torch_borrow_libraries_find(&self.libs, name.encode(), &at)
+        return None if fn == NULL else (<uintptr_t>fn, self.libs.origin[at].decode())
+
 
 #: The device types whose codes the stable ABI exports (``aoti_torch_device_type_<name>``):
 #: the known ones where torch binds no c10::DeviceType enum (``tables.h``).

@@ -211,3 +211,62 @@ def test_the_private_name_check_finds_one(tmp_path):
                      "_resolve.find_symbol(t, 'x')\n")
     assert [u.split(" ", 1)[1] for u in private_resolver_uses(probe)] == [
         "_lookup", "_resolve._loaded_libraries", "r._lookup_prototype"]
+
+
+#: files outside the tests that open a library which is not torch's, and which one; every
+#: other open must be libraries.h's search
+NOT_TORCH_OPENS = {
+    "shim_ext/include/torch_borrow/tables.h": "shim_ext's own loaded module (the ABI handshake)",
+    "bench/native/peers_native.py": "the benchmark's own built loops",
+    "bench/scenarios/conftest.py": "the CUDA driver, libcuda.so.1",
+}
+#: a call that opens a shared library: C's dlopen, ctypes' CDLL / PyDLL / LoadLibrary
+LIBRARY_OPEN = re.compile(r"\b(dlopen|CDLL|PyDLL|LoadLibrary)\s*\(")
+#: what names a torch library inside such a call
+TORCH_LIBRARY = re.compile(r"libtorch|libc10|torch\.__file__|torch\._C|_C\.__file__")
+
+
+def library_opens(path: pathlib.Path) -> list[str]:
+    """The text of each library-opening call in ``path`` (its arguments to the closing
+    parenthesis of the line), comments and docstrings left out: Python by its syntax tree,
+    C and Cython with their comments and docstrings stripped."""
+    text = path.read_text()
+    if path.suffix == ".py":
+        return [ast.get_source_segment(text, node) or "" for node in ast.walk(ast.parse(text))
+                if isinstance(node, ast.Call) and LIBRARY_OPEN.match(
+                    (getattr(node.func, "attr", None) or getattr(node.func, "id", "")) + "(")]
+    if path.suffix in (".pyx", ".pxi", ".pxd"):
+        text = re.sub(r'"""(.|\n)*?"""', "", text)
+        text = re.sub(r"#[^\n]*", "", text)
+    else:
+        text = re.sub(r"/\*(.|\n)*?\*/", "", text)
+        text = re.sub(r"//[^\n]*", "", text)
+    return [text[m.start():text.find("\n", m.start())] for m in LIBRARY_OPEN.finditer(text)]
+
+
+def test_torch_libraries_are_opened_in_one_file():
+    """Every dlopen / ctypes.CDLL of a torch library outside the tests is the C core's one
+    search (torch_borrow/libraries.h), which consumer.h's resolution and the bridge
+    (bridge/_tables.pxi's _TorchLibraries) both use; the other opens are of libraries
+    that are not torch's, each named in NOT_TORCH_OPENS."""
+    files = [p for folder in ("bridge", "shim_ext", "bench") for p in (ROOT / folder).rglob("*")
+             if p.is_file() and p.suffix in (".py", ".pyx", ".pxi", ".pxd", ".h", ".c", ".cpp")
+             and "tests" not in p.relative_to(ROOT).parts]
+    opens = {p.relative_to(ROOT).as_posix(): library_opens(p) for p in files}
+    openers = sorted(path for path, calls in opens.items() if calls)
+    assert [p for p in openers if p not in NOT_TORCH_OPENS] == [
+        "shim_ext/include/torch_borrow/libraries.h"], openers
+    for path in NOT_TORCH_OPENS:
+        assert opens[path], f"{path} opens no library any more: drop it from NOT_TORCH_OPENS"
+        assert not [c for c in opens[path] if TORCH_LIBRARY.search(c)], (path, opens[path])
+
+
+def test_the_library_open_check_finds_one(tmp_path):
+    c = tmp_path / "probe.h"
+    c.write_text('/* dlopen(x) in a comment */\nvoid* l = dlopen("libtorch_cpu.so", 0);\n')
+    py = tmp_path / "probe.py"
+    py.write_text('"""ctypes.CDLL(x) in a docstring"""\nimport ctypes\n'
+                  'lib = ctypes.CDLL(torch._C.__file__)\n')
+    assert library_opens(c) == ['dlopen("libtorch_cpu.so", 0);']
+    assert library_opens(py) == ["ctypes.CDLL(torch._C.__file__)"]
+    assert all(TORCH_LIBRARY.search(s) for s in library_opens(c) + library_opens(py))

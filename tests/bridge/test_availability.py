@@ -99,9 +99,10 @@ def test_a_function_nobody_exports_is_missing_with_the_reason():
 
 
 def _resolve_libs():
-    from bridge import _resolve
+    from bridge import _bridge
 
-    return [(origin, lib._handle) for origin, lib in _resolve._loaded_libraries(torch)]
+    libs = _bridge._TorchLibraries(torch)
+    return list(zip(libs.origins, libs.handles))
 
 
 def test_shim_ext_is_built_on_every_interpreter():

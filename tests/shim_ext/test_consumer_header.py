@@ -35,7 +35,7 @@ EXAMPLES = ROOT / "shim_ext" / "examples"
 CONSUMERS = ("minimal", "borrow_consumer", "borrow_consumer_c")
 #: consumer.h and every header it includes, its implementation's among them
 CORE_HEADERS = ("consumer.h", "resolve.h", "read_route.h", "next_to_read.h", "reader.h",
-                "tables.h", "thread_state.h", "abi.h")
+                "tables.h", "libraries.h", "thread_state.h", "abi.h")
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,7 @@ def test_the_tarball_is_versioned_complete_and_reproducible(tmp_path):
     includes = set(re.findall(r"^#include <(torch_borrow/[\w.]+)>", "\n".join(
         p.read_text() for p in (ROOT / "shim_ext/include/torch_borrow").glob("*.h")
         if p.name in ("consumer.h", "resolve.h", "read_route.h", "next_to_read.h", "reader.h",
-                      "tables.h", "thread_state.h", "abi.h")),
+                      "tables.h", "libraries.h", "thread_state.h", "abi.h")),
         re.M))
     # the implementation headers consumer.h includes ship with it
     assert {"torch_borrow/resolve.h", "torch_borrow/read_route.h",

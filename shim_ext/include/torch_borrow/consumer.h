@@ -234,7 +234,7 @@
  * re-enable it under each other (a collection may then run during the other's check),
  * so there the C routes (prototype, libtorch, owned) are the ones to rely on.
  *
- * --- The torch symbols it relies on (dlsym in libtorch_cpu.so) -------------------
+ * --- The torch symbols it relies on (dlsym, libraries.h's order) -----------------
  *
  * aoti_torch_get_data_ptr, _get_storage_offset, _get_dim, _get_sizes, _get_strides,
  * _get_dtype, _get_device_type, _get_device_index, _get_layout, _get_storage_size

@@ -1,11 +1,11 @@
 /* torch_borrow/resolve.h: consumer.h's resolution (part of its implementation, not of
- * its interface): which of torch's functions exist, found where (dlsym in what
- * `import torch` loaded; shim_ext's prototype by tables.h's rule), which route a read
- * takes (libtorch's borrow > the prototype > owned > dlpack, first found wins), the
- * set-up of each route (the key-set masks, the DLPack exchange API, the dtype and
- * device tables), the words of each route not taken, and the one state a read uses,
- * published once with release / acquire atomics. The calls it defines
- * (torch_borrow_init, torch_borrow_init_route, torch_borrow_route,
+ * its interface): which of torch's functions exist, found where (libraries.h's one
+ * search of what `import torch` loaded, the bridge's too; shim_ext's prototype by
+ * tables.h's rule), which route a read takes (libtorch's borrow > the prototype >
+ * owned > dlpack, first found wins), the set-up of each route (the key-set masks, the
+ * DLPack exchange API, the dtype and device tables), the words of each route not taken,
+ * and the one state a read uses, published once with release / acquire atomics. The
+ * calls it defines (torch_borrow_init, torch_borrow_init_route, torch_borrow_route,
  * torch_borrow_route_why, torch_borrow_route_checks, torch_borrow_init_seconds) are
  * documented in consumer.h.
  */
@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include <torch_borrow/abi.h>
+#include <torch_borrow/libraries.h>
 #include <torch_borrow/reader.h>
 #include <torch_borrow/tables.h>
 #include <torch_borrow/thread_state.h>
@@ -152,8 +153,9 @@ static inline int torch_borrow__fail(torch_borrow_meta* m, int status, const cha
   return status;
 }
 
-static inline void* torch_borrow__sym(void* lib, const char* name) {
-  return lib ? dlsym(lib, name) : NULL;
+/* name's address in torch's libraries (libraries.h's search order), or NULL. */
+static inline void* torch_borrow__sym(const torch_borrow_libraries* lib, const char* name) {
+  return torch_borrow_libraries_find(lib, name, NULL);
 }
 
 static inline int torch_borrow__device_known(void* ctx, int code, const char* lower) {
@@ -164,7 +166,8 @@ static inline int torch_borrow__device_known(void* ctx, int code, const char* lo
 
 /* The device type codes torch names (tables.h's torch_borrow_each_device); without that
    enum, the ones the stable ABI names (torch_borrow_stable_devices). */
-static inline void torch_borrow__devices(PyObject* torch, void* lib, torch_borrow__api* a) {
+static inline void torch_borrow__devices(PyObject* torch, const torch_borrow_libraries* lib,
+                                         torch_borrow__api* a) {
   size_t k;
   if (torch_borrow_each_device(torch, torch_borrow__device_known, a) > 0) return;
   PyErr_Clear();
@@ -259,8 +262,8 @@ static inline int torch_borrow__want(const char* only, const char* route) {
    torch.Tensor.__dlpack_c_exchange_api__ (named "dlpack_exchange_api", DLPack major 1),
    the Python-level reads it needs, the torch.dtype -> code map, the DLDevice map.
    0: ready; else why says why. */
-static inline int torch_borrow__dlpack_setup(PyObject* torch, void* lib, torch_borrow__api* a,
-                                             char* why, size_t n) {
+static inline int torch_borrow__dlpack_setup(PyObject* torch, const torch_borrow_libraries* lib,
+                                             torch_borrow__api* a, char* why, size_t n) {
   static const struct { int32_t dl; const char* fn; } devices[] = {
       {TORCH_BORROW__KDLCPU, "aoti_torch_device_type_cpu"},
       {TORCH_BORROW__KDLCUDAHOST, "aoti_torch_device_type_cpu"},
@@ -429,14 +432,15 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
       "float8_e8m0fnu", "float4_e2m1fn_x2",
   };
   PyObject *name, *torch, *tensor;
-  void *lib, *cuda_lib;
+  /* torch's loaded libraries (libraries.h): handles kept for good, so nothing to close */
+  torch_borrow_libraries libs;
+  const torch_borrow_libraries* lib = &libs;
   torch_borrow__api* a;
   torch_borrow_code_fn strided, meta;
   torch_borrow_from_pyobject_fn owned, borrow;
   torch_borrow_get_flag_fn conj, neg;
   char proto_why[TORCH_BORROW_MESSAGE_SIZE] = "loaded", flags_why[256];
   char custom_why[TORCH_BORROW_MESSAGE_SIZE];
-  void* libs[1];
   int at, borrow_at, no_shim_ext;
   char dl_why[TORCH_BORROW_MESSAGE_SIZE] = "ready", owned_why[160] = "";
   char unsettled[TORCH_BORROW_MESSAGE_SIZE] = "";
@@ -449,9 +453,9 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
   torch = name ? PyImport_GetModule(name) : NULL;
   Py_XDECREF(name);
   tensor = torch ? PyObject_GetAttrString(torch, "Tensor") : NULL;
-  lib = tensor && PyType_Check(tensor) ? dlopen("libtorch_cpu.so", RTLD_NOLOAD | RTLD_LAZY)
-                                       : NULL;
-  a = lib ? (torch_borrow__api*)PyMem_RawCalloc(1, sizeof *a) : NULL;
+  a = tensor && PyType_Check(tensor) && torch_borrow_libraries_open(torch, &libs) > 0
+          ? (torch_borrow__api*)PyMem_RawCalloc(1, sizeof *a)
+          : NULL;
   if (!a) {
     Py_XDECREF(tensor);
     Py_XDECREF(torch);
@@ -474,8 +478,7 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
       (torch_borrow__new_handle_fn)torch_borrow__sym(lib, "aoti_torch_new_tensor_handle");
   torch_borrow__dtype_of = a->g.dtype;
   /* The current CUDA stream: libtorch_cuda's, where torch was built with CUDA. */
-  cuda_lib = dlopen("libtorch_cuda.so", RTLD_NOLOAD | RTLD_LAZY);
-  a->cuda_stream = torch_borrow__sym(cuda_lib, "aoti_torch_get_current_cuda_stream");
+  a->cuda_stream = torch_borrow__sym(lib, "aoti_torch_get_current_cuda_stream");
   strided = (torch_borrow_code_fn)torch_borrow__sym(lib, "aoti_torch_layout_strided");
   meta = (torch_borrow_code_fn)torch_borrow__sym(lib, "aoti_torch_device_type_meta");
   a->t.strided = strided ? strided() : -1;
@@ -532,20 +535,20 @@ static inline torch_borrow__api* torch_borrow__resolve(const char* only, int fla
      shim_ext's (tables.h's torch_borrow_find_prototyped): the borrow (from the routes
      asked for), the flag getters, and the C metadata check (which the owned route uses
      in place of the Python-level one where it loads). */
-  libs[0] = lib;
   no_shim_ext = flags & TORCH_BORROW_INIT_NO_SHIM_EXT ? TORCH_BORROW_FROM_PROTOTYPE : 0;
   borrow = (torch_borrow_from_pyobject_fn)torch_borrow_find_prototyped(
-      "torch_tensor_borrow_from_pyobject", libs, 1,
+      "torch_tensor_borrow_from_pyobject", libs.handle, libs.n,
       (torch_borrow__want(only, "libtorch") ? 0 : TORCH_BORROW_FROM_TORCH) |
           (torch_borrow__want(only, "prototype") ? no_shim_ext : TORCH_BORROW_FROM_PROTOTYPE),
       &borrow_at, proto_why, sizeof proto_why);
   conj = (torch_borrow_get_flag_fn)torch_borrow_find_prototyped(
-      "torch_is_conj", libs, 1, no_shim_ext, &at, flags_why, sizeof flags_why);
+      "torch_is_conj", libs.handle, libs.n, no_shim_ext, &at, flags_why, sizeof flags_why);
   neg = conj ? (torch_borrow_get_flag_fn)torch_borrow_find_prototyped(
-                   "torch_is_neg", libs, 1, no_shim_ext, &at, flags_why, sizeof flags_why)
+                   "torch_is_neg", libs.handle, libs.n, no_shim_ext, &at, flags_why,
+                   sizeof flags_why)
              : NULL;
   a->custom = (torch_borrow_custom_metadata_fn)torch_borrow_find_prototyped(
-      "torch_borrow_custom_metadata", libs, 1, no_shim_ext, &at, custom_why,
+      "torch_borrow_custom_metadata", libs.handle, libs.n, no_shim_ext, &at, custom_why,
       sizeof custom_why);
   if (!torch_borrow__want(only, "prototype"))
     snprintf(proto_why, sizeof proto_why, "skipped");

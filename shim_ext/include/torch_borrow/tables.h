@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include <torch_borrow/abi.h>
+#include <torch_borrow/libraries.h>
 #include <torch_borrow/reader.h>
 
 /* The device types whose codes the stable ABI exports or may export
@@ -296,7 +297,8 @@ static inline void torch_borrow_take_error(char* buf, size_t n, const char* pref
   PyErr_Clear();
 }
 
-/* name's address by the rule above: the first of libs[0..nlibs) (dlopen handles) that
+/* name's address by the rule above: the first of libs[0..nlibs) (dlopen handles: a
+   torch_borrow_libraries' handle array, libraries.h's one search of torch's) that
    exports it, unless skip has TORCH_BORROW_FROM_TORCH; else shim_ext's (_entry's, then
    _borrow's) where its library passes the ABI handshake (abi.h's
    torch_borrow_shim_abi, looked up before name), unless skip has
@@ -331,7 +333,8 @@ static inline void* torch_borrow_find_prototyped(const char* name, void* const* 
   else if (!PyTuple_Check(mods) || PyTuple_GET_SIZE(mods) != 2)
     snprintf(why, n, "shim_ext.load() returned no (_entry, _borrow) pair");
   for (i = 0; mods && !fn && !why[0] && i < 2; ++i) {
-    /* The module's loaded library (RTLD_NOLOAD: never loads one). */
+    /* The module's loaded library (RTLD_NOLOAD: never loads one): shim_ext's own, not a
+       torch library, so opened here and not by libraries.h's search; closed below. */
     PyObject* file = PyObject_GetAttrString(PyTuple_GET_ITEM(mods, i), "__file__");
     const char* path = file ? PyUnicode_AsUTF8(file) : NULL;
     void* lib = path ? dlopen(path, RTLD_NOLOAD | RTLD_LAZY) : NULL;
