@@ -5,8 +5,8 @@ libraries already in the process, found by the C core's one search
 (``torch_borrow/libraries.h``, consumer.h's too, through ``_bridge._TorchLibraries``):
 ``dlopen(RTLD_NOLOAD)``, so nothing is loaded twice and nothing enters the global
 symbol namespace (cuda.core instead reloads ``torch._C`` with ``RTLD_GLOBAL``). The
-borrow function is looked up in libtorch first, so an upstream implementation wins over ``shim_ext``'s prototype
-without a code change.
+borrow function is looked up in libtorch first, so an upstream implementation wins over
+``shim_ext``'s prototype without a code change.
 
 The fallback's offset is proven, not assumed: the 8 bytes at
 ``id(t) + sizeof(PyObject)`` must equal ``t._cdata`` (the TensorImpl address) for
