@@ -86,7 +86,26 @@ make-env-%:
 	PIP_CONSTRAINT=$(CURDIR)/$(VENV_DIR)/constraints.txt \
 	  $(VENV_DIR)/bin/pip install -q --disable-pip-version-check "torch==$*" $(BUILD_DEPS) \
 	  $(call extras,$*,test) $(PIP_QUIET); \
+	$(share_files); \
 	touch $(VENV_DIR)/.ready
+
+# Environments share their identical large files as hard links: the CUDA libraries every
+# torch wheel pulls in, and torch's and triton's libraries across CPython versions (about
+# a third of the disk of all of CI's environments). pip removes a file before it writes a
+# new one in its place, so an install into one environment never writes through into
+# another; each environment's lock is held while files are compared, so none is half-written.
+# Only torch/, triton/ and nvidia/ are shared (torch and the CUDA wheels it pulls in). Needs
+# util-linux's hardlink; without it, nothing is shared.
+share_files = if command -v hardlink > /dev/null; then \
+	  shopt -s nullglob; dirs=(); declare -A seen; \
+	  for d in $(VENV_DIR)/ .venv/torch-*/ .venv/*/torch-*/; do \
+	    [[ -z $${seen[$$d]} && ( $$d == $(VENV_DIR)/ || -e $${d}.ready ) ]] || continue; seen[$$d]=1; \
+	    exec {fd}> $${d}.lock; flock $$fd; \
+	    dirs+=($${d}lib/python*/site-packages/{torch,triton,nvidia}); \
+	  done; \
+	  hardlink -t -s 1M "$${dirs[@]}" | sed -n 's/^Saved: */>>> shared with the other environments: /p' \
+	    || echo ">>> sharing files with the other environments failed (each keeps its own copy)"; \
+	fi
 
 # The build: the cffi shim against this torch's headers, and the Cython bridge. flock
 # keeps two makes that share a checkout from installing into one environment at once, and
@@ -298,7 +317,8 @@ test-freethreaded:  ## the suite on free-threaded CPython 3.13 (built if missing
 # The suite and the quick benchmarks on the default torch with every other CPython minor
 # version this machine has (pyenv's GIL builds, found, not named here: OTHER_PYTHONS=...
 # overrides). A version that is not found is said; none found is an error. Each gets its
-# own environments under .venv/<tag>/ (about 5 GB each, built once, then reused).
+# own environments under .venv/<tag>/ (built once, then reused; about 5 GB each, less
+# where they share files with the default interpreter's, see share_files).
 PYENV_ROOT_DIR := $(or $(shell pyenv root 2>/dev/null),$(PYENV_ROOT),$(HOME)/.pyenv)
 OTHER_MINORS   ?= 3.12 3.13
 find_python     = $(lastword $(sort $(wildcard $(PYENV_ROOT_DIR)/versions/$(1).*[0-9]/bin/python$(1))))
