@@ -441,7 +441,9 @@ def test_shim_ext_absent_stale_present(built, state):
 def _child_json(built, state, *more):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT / "tests"), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    proc = subprocess.run([sys.executable, "-P", "-c", SHIM_EXT_CHILD, str(built), state, *more],
+    # faulthandler: a crash (seen once at exit on free-threaded 3.13, torch 2.12) prints its stack
+    proc = subprocess.run([sys.executable, "-P", "-X", "faulthandler", "-c", SHIM_EXT_CHILD,
+                           str(built), state, *more],
                           capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return json.loads(proc.stdout.splitlines()[-1])
