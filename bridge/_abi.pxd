@@ -87,7 +87,3 @@ cdef extern from "torch_borrow/reader.h":
     const char* torch_borrow_read_words(int stage, const torch_borrow_fields* x,
                                         const char* layout_name, const char* verb,
                                         char* buf, size_t n) noexcept nogil
-    const char* torch_borrow_custom_words(int32_t bits, const char* type_name, char* buf,
-                                          size_t n) noexcept nogil
-    int torch_borrow_custom_names_layout(int32_t bits, int32_t layout,
-                                         int32_t strided) noexcept nogil

@@ -16,6 +16,15 @@ cdef extern from "torch_borrow/tables.h":
     const char* torch_borrow_dispatch_words(const torch_borrow_keys* k, object obj, char* buf,
                                             size_t n)
     int torch_borrow_keys_name(const torch_borrow_keys* k, object obj, char* buf, size_t n)
+    const char* torch_borrow_not_a_tensor_words(object obj, char* buf, size_t n)
+    const char* torch_borrow_what_words(const char* what, int exported)
+    const char* torch_borrow_call_failed_words(const char* call, const char* what, char* buf,
+                                               size_t n)
+    const char* torch_borrow_getter_failed_words(const char* type_name, const char* what,
+                                                 char* buf, size_t n)
+    const char* torch_borrow_custom_refusal_words(
+        const torch_borrow_keys* k, object obj, int32_t bits, int32_t layout,
+        int32_t strided, const char* layout_name, const char* verb, char* buf, size_t n)
 
 
 cdef extern from "_bridge_view.h":

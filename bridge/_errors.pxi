@@ -41,88 +41,57 @@ cdef tuple _failure():
     cdef const char* raw = NULL if get_what == NULL else get_what()
     what = None if raw == NULL else (<bytes>raw).decode("utf-8", "replace")
     cause = _take_pending_exception()
-    if not what:
-        what = (repr(cause) if cause is not None else
-                "no message (torch_exception_get_what_without_backtrace is not exported "
-                "by this torch)" if get_what == NULL else "no message")
+    if not what and cause is not None:
+        what = repr(cause)
+    cdef bytes b = what.encode("utf-8", "replace") if what else None
+    what = (<bytes>torch_borrow_what_words(NULL if b is None else <const char*>b,
+                                           get_what != NULL)).decode("utf-8", "replace")
     return what, cause
 
 
 cdef int _raise_handle_error(int path) except -1:
+    """A handle call failed (the C core's words, ``torch_borrow_call_failed_words``)."""
+    cdef char buf[1024]
     what, cause = _failure()
-    name = "torch_tensor_from_pyobject" if path == OWNED else "torch_tensor_borrow_from_pyobject"
-    raise BufferError(f"{name} failed: {what}") from cause
+    cdef bytes b = what.encode("utf-8", "replace")
+    name = b"torch_tensor_from_pyobject" if path == OWNED else b"torch_tensor_borrow_from_pyobject"
+    raise BufferError(torch_borrow_call_failed_words(name, b, buf, sizeof(buf))
+                      .decode("utf-8", "replace")) from cause
 
 
 cdef int _raise_getter_error(object obj, tuple failure=None) except -1:
     """A getter failed: torch's message (``failure``, ``_failure()``'s pair where the
-    caller took it already)."""
+    caller took it already), in the C core's words (``torch_borrow_getter_failed_words``)."""
+    cdef char buf[1024]
     what, cause = _failure() if failure is None else failure
-    raise BufferError(f"cannot read the metadata of this {_type_name(Py_TYPE(obj))}: "
-                      f"{what}") from cause
+    cdef bytes b = what.encode("utf-8", "replace")
+    raise BufferError(torch_borrow_getter_failed_words(Py_TYPE(obj).tp_name, b, buf, sizeof(buf))
+                      .decode("utf-8", "replace")) from cause
 
 
 cdef int _raise_custom_metadata(object obj, int32_t reasons, int32_t layout,
                                 const Installed* st) except -1:
     """The refusal of a tensor whose metadata is not plain C++ state (``reasons``: the
-    ``TORCH_BORROW_CUSTOM_*`` bits of ``torch_borrow_custom_metadata``; ``layout`` its
-    layout code, -1 where that is custom), one message per cause on every path; a
-    negative ``reasons``: the tensor is undefined."""
-    name = _type_name(Py_TYPE(obj))
-    if reasons < 0:
-        raise BufferError(f"cannot read this {name}: its tensor is undefined")
-    if torch_borrow_custom_names_layout(reasons, layout, st.t.strided):
-        _raise_layout(layout, st)  # the layout first (reader.h says why), as consumer.h
-    if not reasons & TORCH_BORROW_CUSTOM_PYTHON_KEY:
-        if _is_nested(obj):
-            raise BufferError("a nested tensor has no single pointer + strides description; "
-                              "view its components (.unbind()) or a padded copy "
-                              "(.to_padded_tensor(0)) instead")
+    ``TORCH_BORROW_CUSTOM_*`` bits of ``torch_borrow_custom_metadata``, negative for an
+    undefined tensor; ``layout`` its layout code, -1 where that is custom), in the C
+    core's words (``torch_borrow/tables.h``, ``torch_borrow_custom_refusal_words``, as
+    consumer.h's): one message per cause on every path, with what the dispatch keys
+    name the tensor (nested, vmap-batched, sparse)."""
     cdef char buf[1024]
-    raise BufferError(torch_borrow_custom_words(reasons, name.encode(), buf,
-                                                sizeof(buf)).decode("utf-8", "replace"))
-
-
-cdef bint _is_nested(object obj):
-    """Whether ``obj`` is a nested tensor, by its dispatch key set (torch's
-    ``_dispatch_keys``, a C++ function: no __torch_function__ or __torch_dispatch__ of
-    the tensor's class runs). Asked only in an error path, after no handle is left."""
-    import sys
-    try:
-        torch_c = sys.modules["torch"]._C
-        keys = torch_c._dispatch_keys(obj)
-        return any(keys.has(k) for k in (torch_c.DispatchKey.NestedTensorCPU,
-                                          torch_c.DispatchKey.NestedTensorCUDA))
-    except Exception:  # noqa: BLE001 - only the message depends on it
-        return False
-
-
-cdef str _type_name(PyTypeObject* tp):
-    """A type's name from its own C slot (``tp_name``: ``module.Name`` for a static type,
-    ``Name`` for a class), as a new exact str: no attribute of the type or its metaclass
-    is read, so an error path runs no user code whatever the class defines."""
-    return (<bytes>tp.tp_name).decode("utf-8", "replace")
-
-
-cdef bint _type_has(PyTypeObject* tp, str attribute):
-    """``attribute`` in the ``__dict__`` of a class along the type's MRO, read without the
-    metaclass (``hasattr`` would run its ``__getattr__``)."""
-    try:
-        return any(attribute in type.__dict__["__dict__"].__get__(k)
-                   for k in type.__dict__["__mro__"].__get__(<object>tp))
-    except Exception:  # noqa: BLE001 - only a hint depends on it
-        return False
+    name = (<dict>st.layout_names).get(layout)
+    bname = None if name is None else str(name).encode("utf-8", "replace")
+    torch_borrow_custom_refusal_words(&st.keys, obj, reasons, layout, st.t.strided,
+                                      NULL if bname is None else <const char*>bname,
+                                      b"viewed", buf, sizeof(buf))
+    raise BufferError((<bytes>buf).decode("utf-8", "replace"))
 
 
 cdef int _raise_not_tensor(object obj) except -1:
-    cdef PyTypeObject* tp = Py_TYPE(obj)
-    got = "None" if obj is None else _type_name(tp)
-    hint = ""
-    if got == "numpy.ndarray":
-        hint = "; view torch.from_numpy(a), which shares the array's memory"
-    elif _type_has(tp, "__dlpack__"):
-        hint = "; it has __dlpack__: view torch.from_dlpack(x), which shares its memory"
-    raise TypeError(f"expected a torch.Tensor (or an instance of a subclass), got {got}{hint}")
+    """``obj`` is not a tensor: the C core's words (``torch_borrow/tables.h``,
+    ``torch_borrow_not_a_tensor_words``, as consumer.h's)."""
+    cdef char buf[512]
+    raise TypeError(torch_borrow_not_a_tensor_words(obj, buf, sizeof(buf))
+                    .decode("utf-8", "replace"))
 
 
 cdef int _raise_layout(int32_t layout, const Installed* st) except -1:

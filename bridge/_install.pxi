@@ -100,7 +100,7 @@ def _install_symbols(dict symbols, object tensor_type, bint fallback_ok,
         st.is_neg = _keep(tensor_type.is_neg)
     if parameter_type is not None:
         st.parameter_tp = <PyTypeObject*>_keep(parameter_type)
-    if tensor_type is not None and st.custom_metadata == NULL:
+    if tensor_type is not None:
         _install_keys(st)
     st.no_torch_function = _keep(no_torch_function)
     bridge_set_active(-1)
@@ -108,11 +108,12 @@ def _install_symbols(dict symbols, object tensor_type, bint fallback_ok,
 
 
 cdef int _install_keys(Installed* st) except -1:
-    """Without shim_ext's check, what the owned path's rule reads (``torch_borrow/
-    tables.h``, ``torch_borrow_keys_setup``, as consumer.h's owned route does): torch's
-    default ``__torch_dispatch__`` and the dispatch-key table that names a refusal. Its
-    references are kept for the process, as the snapshot is; not ready (torch lacks a
-    piece), the path refuses every tensor, saying so."""
+    """What the C core's rules read (``torch_borrow/tables.h``, ``torch_borrow_keys_setup``,
+    as consumer.h does): torch's default ``__torch_dispatch__`` (the owned path's rule
+    without shim_ext's check) and the dispatch-key table that names a refusal (every
+    refusal's words). Its references are kept for the process, as the snapshot is; not
+    ready (torch lacks a piece), the owned path without shim_ext refuses every tensor,
+    saying so."""
     import sys
     torch = sys.modules.get("torch")
     if torch is not None:

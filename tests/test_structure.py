@@ -213,6 +213,51 @@ def test_the_private_name_check_finds_one(tmp_path):
         "_lookup", "_resolve._loaded_libraries", "r._lookup_prototype"]
 
 
+#: each refusal of a tensor, by a phrase of its words: the C core writes each once
+#: (torch_borrow/reader.h: the read's; tables.h: the rest), and both front ends (the
+#: bridge, consumer.h) say it through the core's functions
+REFUSAL_PHRASES = (
+    "expected a torch.Tensor (or an instance of a subclass)", "holds no defined tensor",
+    "cannot read the metadata of this", "no message (torch_exception_get_what",
+    "TensorImpl carries torch's Python dispatch key",
+    "sizes and strides are computed by a TensorImpl subclass",
+    "device or layout is computed by a TensorImpl subclass",
+    " has no pointer + strides description", "storage holds no memory",
+    "reach past the end of its storage", "a meta tensor has no data",
+    "has its conjugate bit set", "has its negative bit set",
+    "overrides __torch_dispatch__: its metadata", "a nested tensor, with no single sizes",
+    "is quantized: ", "is a sub-byte dtype", "%s failed: %s")
+
+
+def files_saying(phrase: str, texts: dict[str, str]) -> list[str]:
+    """The files of ``texts`` (path -> text) with ``phrase`` inside a string literal (on
+    one line, after an opening quote): words a program says, not a comment about them."""
+    said = re.compile(r"[\"'][^\"'\n]*" + re.escape(phrase))
+    return sorted(path for path, text in texts.items() if said.search(text))
+
+
+def test_each_refusal_is_worded_in_one_file():
+    """No front end words a refusal of its own: each phrase is in one non-test file of
+    bridge/ and shim_ext/ (the prototype's own headers aside: PyTorch's code, with
+    PyTorch's messages)."""
+    files = [p for folder in ("bridge", "shim_ext") for p in (ROOT / folder).rglob("*")
+             if p.is_file() and p.suffix in (".py", ".pyx", ".pxi", ".pxd", ".h", ".c", ".cpp")
+             and p.name not in PROTOTYPE_HEADERS and "examples" not in p.parts
+             and p.name not in ("borrow.cpp", "entry.cpp")]
+    texts = {p.relative_to(ROOT).as_posix(): p.read_text() for p in files}
+    found = {phrase: files_saying(phrase, texts) for phrase in REFUSAL_PHRASES}
+    assert {phrase: len(paths) for phrase, paths in found.items()} == dict.fromkeys(
+        REFUSAL_PHRASES, 1), found
+
+
+def test_the_wording_check_finds_two():
+    texts = {"a.pxi": 'raise TypeError(f"expected a torch.Tensor (or an instance of a '
+                      'subclass), got {x}")',
+             "b.h": 'snprintf(buf, n, "expected a torch.Tensor (or an instance of a subclass)");',
+             "c.h": "/* expected a torch.Tensor (or an instance of a subclass) */"}
+    assert files_saying(REFUSAL_PHRASES[0], texts) == ["a.pxi", "b.h"]
+
+
 #: files outside the tests that open a library which is not torch's, and which one; every
 #: other open must be libraries.h's search
 NOT_TORCH_OPENS = {

@@ -423,13 +423,14 @@ def test_the_dlpack_route_answers_as_torch(outcomes, pair, name):
 
 
 @pytest.mark.parametrize("message, kind", [
-    ("expected a torch.Tensor, got NoneType", "not a tensor"),
+    ("expected a torch.Tensor (or an instance of a subclass), got None", "not a tensor"),
     ("this Tensor's sizes and strides are computed by a TensorImpl subclass (...) (it is a "
      "sparse tensor (call .to_dense() first))", "not strided"),
     ("this FakeTensor's TensorImpl carries torch's Python dispatch key (...) (it is torch's "
      "Python dispatch key (a __torch_dispatch__ subclass, FakeTensor, a jagged nested "
      "tensor)", "Python dispatch key"),
-    ("this Tensor is refused: a nested tensor (no single sizes / strides)", "nested"),
+    ("this Tensor is refused: a nested tensor, with no single sizes / strides: view its "
+     "components, .unbind(), or a padded copy, .to_padded_tensor(0)", "nested"),
     ("this Tensor is refused: a vmap-batched tensor (...)", "TensorImpl-subclass sizes"),
     ("something new", "unclassified: something new"),
 ])

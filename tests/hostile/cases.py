@@ -472,8 +472,9 @@ def mkldnn(torch):
 
 
 @obj_case("no-description", "BufferError",
-          r"^a nested tensor has no single pointer \+ strides description; view its "
-          r"components \(\.unbind\(\)\)")
+          r"^this Tensor's sizes and strides are computed by a TensorImpl subclass .*"
+          r"\(it is a nested tensor, with no single sizes / strides: view its components, "
+          r"\.unbind\(\)")
 def nested_strided(torch):
     """A nested tensor with the strided layout (``torch.nested.nested_tensor``)."""
     with warnings.catch_warnings():  # "nested tensors are a prototype feature"

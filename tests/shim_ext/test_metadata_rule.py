@@ -93,7 +93,7 @@ def _nested(layout):
 PY_KEY = r"^this .*'s TensorImpl carries torch's Python dispatch key"
 SIZES = r"^this .*'s sizes and strides are computed by a TensorImpl subclass"
 DEVICE = r"^this .*'s device or layout is computed by a TensorImpl subclass or in Python"
-NESTED = r"^a nested tensor has no single pointer \+ strides description"
+NESTED = SIZES + r" .*\(it is a nested tensor, with no single sizes / strides"
 
 #: name -> (maker(device), the refusal's pattern): each has a non-default policy or the key.
 REFUSED = {

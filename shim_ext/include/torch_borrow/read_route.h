@@ -24,12 +24,17 @@ static inline PyObject* torch_borrow_raise(const torch_borrow_meta* m) {
   return NULL;
 }
 
-/* A getter failed: torch's message (2.13+), refused. */
+/* torch's message for the call that failed last on this thread (2.13+). */
+static inline const char* torch_borrow__what(const torch_borrow__api* a) {
+  return torch_borrow_what_words(a->what ? a->what() : NULL, a->what != NULL);
+}
+
+/* A call failed: tables.h's words with torch's message, refused. */
 static inline int torch_borrow__call_failed(const torch_borrow__api* a, torch_borrow_meta* m,
                                             const char* call) {
-  const char* w = a->what ? a->what() : NULL;
-  return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "%s failed: %s", call,
-                            w ? w : "no message");
+  torch_borrow_call_failed_words(call, torch_borrow__what(a), m->message, sizeof m->message);
+  m->status = TORCH_BORROW_REFUSED;
+  return TORCH_BORROW_REFUSED;
 }
 
 /* A refusal in words the rule made (tables.h, reader.h): m refused. */
@@ -44,25 +49,19 @@ static inline int torch_borrow__py_failed(torch_borrow_meta* m, const char* what
   return torch_borrow__refused(m);
 }
 
-/* Why a tensor's metadata is not plain C++ state, from its TORCH_BORROW_CUSTOM_* bits and
-   layout (shim_ext's check): the reader's words for the cause it names first
-   (torch_borrow_custom_names_layout: a layout known not to be strided, else
-   torch_borrow_custom_words; the bridge's rule), then, where its dispatch keys name it
-   more closely (a vmap-batched tensor has custom strides, as sparse ones have), what it
-   is. Refusal path only. */
+/* obj is not a tensor: tables.h's words. */
+static inline int torch_borrow__not_a_tensor(torch_borrow_meta* m, PyObject* obj) {
+  torch_borrow_not_a_tensor_words(obj, m->message, sizeof m->message);
+  m->status = TORCH_BORROW_NOT_A_TENSOR;
+  return TORCH_BORROW_NOT_A_TENSOR;
+}
+
+/* shim_ext's check refused obj (bits != 0): tables.h's words. Refusal path only. */
 static inline int torch_borrow__custom(const torch_borrow__api* a, torch_borrow_meta* m,
                                        PyObject* obj, int32_t bits, int32_t layout) {
-  char why[TORCH_BORROW_MESSAGE_SIZE];
-  const char* keys = torch_borrow_keys_why(&a->k, torch_borrow_key_bits(&a->k, obj));
-  if (torch_borrow_custom_names_layout(bits, layout, a->t.strided)) {
-    torch_borrow_fields x;
-    x.layout = layout;
-    torch_borrow_read_words(TORCH_BORROW_READ_LAYOUT, &x, NULL, "read", why, sizeof why);
-  } else {
-    torch_borrow_custom_words(bits, Py_TYPE(obj)->tp_name, why, sizeof why);
-  }
-  if (keys) return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "%s (it is %s)", why, keys);
-  return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "%s", why);
+  torch_borrow_custom_refusal_words(&a->k, obj, bits, layout, a->t.strided, NULL, "read",
+                                    m->message, sizeof m->message);
+  return torch_borrow__refused(m);
 }
 
 /* The Python-level check, where no C check judges the metadata or the conj / neg bits:
@@ -109,9 +108,11 @@ static inline int torch_borrow__verdict(const torch_borrow__api* a, torch_borrow
     m->status = TORCH_BORROW_OK;
     return TORCH_BORROW_OK;
   }
-  if (stage == TORCH_BORROW_READ_GETTER)
-    return torch_borrow__call_failed(a, m, "an aoti_torch_get_* getter (or torch_is_conj / "
-                                           "torch_is_neg)");
+  if (stage == TORCH_BORROW_READ_GETTER) {
+    /* the handle's object is not at hand here (the hot path carries no more than it reads) */
+    torch_borrow_getter_failed_words(NULL, torch_borrow__what(a), m->message, sizeof m->message);
+    return torch_borrow__refused(m);
+  }
   if (stage == TORCH_BORROW_READ_DTYPE && x->dtype >= 0 && x->dtype < TORCH_BORROW_NCODES &&
       a->refused_why[x->dtype])
     return torch_borrow__fail(m, TORCH_BORROW_REFUSED, "%s", a->refused_why[x->dtype]);
@@ -262,8 +263,7 @@ static inline int torch_borrow__borrow_refused(const torch_borrow__api* a, PyObj
   if (!torch_borrow_thread_is_attached())
     return torch_borrow__fail(m, TORCH_BORROW_NO_GIL, "the calling thread holds no GIL");
   if (!torch_borrow_is_tensor(obj, a->tensor_type, NULL))
-    return torch_borrow__fail(m, TORCH_BORROW_NOT_A_TENSOR, "expected a torch.Tensor, got %s",
-                              Py_TYPE(obj)->tp_name);
+    return torch_borrow__not_a_tensor(m, obj);
   layout = -1;
   bits = a->custom ? a->custom(obj, &layout) : 0;
   if (bits > 0) return torch_borrow__custom(a, m, obj, bits, layout);
@@ -293,8 +293,7 @@ static inline int torch_borrow_read(PyObject* obj, torch_borrow_meta* m) {
   if (!a->route) return torch_borrow__fail(m, TORCH_BORROW_UNAVAILABLE, "%s", a->why);
   /* The real type (a lying __class__ does not count: tables.h). */
   if (!torch_borrow_is_tensor(obj, a->tensor_type, NULL))
-    return torch_borrow__fail(m, TORCH_BORROW_NOT_A_TENSOR, "expected a torch.Tensor, got %s",
-                              Py_TYPE(obj)->tp_name);
+    return torch_borrow__not_a_tensor(m, obj);
   if (!a->g.is_conj && !a->keys_check) /* refuse rather than guess the conj / neg bits */
     return torch_borrow__fail(m, TORCH_BORROW_REFUSED,
                               "cannot read the conjugate / negative bits: %s", a->no_flags);
@@ -347,11 +346,7 @@ static inline int torch_borrow_read(PyObject* obj, torch_borrow_meta* m) {
   {
     /* The owned route: shim_ext's check makes the borrow's refusal first. */
     int32_t layout = -1, bits = a->custom(obj, &layout);
-    if (bits != 0)
-      return bits > 0 ? torch_borrow__custom(a, m, obj, bits, layout)
-                      : torch_borrow__fail(m, TORCH_BORROW_REFUSED,
-                                           "this %s holds no defined tensor",
-                                           Py_TYPE(obj)->tp_name);
+    if (bits != 0) return torch_borrow__custom(a, m, obj, bits, layout);
   }
   if (a->owned(obj, &h)) return torch_borrow__call_failed(a, m, "torch_tensor_from_pyobject");
   rc = torch_borrow__fill(a, h, m); /* OWNED: deleted on every exit */

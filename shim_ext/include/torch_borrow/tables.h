@@ -426,7 +426,8 @@ static inline int torch_borrow_keys_setup(PyObject* torch, torch_borrow_keys* k)
       {"Negative", 0, TORCH_BORROW_WORDS_NEG},
       {"Sparse", 0, "a sparse tensor (call .to_dense() first)"},
       {"SparseCsr", 0, "a sparse compressed tensor (call .to_dense() first)"},
-      {"NestedTensor", 0, "a nested tensor (no single sizes / strides)"},
+      {"NestedTensor", 0, "a nested tensor, with no single sizes / strides: view its "
+                          "components, .unbind(), or a padded copy, .to_padded_tensor(0)"},
       {"ZeroTensor", 0, "an efficient zero tensor (torch._efficientzerotensor: no memory)"},
       {"Meta", 0, TORCH_BORROW_WORDS_META "read"},
   };
@@ -559,6 +560,93 @@ static inline int torch_borrow_keys_name(const torch_borrow_keys* k, PyObject* o
                                          size_t n) {
   return torch_borrow_keys_words(k, torch_borrow_key_bits(k, obj), Py_TYPE(obj)->tp_name, buf,
                                  n);
+}
+
+/* torch's message what (torch_exception_get_what_without_backtrace's, or a front end's
+   stand-in), else words saying there is none; exported: whether this torch exports that
+   function. */
+static inline const char* torch_borrow_what_words(const char* what, int exported) {
+  if (what && *what) return what;
+  return exported ? "no message"
+                  : "no message (torch_exception_get_what_without_backtrace is not exported "
+                    "by this torch)";
+}
+
+/* The words of a refusal by a failed call (call: its name, e.g.
+   "torch_tensor_from_pyobject"; what: torch_borrow_what_words'), into buf (n > 0 bytes).
+   Returns buf. */
+static inline const char* torch_borrow_call_failed_words(const char* call, const char* what,
+                                                         char* buf, size_t n) {
+  snprintf(buf, n, "%s failed: %s", call, what);
+  return buf;
+}
+
+/* The words of a failed getter's refusal of a tensor of type type_name (tp_name; NULL where
+   the front end does not have it: "tensor"; what: torch_borrow_what_words'), into buf
+   (n > 0 bytes). Returns buf. */
+static inline const char* torch_borrow_getter_failed_words(const char* type_name,
+                                                           const char* what, char* buf,
+                                                           size_t n) {
+  snprintf(buf, n, "cannot read the metadata of this %s: %s", type_name ? type_name : "tensor",
+           what);
+  return buf;
+}
+
+/* The words refusing obj, whose real type is not torch.Tensor's (torch_borrow_is_tensor),
+   into buf (n > 0 bytes), with the call that shares its memory where one is known: a NumPy
+   array, or a type with __dlpack__ (looked up in the dicts of its MRO: no metaclass
+   answers, no Python runs). Call it on an attached thread. Returns buf. */
+static inline const char* torch_borrow_not_a_tensor_words(PyObject* obj, char* buf, size_t n) {
+  const char* got = obj == Py_None ? "None" : Py_TYPE(obj)->tp_name;
+  const char* hint = "";
+  PyObject* dlpack;
+  if (strcmp(got, "numpy.ndarray") == 0) {
+    hint = "; view torch.from_numpy(a), which shares the array's memory";
+  } else if ((dlpack = PyUnicode_InternFromString("__dlpack__")) != NULL) {
+    if (_PyType_Lookup(Py_TYPE(obj), dlpack) != NULL)
+      hint = "; it has __dlpack__: view torch.from_dlpack(x), which shares its memory";
+    Py_DECREF(dlpack);
+  } else {
+    PyErr_Clear(); /* no hint then */
+  }
+  snprintf(buf, n, "expected a torch.Tensor (or an instance of a subclass), got %s%s", got,
+           hint);
+  return buf;
+}
+
+/* The words refusing obj by shim_ext's metadata check, into buf (n > 0 bytes): bits,
+   layout as torch_borrow_custom_metadata reports them (bits < 0: the tensor is undefined;
+   layout -1 where it is custom); strided: the strided layout's code; layout_name: the
+   front end's name for layout, or NULL; verb: "viewed" or "read". The reader's words for
+   the cause named first (torch_borrow_custom_names_layout: a layout known not to be
+   strided, else torch_borrow_custom_words), then, where the dispatch keys name it more
+   closely (a nested or vmap-batched tensor has custom sizes, as a sparse one has its
+   layout), what it is. One text for the bridge and consumer.h. Refusal path only: the key
+   set is read through Python (torch_borrow_key_bits; k not set up: no key is named), so
+   call it with no Python exception pending. Returns buf. */
+static inline const char* torch_borrow_custom_refusal_words(
+    const torch_borrow_keys* k, PyObject* obj, int32_t bits, int32_t layout, int32_t strided,
+    const char* layout_name, const char* verb, char* buf, size_t n) {
+  char why[1024];
+  const char* keys;
+  if (n == 0) return buf;
+  if (bits < 0) {
+    snprintf(buf, n, "this %s holds no defined tensor", Py_TYPE(obj)->tp_name);
+    return buf;
+  }
+  keys = torch_borrow_keys_why(k, torch_borrow_key_bits(k, obj));
+  if (torch_borrow_custom_names_layout(bits, layout, strided)) {
+    torch_borrow_fields x;
+    x.layout = layout;
+    torch_borrow_read_words(TORCH_BORROW_READ_LAYOUT, &x, layout_name, verb, why, sizeof why);
+  } else {
+    torch_borrow_custom_words(bits, Py_TYPE(obj)->tp_name, why, sizeof why);
+  }
+  if (keys)
+    snprintf(buf, n, "%s (it is %s)", why, keys);
+  else
+    snprintf(buf, n, "%s", why);
+  return buf;
 }
 
 #endif /* TORCH_BORROW_TABLES_H */
