@@ -6,7 +6,7 @@ writes ``torch-borrow-consumer-<version>.tar.gz`` (the version is the header's
 ``TORCH_BORROW_CONSUMER_VERSION``) holding, under ``torch-borrow-consumer-<version>/``:
 ``include/torch_borrow/`` (``consumer.h`` and every header it includes, found by
 following its ``#include <torch_borrow/...>`` lines; ``consumer.pxd`` and the empty
-``__init__.pxd`` for Cython), ``examples/`` (the C, C++ and Cython consumers) and a
+``__init__.pxd`` for Cython; ``CHANGES.md``, what each version changed), ``examples/`` (the C, C++ and Cython consumers) and a
 ``README.md`` with the contents, the compile line and the version
 policy. The archive is reproducible: sorted members, no owner, fixed times, so the same
 sources give the same bytes. Prints the path written. Needs no torch.
@@ -87,8 +87,8 @@ def shim_abi(root: pathlib.Path = INCLUDE) -> int:
 def members() -> dict[str, bytes]:
     """Archive path (below the top folder) -> bytes, for every file of the release."""
     out = {f"include/{name}": (INCLUDE / name).read_bytes() for name in header_closure()}
-    for pxd in ("consumer.pxd", "__init__.pxd"):
-        out[f"include/torch_borrow/{pxd}"] = (INCLUDE / "torch_borrow" / pxd).read_bytes()
+    for other in ("consumer.pxd", "__init__.pxd", "CHANGES.md"):
+        out[f"include/torch_borrow/{other}"] = (INCLUDE / "torch_borrow" / other).read_bytes()
     for path in sorted(EXAMPLES.iterdir()):
         if path.suffix in (".c", ".cpp", ".pyx"):  # not build.py: it needs shim_ext
             out[f"examples/{path.name}"] = path.read_bytes()

@@ -138,7 +138,7 @@ def test_consumer_h_is_the_interface_alone():
     implementation lives in the headers it includes, so no function is defined in it."""
     folder = ROOT / "shim_ext" / "include" / "torch_borrow"
     text = (folder / "consumer.h").read_text()
-    assert len(text.splitlines()) <= 330
+    assert len(text.splitlines()) <= 300
     assert "static inline" not in text
     for name in re.findall(r"^#include <torch_borrow/(\w+\.h)>", text, re.M):
         assert (folder / name).is_file(), name

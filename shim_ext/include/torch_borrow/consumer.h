@@ -18,28 +18,7 @@
  *
  * VERSION: TORCH_BORROW_CONSUMER_VERSION, major * 10000 + minor * 100 + patch. A
  * minor version adds fields at the end of torch_borrow_meta, calls or status codes; a
- * major one changes what exists. 1.1.0 added the owned route without shim_ext, the
- * dlpack route, and the calls after torch_borrow_route; 1.1.1 resolves with every mode
- * and functional transform turned off (see torch_borrow_init); 1.1.2 reads through
- * torch_borrow/reader.h, the reader the bridge uses too (a refusal's words are the
- * bridge's; a getter's failure no longer names the getter; a negative stride is judged
- * as the bridge judges it, refused only where an element lies outside the storage),
- * and loads the prototype through shim_ext.load(); 1.1.3 learns its dtype and device
- * tables through torch_borrow/tables.h, the bridge's rules (a refused dtype and a
- * tensor whose metadata is not plain C++ state get the bridge's words; a quantized
- * tensor is refused by its dtype on every route, no longer by its dispatch key); 1.1.4
- * finds each function shim_ext prototypes by tables.h's rule, the bridge's (libtorch's
- * own export first, else shim_ext's, each function on its own: the flag getters and the
- * metadata check no longer depend on the prototype's borrow); 1.2.0 uses a shim_ext
- * only after its libraries pass the ABI handshake (abi.h's torch_borrow_shim_abi, looked
- * up first): a module that imports as shim_ext but is not this project's build, or is
- * one of another TORCH_BORROW_SHIM_ABI, is ignored with the reason, never called; 1.3.0
- * reads the conj / neg bits of the owned route without shim_ext through torch's
- * dispatcher (no Python-level key-set check, no garbage-collection switch there) and
- * refuses a layout computed in Python on the dlpack route; 1.3.1 keeps the
- * implementation in torch_borrow/resolve.h, read_route.h and next_to_read.h, which
- * this header includes (the same behaviour and words: vendor the whole folder); 1.4.0
- * lets a library define TORCH_BORROW_MAX_DIMS before the include.
+ * major one changes what exists. What each version changed: torch_borrow/CHANGES.md.
  *
  * --- The routes, and what each one checks -----------------------------------------
  *
@@ -62,13 +41,11 @@
  *                shim_ext, the bridge's owned path's too;
  *   "dlpack"     torch's DLPack exchange API (the capsule
  *                torch.Tensor.__dlpack_c_exchange_api__, "dlpack_exchange_api", DLPack
- *                1.x, torch 2.10+): dltensor_from_py_object_no_sync fills a DLTensor (it
- *                copies the at::Tensor inside: a refcount round trip); DLPack has no
- *                storage offset or size and reports uint1..7 as uint8, so the storage
- *                offset, the storage's bytes, the torch.dtype and the layout (which the
- *                exchange never reads) are read in Python,
- *                through TensorBase's and StorageBase's own descriptors under
- *                torch._C.DisableTorchFunction (no subclass or mode answers for them);
+ *                1.x, torch 2.10+): dltensor_from_py_object_no_sync fills a DLTensor (a
+ *                refcount round trip inside); the storage offset and bytes, the
+ *                torch.dtype (DLPack reports uint1..7 as uint8) and the layout are read
+ *                in Python, through TensorBase's and StorageBase's own descriptors
+ *                under torch._C.DisableTorchFunction (no subclass or mode answers);
  *                always with the Python-level check below. Torch's export accepts a
  *                negative view as plain data and gives NULL data for a FakeTensor: the
  *                check refuses both before the export is called. A dtype the stable
@@ -79,11 +56,9 @@
  * type's __torch_dispatch__, looked up in its MRO's dicts (no metaclass answers, no
  * Python runs), must be torch's default; then
  * torch._C._dispatch_keys(obj).raw_repr() (a pybind function: no __torch_function__)
- * must hold none of the Python, PythonTLSSnapshot, FuncTorchBatched,
- * BatchedNestedTensor, FuncTorchGradWrapper, Functionalize, Conjugate, Negative,
- * Sparse, SparseCsr, NestedTensor, ZeroTensor or Meta keys (their bits from
- * torch._C.DispatchKeySet at init; a quantized tensor is refused by its dtype, with
- * torch_borrow/tables.h's words, as on every route). Garbage collection is held off (PyGC_Disable) from
+ * must hold no key of tables.h's table (Python, Functionalize, FuncTorchBatched,
+ * Conjugate, Negative, Sparse, NestedTensor, Meta, ...: their bits from
+ * torch._C.DispatchKeySet at init). Garbage collection is held off (PyGC_Disable) from
  * the check to the last field read, so no __del__ runs in between. What it cannot see:
  * sizes computed in Python without the Python key (_make_subclass(...,
  * dispatch_sizes_strides_policy=...) of a class without __torch_dispatch__); torch's
@@ -108,16 +83,13 @@
  *     one torch.empty(0, dtype=d) per torch dtype to learn the codes the stable ABI
  *     does not name; on the key-set routes the DispatchKeySet bits; on dlpack the
  *     capsule and a dict of dtypes. torch_borrow_init_seconds() says what it took;
- *     bench/consumer_header.py --init measures it per route in fresh processes. Call
- *     it at your module's import (after `import torch`) to keep it off the first
- *     kernel launch; otherwise the first torch_borrow_read calls it.
- *     What it learns is kept for the process, so it may be called anywhere, a first
- *     read inside a TorchFunctionMode, a TorchDispatchMode or FakeTensorMode,
- *     torch.func.functionalize / vmap / grad or torch.compile included: it resolves
- *     with all of them turned off (torch._C.DisableTorchFunction, _DisableTorchDispatch,
- *     _DisableFuncTorch, _ExcludeDispatchKeyGuard of Functionalize: torch's C++
- *     thread-local switches), so it runs no user mode code and takes the route, and
- *     learns the dtypes, that a first call outside would.
+ *     bench/consumer_header.py --init measures it. Call it at your module's import
+ *     (after `import torch`); otherwise the first torch_borrow_read calls it.
+ *     What it learns is kept for the process, so it may be called anywhere (inside a
+ *     TorchFunctionMode, TorchDispatchMode, FakeTensorMode, functionalize / vmap /
+ *     grad or torch.compile): it resolves with all of them turned off (torch's C++
+ *     thread-local switches), so it runs no user mode code and learns what a first
+ *     call outside would.
  *     Needs the GIL (an attached thread state) and `import torch` done before. Returns
  *     TORCH_BORROW_OK; TORCH_BORROW_UNAVAILABLE (no route; kept for the process, see
  *     torch_borrow_init_route; or a probe tensor still came back wrapped by a mode or
@@ -225,10 +197,8 @@
  * Threads: reads may run in any number of threads, each holding the GIL (or, on
  * free-threaded CPython, an attached thread state); the resolution is published once
  * with release / acquire atomics. The state is per translation unit (static): include
- * the header where the reads are, and each translation unit resolves once. Not once per
- * process, by design: a header has no definition of its own to share without a symbol
- * every vendoring library would export, and two libraries vendoring two versions would
- * then share one state; read from one translation unit to pay the set-up once. The
+ * the header where the reads are, and each translation unit resolves once (by design:
+ * a shared state would be a symbol two libraries vendoring two versions share). The
  * Python-level check (the dlpack route) holds garbage collection off with PyGC_Disable,
  * which is process-wide: on free-threaded CPython two threads reading at once may
  * re-enable it under each other (a collection may then run during the other's check),
@@ -259,14 +229,13 @@
  * torch_borrow_custom_metadata, and shim_ext.load() (the torch check and the
  * registration).
  *
- * Under torch.compile, wrap a Python function that passes tensors to such a reader in
- * torch.compiler.disable (dynamo cannot trace into C; allow_in_graph would hand it fake
- * tensors, which the read refuses).
+ * Under torch.compile, wrap a Python function that passes tensors to a C reader in
+ * torch.compiler.disable (allow_in_graph would hand it fake tensors: refused).
  */
 #ifndef TORCH_BORROW_CONSUMER_H
 #define TORCH_BORROW_CONSUMER_H
 
-#define TORCH_BORROW_CONSUMER_VERSION 10400 /* 1.4.0 */
+#define TORCH_BORROW_CONSUMER_VERSION 10401 /* 1.4.1 */
 
 #ifndef PY_SSIZE_T_CLEAN
 #define PY_SSIZE_T_CLEAN
