@@ -7,9 +7,9 @@
 // tests/proposal/test_patches.py checks that they do not drift.
 
 #include <torch_borrow/abi.h>
-#include <torch_borrow/conversion.h>
-#include <torch_borrow/metadata_policy.h>
-#include <torch_borrow/shim.h>
+#include <torch_borrow/prototype/conversion.h>
+#include <torch_borrow/prototype/metadata_policy.h>
+#include <torch_borrow/prototype/shim.h>
 #include <torch_borrow/thread_state.h>
 
 #include <torch/csrc/autograd/python_variable.h>

@@ -49,7 +49,7 @@ entry_ffibuilder.cdef(_TYPES + """
     AOTITorchError torch_is_neg(AtenTensorHandle tensor, bool* ret_is_neg);
     void torch_borrow_set_impl(const void* impl);
 """)
-entry_ffibuilder.set_source("shim_ext._entry", "#include <torch_borrow/shim.h>\n"
+entry_ffibuilder.set_source("shim_ext._entry", "#include <torch_borrow/prototype/shim.h>\n"
                             "extern \"C\" void torch_borrow_set_impl(const void* impl);\n",
                             **_options("_entry"))
 
@@ -63,7 +63,7 @@ ffibuilder.set_source(
     "shim_ext._borrow",
     # The torch this module was compiled against: THPVariable's layout is baked in, so
     # the bridge refuses the module under any other torch (bridge/_resolve.py).
-    "#include <torch_borrow/shim.h>\n"
+    "#include <torch_borrow/prototype/shim.h>\n"
     "extern \"C\" const void* torch_borrow_impl(void);\n"
     "extern \"C\" AOTITorchError torch_borrow_direct_from_pyobject(void*, AtenTensorHandle*);\n"
     "static const char* torch_borrow_built_for(void) {\n"

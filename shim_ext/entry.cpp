@@ -9,8 +9,8 @@
 // the blocks below and the patches hold the same tokens.
 
 #include <torch_borrow/abi.h>
-#include <torch_borrow/conversion.h>
-#include <torch_borrow/shim.h>
+#include <torch_borrow/prototype/conversion.h>
+#include <torch_borrow/prototype/shim.h>
 
 #include <torch/csrc/inductor/aoti_torch/utils.h>
 

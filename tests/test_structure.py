@@ -147,8 +147,9 @@ def test_consumer_h_is_the_interface_alone():
 #: the stable ABI's getters every route reads through (torch/csrc/inductor/aoti_torch/c/shim.h)
 GETTER_SYMBOLS = ("layout", "data_ptr", "storage_offset", "storage_size", "dim", "sizes",
                   "strides", "dtype", "device_type", "device_index")
-#: the prototype's own headers, which the patch series copies blocks out of: they call the
-#: getters (and name them in comments), they do not resolve them
+#: the prototype's own headers (torch_borrow/prototype/, which the patch series copies
+#: blocks out of) and the two it shares with the core: they call the getters (and name
+#: them in comments), they do not resolve them
 PROTOTYPE_HEADERS = ("shim.h", "pyobject.h", "conversion.h", "thread_state.h",
                      "metadata_policy.h", "abi.h")
 

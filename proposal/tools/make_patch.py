@@ -32,8 +32,8 @@ PROPOSAL = HERE.parent
 ROOT = PROPOSAL.parent
 SRC = PROPOSAL / "patch_src"
 SNIPPETS = SRC / "snippets"
-SHIM_H = ROOT / "shim_ext" / "include" / "torch_borrow" / "shim.h"
-PYOBJECT_H = ROOT / "shim_ext" / "include" / "torch_borrow" / "pyobject.h"
+SHIM_H = ROOT / "shim_ext" / "include" / "torch_borrow" / "prototype" / "shim.h"
+PYOBJECT_H = ROOT / "shim_ext" / "include" / "torch_borrow" / "prototype" / "pyobject.h"
 BORROW_CPP = ROOT / "shim_ext" / "borrow.cpp"
 ENTRY_CPP = ROOT / "shim_ext" / "entry.cpp"
 BLOCK_END_2_16 = "#endif // TORCH_FEATURE_VERSION >= TORCH_VERSION_2_16_0\n"

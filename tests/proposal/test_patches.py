@@ -31,7 +31,7 @@ from helpers.paths import ROOT
 PROPOSAL = ROOT / "proposal"
 PATCHES = sorted((PROPOSAL / "patches").glob("000*.patch"))
 ENTRY_CPP = ROOT / "shim_ext" / "entry.cpp"
-SHIM_H = ROOT / "shim_ext" / "include" / "torch_borrow" / "shim.h"
+SHIM_H = ROOT / "shim_ext" / "include" / "torch_borrow" / "prototype" / "shim.h"
 # The series in landing order: the interpreter fix (a companion change inside
 # libtorch_python's PyInterpreter, no new ABI), then the two stable-ABI patches.
 INTERPRETER, CONJ_NEG, BORROW = "0001", "0002", "0003"

@@ -224,10 +224,10 @@
  * torch._C._dispatch_keys, torch._C.DispatchKey / DispatchKeySet,
  * torch._C._disabled_torch_dispatch_impl, torch._C.DisableTorchFunction,
  * torch._C.TensorBase.storage_offset / untyped_storage / dtype / layout, torch.strided,
- * torch._C.StorageBase.nbytes. From the prototype (shim_ext): _entry's
- * torch_tensor_borrow_from_pyobject, torch_is_conj and torch_is_neg, _borrow's
- * torch_borrow_custom_metadata, and shim_ext.load() (the torch check and the
- * registration).
+ * torch._C.StorageBase.nbytes. From the prototype (shim_ext): torch_borrow_shim_abi
+ * (abi.h's handshake, first), _entry's torch_tensor_borrow_from_pyobject, torch_is_conj
+ * and torch_is_neg, _borrow's torch_borrow_custom_metadata, and shim_ext.load() (the
+ * torch check and the registration).
  *
  * Under torch.compile, wrap a Python function that passes tensors to a C reader in
  * torch.compiler.disable (allow_in_graph would hand it fake tensors: refused).

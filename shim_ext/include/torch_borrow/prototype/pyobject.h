@@ -8,7 +8,7 @@
 #pragma once
 
 #include <torch/csrc/stable/pyobject.h>
-#include <torch_borrow/shim.h>
+#include <torch_borrow/prototype/shim.h>
 
 HIDDEN_NAMESPACE_BEGIN(torch, stable)
 
