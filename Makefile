@@ -38,7 +38,8 @@ env       = $(VENVS)/torch-$(1)
 # the package under test is the one built into the environment.
 py        = $(call env,$(1))/bin/python -P
 SOURCES  := pyproject.toml setup.py $(wildcard bridge/*.py bridge/*.pyx bridge/*.pxd bridge/*.pxi bridge/*.h shim_ext/*.py shim_ext/include/torch_borrow/*.pxd \
-            shim_ext/*.c shim_ext/*.cpp shim_ext/include/torch_borrow/*.h)
+            shim_ext/*.c shim_ext/*.cpp shim_ext/include/torch_borrow/*.h \
+            shim_ext/include/torch_borrow/prototype/*.h)
 BUILD_DEPS := "cython>=3.1" $(if $(NO_CFFI_$(PYTAG)),,"cffi>=1.17") "setuptools>=77" wheel packaging
 # Quiet pip, but keep its errors; the local-index warnings of this machine are noise.
 PIP_QUIET := 2>&1 | { grep -v '^WARNING: Location' || true; }
