@@ -45,8 +45,9 @@ from bridge._abi cimport (
     AtenTensorHandle, torch_borrow_custom_metadata_fn, torch_borrow_delete_fn,
     torch_borrow_from_pyobject_fn, torch_borrow_get_flag_fn, torch_borrow_get_i32_fn,
     torch_borrow_get_i64_fn, torch_borrow_get_i64p_fn, torch_borrow_get_ptr_fn,
-    torch_borrow_what_fn, torch_borrow_fields, torch_borrow_getter_symbol, torch_borrow_getter_symbols,
-    torch_borrow_getters, torch_borrow_getters_complete, TORCH_BORROW_NGETTERS,
+    torch_borrow_what_fn, torch_borrow_fields, torch_borrow_getter_symbol,
+    torch_borrow_getter_symbols, torch_borrow_getters, torch_borrow_getters_complete,
+    TORCH_BORROW_NGETTERS,
     torch_borrow_read_words, torch_borrow_tables, TORCH_BORROW_READ_CONJ,
     TORCH_BORROW_READ_LAYOUT, TORCH_BORROW_READ_NEG,
 )

@@ -54,7 +54,8 @@ cdef int _raise_handle_error(int path) except -1:
     cdef char buf[1024]
     what, cause = _failure()
     cdef bytes b = what.encode("utf-8", "replace")
-    name = b"torch_tensor_from_pyobject" if path == OWNED else b"torch_tensor_borrow_from_pyobject"
+    cdef bytes name = (b"torch_tensor_from_pyobject" if path == OWNED
+                       else b"torch_tensor_borrow_from_pyobject")
     raise BufferError(torch_borrow_call_failed_words(name, b, buf, sizeof(buf))
                       .decode("utf-8", "replace")) from cause
 
@@ -65,7 +66,8 @@ cdef int _raise_getter_error(object obj, tuple failure=None) except -1:
     cdef char buf[1024]
     what, cause = _failure() if failure is None else failure
     cdef bytes b = what.encode("utf-8", "replace")
-    raise BufferError(torch_borrow_getter_failed_words(Py_TYPE(obj).tp_name, b, buf, sizeof(buf))
+    raise BufferError(torch_borrow_getter_failed_words(Py_TYPE(obj).tp_name, b, buf,
+                                                       sizeof(buf))
                       .decode("utf-8", "replace")) from cause
 
 

@@ -6,9 +6,9 @@ writes ``torch-borrow-consumer-<version>.tar.gz`` (the version is the header's
 ``TORCH_BORROW_CONSUMER_VERSION``) holding, under ``torch-borrow-consumer-<version>/``:
 ``include/torch_borrow/`` (``consumer.h`` and every header it includes, found by
 following its ``#include <torch_borrow/...>`` lines; ``consumer.pxd`` and the empty
-``__init__.pxd`` for Cython; ``CHANGES.md``, what each version changed), ``examples/`` (the C, C++ and Cython consumers) and a
-``README.md`` with the contents, the compile line and the version
-policy. The archive is reproducible: sorted members, no owner, fixed times, so the same
+``__init__.pxd`` for Cython; ``CHANGES.md``, what each version changed), ``examples/``
+(the C, C++ and Cython consumers) and a ``README.md`` with the contents, the compile
+line and the version policy. The archive is reproducible: sorted members, no owner, fixed times, so the same
 sources give the same bytes. Prints the path written. Needs no torch.
 """
 
