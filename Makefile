@@ -176,7 +176,7 @@ bench-report: $(VENVS)/torch-$(TORCH)/.bench  ## redo tables and chart from the 
 # benchmark report comes from the JSON this writes beside the markdown.
 callgrind: $(VENVS)/torch-$(TORCH)/.built  ## instructions per call of every route (by part), path and goal -> bench/results/callgrind-torch-<v>.{md,json}
 	$(call py,$(TORCH)) -m bench.callgrind --out bench/results --stem callgrind-$(RESULT_TAG)torch-$(TORCH)
-	$(call py,$(TORCH)) -m bench.fallback_ops.callgrind --out bench/results \
+	$(call py,$(TORCH)) -m bench.c_shims.callgrind --out bench/results \
 	  --stem callgrind-fallback-ops-$(RESULT_TAG)torch-$(TORCH)
 
 # Each real consumer (cuda.core's tensor bridge, tvm-ffi, a private-unpack launcher) on the
@@ -200,23 +200,23 @@ callgrind-consumers: $(VENVS)/torch-$(TORCH)/.bench  ## each real consumer on it
 	$(call py,$(TORCH)) -m bench.consumers --out bench/results --stem consumers-$(RESULT_TAG)torch-$(TORCH)
 
 # ATen ops called from C through torch's generated fallback shims on tensors from Python,
-# input handles owned / owned + interpreter fix / borrowed (bench/fallback_ops/):
+# input handles owned / owned + interpreter fix / borrowed (bench/c_shims/):
 # the instruction counts (committed as they come out), then the timed run into
 # bench/results/ (a quiet machine), which renders both into one report.
 .PHONY: callgrind-fallback-ops bench-fallback-ops bench-fallback-ops-quick findings-fallback-shims
 callgrind-fallback-ops: $(VENVS)/torch-$(TORCH)/.built  ## instructions per call of the fallback-shim consumer -> bench/results/callgrind-fallback-ops-torch-<v>.{md,json}
-	$(call py,$(TORCH)) -m bench.fallback_ops.callgrind --out bench/results \
+	$(call py,$(TORCH)) -m bench.c_shims.callgrind --out bench/results \
 	  --stem callgrind-fallback-ops-$(RESULT_TAG)torch-$(TORCH)
 
 bench-fallback-ops: $(VENVS)/torch-$(TORCH)/.bench  ## the fallback-shim consumer timed, from 5 fresh processes -> bench/results/fallback-ops-torch-<v>.{md,json} (quiet machine)
-	$(call py,$(TORCH)) -m bench.fallback_ops.run --out bench/results \
+	$(call py,$(TORCH)) -m bench.c_shims.run --out bench/results \
 	  --processes $(EVIDENCE_PROCESSES) --rounds $(EVIDENCE_ROUNDS) \
 	  --stem fallback-ops-$(RESULT_TAG)torch-$(TORCH) \
 	  $(if $(wildcard bench/results/callgrind-fallback-ops-$(RESULT_TAG)torch-$(TORCH).json),\
 	  --callgrind bench/results/callgrind-fallback-ops-$(RESULT_TAG)torch-$(TORCH).json)
 
 bench-fallback-ops-quick: $(VENVS)/torch-$(TORCH)/.bench  ## the same briefly, into bench/results/scratch/
-	$(call py,$(TORCH)) -m bench.fallback_ops.run --quick --out bench/results/scratch
+	$(call py,$(TORCH)) -m bench.c_shims.run --quick --out bench/results/scratch
 
 findings-fallback-shims: $(VENVS)/torch-$(TORCH)/.bench  ## proposal/findings/fallback-shims.md from the committed bench/results/*fallback-ops*
 	PYTHONPATH=tests $(call py,$(TORCH)) -m findings.fallback_shims --torch $(TORCH)

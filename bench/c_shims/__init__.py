@@ -2,7 +2,7 @@
 generated fallback shims on tensors from Python, its input handles owned, owned with the
 interpreter fix, or borrowed.
 
-- ``fallback_ops.cpp``, ``to_pyobject.cpp``, ``consumer_build.py``, ``consumer.py``: the
+- ``c_shims.cpp``, ``to_pyobject.cpp``, ``consumer_build.py``, ``consumer.py``: the
   consumer (a CPython extension) and its build; ``Consumer(torch)`` loads it.
 - ``scenario.py`` (with ``conftest.py``), ``run.py``: the timed run
   (``make bench-fallback-ops``); ``callgrind.py``: its instruction counts
