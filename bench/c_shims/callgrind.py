@@ -7,7 +7,7 @@ Per op of ``consumer.OPS`` on 32x32 float32 CPU tensors, in one valgrind process
 as the timed scenario (``child``: ``handles:<route>`` split by part, ``op`` with one
 intra-op thread, ``ccall:<route>``, the Python-level ``call:<route>``). Writes
 ``<out>/<stem>.json`` (every figure) and ``<stem>.md``, ``<stem>`` defaulting to
-``callgrind-fallback-ops-torch-<v>``. Run with ``python -P -m bench.c_shims.callgrind``.
+``callgrind-c-shims-torch-<v>``. Run with ``python -P -m bench.c_shims.callgrind``.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def summarize(plan: dict, dumps: dict, attribute: bool = True) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=pathlib.Path, default=HERE.parent / "results")
-    parser.add_argument("--stem", help="default callgrind-fallback-ops-torch-<v>")
+    parser.add_argument("--stem", help="default callgrind-c-shims-torch-<v>")
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--keep", type=pathlib.Path, help="keep the dumps in this folder")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -156,7 +156,7 @@ def main(argv=None) -> int:
         print(f"no dump for {missing} (files in {work})", file=sys.stderr)
         return 1
     figures = summarize(plan, dumps)
-    stem = args.stem or f"callgrind-fallback-ops-torch-{plan['torch'].split('+')[0]}"
+    stem = args.stem or f"callgrind-c-shims-torch-{plan['torch'].split('+')[0]}"
     args.out.mkdir(parents=True, exist_ok=True)
     data = {"torch": plan["torch"], "python": plan["python"], "valgrind": cg.valgrind_version(),
             "cpu_model": machine_info.cpu_model(), "labels": plan["labels_routes"],

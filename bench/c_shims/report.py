@@ -4,7 +4,7 @@ route), rendered from the JSON the runs wrote: nothing here times or counts anyt
 ``python -P -m bench.c_shims.report RESULT.json [--callgrind CG.json] [--md OUT.md]``
 (``run.py`` calls it). ``RESULT.json`` is ``scenario.py``'s
 pytest-benchmark JSON (per-round samples in ``extra_info["samples_ns"]``, the mode probe
-and the autograd check under ``evidence.fallback_ops``); ``CG.json`` is
+and the autograd check under ``evidence.c_shims``); ``CG.json`` is
 ``callgrind.py``'s. ``instructions_md`` renders the latter alone (its own
 ``.md``). Paired statistics as ``bench.report``'s (``paired``, ``median_ci``): round ``r``
 of the handles of a route and round ``r`` of the op ran back to back, so the share
@@ -39,7 +39,7 @@ class Run:
     def __init__(self, data: dict):
         self.data = data
         self.evidence = data.get("evidence", {})
-        self.info = self.evidence.get("fallback_ops", {})
+        self.info = self.evidence.get("c_shims", {})
         self.by = {}
         for b in data["benchmarks"]:
             e = b["extra_info"]

@@ -8,8 +8,8 @@ their JSON). ``--processes K`` runs it in K fresh interpreters, each its own ord
 pools their rounds (``bench.processes.fresh_processes`` / ``merge_runs``, as ``python -m
 bench`` does). Files in ``--out`` (default the git-ignored ``bench/results/scratch/``):
 ``<stem>.json`` (pytest-benchmark's, per-round samples and the mode probe included) and
-``<stem>.md``; ``<stem>`` is ``fallback-ops-torch-<v>`` (CPU) or
-``fallback-ops-gpu-<gpu>-torch-<v>`` (``--device cuda``). Run with ``python -P`` from the
+``<stem>.md``; ``<stem>`` is ``c-shims-torch-<v>`` (CPU) or
+``c-shims-gpu-<gpu>-torch-<v>`` (``--device cuda``). Run with ``python -P`` from the
 repository root.
 """
 
@@ -57,9 +57,9 @@ def main(argv=None) -> int:
     if args.stem:
         stem = args.stem
     elif args.device == "cuda":
-        stem = "fallback-ops-" + processes.default_stem(torch, "cuda")
+        stem = "c-shims-" + processes.default_stem(torch, "cuda")
     else:
-        stem = f"fallback-ops-torch-{version}"
+        stem = f"c-shims-torch-{version}"
     args.out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = args.out / f"{stem}.json", args.out / f"{stem}.md"
     if args.processes > 1:

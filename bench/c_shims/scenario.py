@@ -37,9 +37,9 @@ def consumer(torch, notes):
     try:
         c = cs.Consumer(torch)
     except cs.Unavailable as exc:
-        notes["unavailable"]["fallback_ops"] = str(exc)
+        notes["unavailable"]["c_shims"] = str(exc)
         return None
-    notes["fallback_ops"] = {"labels": c.labels, "unavailable": c.reasons,
+    notes["c_shims"] = {"labels": c.labels, "unavailable": c.reasons,
                              "shims": c.shims, "to_pyobject": c.to_pyobject,
                              "shim_unavailable": {f"{op}.{dev}": why for (op, dev), why
                                                   in c.shim_reasons.items()},
@@ -62,7 +62,7 @@ def _check(torch, consumer, op, size, device, notes) -> dict:
 
 
 def _evidence(torch, consumer, op, device, notes):
-    info = notes["fallback_ops"]
+    info = notes["c_shims"]
     if op in info["probe"]:
         return
     info["probe"][op] = cs.dispatch_probe(torch, consumer, op, "borrow", device)
@@ -114,7 +114,7 @@ def loops_run(torch, consumer, protocol, device, notes):
             continue
         _evidence(torch, consumer, op, device, notes)
         for size in SIZES:
-            notes["fallback_ops"]["checked"][f"{op}:{size}"] = _check(
+            notes["c_shims"]["checked"][f"{op}:{size}"] = _check(
                 torch, consumer, op, size, device, notes)
             tensors = cs.inputs(torch, op, size, device)
             est = _estimate(torch, consumer, op, tensors, cuda)
@@ -182,7 +182,7 @@ def _contenders():
 def test_c_shim_loops(benchmark, loops_run, consumer, device, notes, op, size, name):
     benchmark.group = GROUP_LOOPS
     if consumer is None:
-        pytest.skip(f"c_shims: {notes['unavailable']['fallback_ops']}")
+        pytest.skip(f"c_shims: {notes['unavailable']['c_shims']}")
     if (op, size) not in loops_run:
         pytest.skip(f"{op}: {consumer.shim_reasons.get((op, device.type))}")
     samples, calls = loops_run[(op, size)]
@@ -200,7 +200,7 @@ def test_c_shim_loops(benchmark, loops_run, consumer, device, notes, op, size, n
 def test_c_shim_calls(benchmark, calls_run, consumer, device, notes, op, route):
     benchmark.group = GROUP_CALLS
     if consumer is None:
-        pytest.skip(f"c_shims: {notes['unavailable']['fallback_ops']}")
+        pytest.skip(f"c_shims: {notes['unavailable']['c_shims']}")
     if op not in calls_run:
         pytest.skip(f"{op}: {consumer.shim_reasons.get((op, device.type))}")
     samples, n = calls_run[op]

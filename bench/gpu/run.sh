@@ -31,7 +31,7 @@
 #     gpu-<gpu>-torch-<v>.{json,md,svg,pytest-benchmark.txt}   CUDA tensors on cuda:0
 #     gpu-<gpu>-host-cpu-torch-<v>.{...}   the same benchmarks, CPU tensors, same host
 #     time-consumer-<py>-torch-<v>-<device>.{json,md}   consumer.h's row, timed
-#     fallback-ops-gpu-<gpu>[-host-cpu]-torch-<v>.{json,md}   ATen ops through the C
+#     c-shims-gpu-<gpu>[-host-cpu]-torch-<v>.{json,md}   ATen ops through the C
 #                                          fallback shims (bench/c_shims/run.py)
 #     numba-cuda-gpu-<gpu>-torch-<v>.{json,md}   numba-cuda's launches, per route
 #   (unpack into bench/results/: tar -xzf gpu-results.tar.gz -C bench/results)
@@ -167,7 +167,7 @@ else
   "${PYTEST[@]}" tests/shim_ext/test_consumer_example.py tests/shim_ext/test_consumer_header.py \
     || FAILED+=(consumer-header-tests)
   step "fallback shims: tests (CPU and CUDA tensors)"
-  "${PYTEST[@]}" tests/bench/test_c_shims.py || FAILED+=(fallback-ops-tests)
+  "${PYTEST[@]}" tests/bench/test_c_shims.py || FAILED+=(c-shims-tests)
  fi
  # The evidence: every table from $PROCESSES fresh processes (--processes); a quick run
  # stays one process. GPU_STEM names the CPU-tensor runs of a GPU host.
@@ -207,12 +207,12 @@ print(processes.default_stem(torch, "cuda").replace("-torch-", "-host-cpu-torch-
   if [[ -n $GPU_STEM ]]; then
     step "fallback shims: scenario F, CUDA tensors (${QUICK[*]})"
     "$PYTHON" -P -m bench.c_shims.run "${QUICK[@]}" --device cuda --out "$RESULTS" \
-      || FAILED+=(fallback-ops-cuda)
+      || FAILED+=(c-shims-cuda)
     bundle
   fi
   step "fallback shims: scenario F, CPU tensors on the same host (${QUICK[*]})"
   "$PYTHON" -P -m bench.c_shims.run "${QUICK[@]}" --out "$RESULTS" \
-    ${GPU_STEM:+--stem "fallback-ops-$GPU_STEM"} || FAILED+=(fallback-ops-cpu)
+    ${GPU_STEM:+--stem "c-shims-$GPU_STEM"} || FAILED+=(c-shims-cpu)
   bundle
  fi
 fi

@@ -80,7 +80,7 @@ PROTOTYPE_NOTE = (f"{PROTOTYPE_MARK}: timed before the DLPack series existed, wi
                   "hand-written prototype (no conj/neg refusal, an attached-thread check of "
                   "its own); the instruction counts are the series' code; `make "
                   "bench-evidence` and the GPU script re-time it")
-OPS = ("add", "amax", "median", "mm_out", "addmm_out")  # bench/fallback_ops/consumer.py's order
+OPS = ("add", "amax", "median", "mm_out", "addmm_out")  # bench/c_shims/consumer.py's order
 LEAD_OP = "addmm_out"  # the fallback-shim row's op: the most tensor arguments (4)
 
 
@@ -184,7 +184,7 @@ def torch_of(data: dict) -> str:
 
 def host_of(data: dict) -> str:
     """'here' (this repository's machine) or the GPU host's name, as ``bench/gpu/run.sh``
-    names its files (``gpu-<gpu>-...``, ``fallback-ops-gpu-<gpu>-...``) and records the GPU."""
+    names its files (``gpu-<gpu>-...``, ``c-shims-gpu-<gpu>-...``) and records the GPU."""
     bench = data.get("machine_info", {}).get("bench", {})
     gpu = bench.get("gpu") or data.get("evidence", {}).get("device") or {}
     if gpu.get("name"):
@@ -354,12 +354,12 @@ def fallback_share(data: dict, op: str, size: int, a: str, b: str):
 
 
 def fallback_files(r: Render) -> dict[str, pathlib.Path | None]:
-    return {"cg312": r.find("callgrind-fallback-ops-cp312-torch-*.json"),
-            "cg313": r.find("callgrind-fallback-ops-cp313-torch-*.json"),
-            "cg311": r.find("callgrind-fallback-ops-torch-*.json"),
-            "cpu": r.find("fallback-ops-torch-*.json"),
-            "gpu-cpu": r.find("fallback-ops-gpu-*-host-cpu-torch-*.json"),
-            "gpu": r.find("fallback-ops-gpu-*-torch-*.json", exclude=r"host-cpu")}
+    return {"cg312": r.find("callgrind-c-shims-cp312-torch-*.json"),
+            "cg313": r.find("callgrind-c-shims-cp313-torch-*.json"),
+            "cg311": r.find("callgrind-c-shims-torch-*.json"),
+            "cpu": r.find("c-shims-torch-*.json"),
+            "gpu-cpu": r.find("c-shims-gpu-*-host-cpu-torch-*.json"),
+            "gpu": r.find("c-shims-gpu-*-torch-*.json", exclude=r"host-cpu")}
 
 
 def saving_words(r: Render, values: dict[str, float], unit: str, where: str,
@@ -407,7 +407,7 @@ def consumer_files(r: Render) -> tuple[dict, list]:
     files, paths = {}, []
     for tag, _ in consumers.CPYTHONS:
         for source, pattern in (("consumers", f"consumers-{tag}torch-*.json"),
-                                ("fallback", f"callgrind-fallback-ops-{tag}torch-*.json")):
+                                ("c_shims", f"callgrind-c-shims-{tag}torch-*.json")):
             path = r.find(pattern)
             files[(source, tag)] = r.json(path)
             if path is not None:
@@ -776,7 +776,7 @@ def render_ask(r: Render) -> str:
             "tensor argument, " + span(shares, pct) + " of the whole call's instructions "
             "(the ops whose counts are exact); in time, per op: " + "; ".join(timed) + ".")
     else:
-        lines.append("- **The borrow (0003)**: " + r.missing("no callgrind-fallback-ops JSON"))
+        lines.append("- **The borrow (0003)**: " + r.missing("no callgrind-c-shims JSON"))
     return "\n".join(lines) + "\n"
 
 
@@ -897,7 +897,7 @@ def render_fallback_ops(r: Render) -> str:
     cgs = [(k, r.json(files[k])) for k in ("cg312", "cg313", "cg311") if r.json(files[k])]
     runs = [(k, r.json(files[k])) for k in ("cpu", "gpu-cpu", "gpu") if r.json(files[k])]
     if not cgs and not runs:
-        return r.missing("no fallback-ops JSON") + "\n"
+        return r.missing("no c-shims JSON") + "\n"
     head = ["op", "tensors"] + [f"instr per argument, CPython {python_of(d)}" for _, d in cgs]
     for _, d in runs:
         dev = d.get("evidence", {}).get("device", {}).get("type", "cpu")
