@@ -5,8 +5,8 @@ interpreter fix, or borrowed.
 - ``c_shims.cpp``, ``to_pyobject.cpp``, ``consumer_build.py``, ``consumer.py``: the
   consumer (a CPython extension) and its build; ``Consumer(torch)`` loads it.
 - ``scenario.py`` (with ``conftest.py``), ``run.py``: the timed run
-  (``make bench-fallback-ops``); ``callgrind.py``: its instruction counts
-  (``make callgrind-fallback-ops``); ``report.py``: both as markdown. The findings
-  built on them, ``proposal/findings/fallback-shims.md``, are written by
-  ``tests/findings/fallback_shims.py`` (``make findings-fallback-shims``).
+  (``make bench-c-shims``); ``callgrind.py``: its instruction counts
+  (``make callgrind-c-shims``); ``report.py``: both as markdown. The findings
+  built on them, ``proposal/findings/c-shims.md``, are written by
+  ``tests/findings/c_shims.py`` (``make findings-c-shims``).
 """

@@ -1,5 +1,5 @@
 """Instructions per call of scenario F (ATen ops through torch's C fallback shims),
-counted by callgrind: ``make callgrind-fallback-ops`` (also run by ``make callgrind``).
+counted by callgrind: ``make callgrind-c-shims`` (also run by ``make callgrind``).
 
 Per op of ``consumer.OPS`` on 32x32 float32 CPU tensors, in one valgrind process
 (``bench/callgrind.py``'s method: ``n1, n2, n1`` calls per configuration, per call

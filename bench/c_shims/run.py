@@ -1,5 +1,5 @@
 """Run scenario F (``scenario.py``: ATen ops through torch's C fallback shims,
-their input handles by route) and write its evidence: ``make bench-fallback-ops``.
+their input handles by route) and write its evidence: ``make bench-c-shims``.
 
 pytest-benchmark on ``scenario.py`` alone (this folder's ``conftest.py``, the
 scenarios' own: ``--quick``, ``--device``, ``--rounds``), JSON out, then ``bench.c_shims.report`` on it

@@ -1,6 +1,6 @@
 """Scenario F: ATen ops through torch's C fallback shims, their input handles by route.
 
-Run by ``python -P -m bench.c_shims.run`` (``make bench-fallback-ops``), not by
+Run by ``python -P -m bench.c_shims.run`` (``make bench-c-shims``), not by
 ``make bench`` (which runs ``bench/scenarios/``), with this folder's ``conftest.py``.
 Per op of ``consumer.OPS`` and size, interleaved rounds of the handles
 alone, the whole call and the op alone in C (``loops_run``) and, at 32x32, the
