@@ -4,7 +4,7 @@ patch, in instructions per call on each CPython counted; and which patch helps i
 
 The counts come from committed JSON: ``bench/results/consumers-[<tag>-]torch-<v>.json``
 (``python -P -m bench.consumers``: cuda.core's tensor bridge, tvm-ffi, the private-unpack
-launcher) and ``callgrind-c-shims-[<tag>-]torch-<v>.json`` (the C-fallback-shim
+launcher) and ``callgrind-c-shims-[<tag>-]torch-<v>.json`` (the C-shim
 consumer). ``derive(files)`` returns one ``Row`` per consumer and setup; ``render.py``
 writes the table and the Summary's per-consumer lines from the same rows, so the two
 cannot disagree.
@@ -79,7 +79,7 @@ def _tvm(k: int) -> Spec:
 
 
 SPECS = (
-    Spec("C fallback shims", "`torch_tensor_from_pyobject` (owned) into `aoti_torch_cpu_*`",
+    Spec("C shims", "`torch_tensor_from_pyobject` (owned) into `aoti_torch_cpu_*`",
          "`torch/csrc/inductor/aoti_torch/generated/c_shim_cpu.h`",
          "`addmm_out` 32x32, 4 tensors, the whole call", "c_shims",
          today=("owned",), stable=("owned",),
