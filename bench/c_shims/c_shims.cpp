@@ -1,5 +1,5 @@
 // A consumer that needs a tensor handle for more than its metadata: ATen ops called
-// from C through torch's generated fallback shims, on tensors received from Python.
+// from C through torch's generated C shims, on tensors received from Python.
 //
 // torch's generated C shims (torch/csrc/inductor/aoti_torch/generated/c_shim_cpu.h,
 // c_shim_cuda.h, c_shim_aten.h; exported by libtorch_cpu / libtorch_cuda) take their
@@ -467,7 +467,7 @@ PyMethodDef methods[] = {
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module = {PyModuleDef_HEAD_INIT, "_bench_c_shims",
-                      "ATen ops through torch's C fallback shims (bench/c_shims/c_shims.cpp).", -1,
+                      "ATen ops through torch's generated C shims (bench/c_shims/c_shims.cpp).", -1,
                       methods};
 
 }  // namespace

@@ -1,4 +1,4 @@
-"""Instructions per call of scenario F (ATen ops through torch's C fallback shims),
+"""Instructions per call of scenario F (ATen ops through torch's generated C shims),
 counted by callgrind: ``make callgrind-c-shims`` (also run by ``make callgrind``).
 
 Per op of ``consumer.OPS`` on 32x32 float32 CPU tensors, in one valgrind process
@@ -143,7 +143,7 @@ def main(argv=None) -> int:
            f"--callgrind-out-file={work / 'callgrind.out'}",
            args.python, "-P", str(pathlib.Path(__file__).resolve()), "--child",
            "--plan", str(plan_file)]
-    print("counting the fallback-shim consumer under callgrind (a few minutes)...", flush=True)
+    print("counting the C-shim consumer under callgrind (a few minutes)...", flush=True)
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0 or not plan_file.exists():
         sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])

@@ -1,4 +1,4 @@
-"""ATen ops through torch's C fallback shims, on tensors from Python: a consumer that
+"""ATen ops through torch's generated C shims, on tensors from Python: a consumer that
 needs a tensor handle for more than reading metadata (``c_shims.cpp``).
 
 ``Consumer(torch)`` builds the extension at first use (``consumer_build.py``), resolves

@@ -1,5 +1,5 @@
 """Build ``_bench_c_shims`` (``c_shims.cpp``: a CPython extension calling
-torch's C fallback shims) and, for a torch without ``torch_tensor_to_pyobject``
+torch's generated C shims) and, for a torch without ``torch_tensor_to_pyobject``
 (< 2.14), ``_bench_c_shims_to_pyobject`` (``to_pyobject.cpp``: 2.14's
 implementation built for it, with cffi like ``owned_prototype_build.py``).
 

@@ -1,4 +1,4 @@
-"""Run scenario F (``scenario.py``: ATen ops through torch's C fallback shims,
+"""Run scenario F (``scenario.py``: ATen ops through torch's generated C shims,
 their input handles by route) and write its evidence: ``make bench-c-shims``.
 
 pytest-benchmark on ``scenario.py`` alone (this folder's ``conftest.py``, the

@@ -1,4 +1,4 @@
-"""Scenario F: ATen ops through torch's C fallback shims, their input handles by route.
+"""Scenario F: ATen ops through torch's generated C shims, their input handles by route.
 
 Run by ``python -P -m bench.c_shims.run`` (``make bench-c-shims``), not by
 ``make bench`` (which runs ``bench/scenarios/``), with this folder's ``conftest.py``.

@@ -1,4 +1,4 @@
-"""The fallback-shim consumer (``bench/c_shims/c_shims.cpp``): ATen ops called from C
+"""The C-shim consumer (``bench/c_shims/c_shims.cpp``): ATen ops called from C
 through torch's generated C shims on tensors from Python, input handles by each route.
 
 Results equal torch's (``torch.equal``) for every op and route on CPU and, where present,

@@ -4,5 +4,5 @@
 
 ``torch_shim_survey`` and ``race_survey`` feed ``hostile``'s catalogue and child
 processes to torch and the bridge; ``c_shims`` renders the benchmark's committed
-JSON with ``bench.fallback_ops``. What each runs: ``README.md`` here.
+JSON with ``bench.c_shims``. What each runs: ``README.md`` here.
 """

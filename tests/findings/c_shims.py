@@ -1,6 +1,6 @@
 """Render ``proposal/findings/c-shims.md`` (``make findings-c-shims``): the
 findings on the consumer that needs a handle, ATen ops called from C through torch's
-generated fallback shims, with every figure taken from the committed JSON:
+generated C shims, with every figure taken from the committed JSON:
 
 - ``bench/results/callgrind-c-shims-torch-<v>.json`` (``callgrind.py``:
   instructions, deterministic);
@@ -208,7 +208,7 @@ def render(cg: dict, run: csr.Run | None, gpu: list[pathlib.Path]) -> str:
         "## The consumer",
         "",
         "`bench/c_shims/c_shims.cpp` is a CPython extension that receives tensors from Python "
-        "and calls ATen through torch's generated C fallback shims, which take "
+        "and calls ATen through torch's generated C shims, which take "
         "`AtenTensorHandle` inputs and do not steal them: elementwise `add` "
         "(`aoti_torch_<dev>_add_Tensor`, a new result), two reductions, `amax` "
         "(`aoti_torch_aten_amax` of `c_shim_aten.h`, the device-generic shim) and `median` "
@@ -314,7 +314,7 @@ def render(cg: dict, run: csr.Run | None, gpu: list[pathlib.Path]) -> str:
         f"- **PyTorch Inductor's C++ wrapper** ({cite('inductor')}, JIT with `cpp_wrapper`): "
         "the generated Python entry turns the inputs into handles per call with "
         "`torch._C._aoti.unsafe_alloc_void_ptrs_from_tensors(input_tensors)` and the "
-        "generated C++ calls the fallback shims (`aoti_torch_{device}_{kernel}` by "
+        "generated C++ calls the C shims (`aoti_torch_{device}_{kernel}` by "
         "`get_c_shim_func_name`, `AOTI_TORCH_ERROR_CODE_CHECK(...)`) on them. That binding "
         f"({cite('aoti_pybind')}) casts the list to `std::vector<at::Tensor>` (a copy of "
         "each tensor, pybind11) and heap-allocates a new handle per tensor "
@@ -343,7 +343,7 @@ def render(cg: dict, run: csr.Run | None, gpu: list[pathlib.Path]) -> str:
         "",
         "## Verdict for this consumer",
         "",
-        "The fallback shims are a real consumer of a borrowed handle: they take handles, "
+        "The C shims are a real consumer of a borrowed handle: they take handles, "
         "not metadata, and do not steal them, and C code receiving tensors from Python "
         "calls them per call. For it, the borrow saves the owned handle's allocation and "
         f"entry points, {rng(w_owned)} instructions per tensor argument per call with or "
