@@ -176,8 +176,8 @@ bench-report: $(VENVS)/torch-$(TORCH)/.bench  ## redo tables and chart from the 
 # benchmark report comes from the JSON this writes beside the markdown.
 callgrind: $(VENVS)/torch-$(TORCH)/.built  ## instructions per call of every route (by part), path and goal -> bench/results/callgrind-torch-<v>.{md,json}
 	$(call py,$(TORCH)) -m bench.callgrind --out bench/results --stem callgrind-$(RESULT_TAG)torch-$(TORCH)
-	$(call py,$(TORCH)) -m bench.fallback_ops.callgrind --out bench/results \
-	  --stem callgrind-fallback-ops-$(RESULT_TAG)torch-$(TORCH)
+	$(call py,$(TORCH)) -m bench.c_shims.callgrind --out bench/results \
+	  --stem callgrind-c-shims-$(RESULT_TAG)torch-$(TORCH)
 
 # Each real consumer (cuda.core's tensor bridge, tvm-ffi, a private-unpack launcher) on the
 # route it takes, today and with each patch, counted by callgrind (bench/consumers.py):
@@ -199,27 +199,27 @@ callgrind-consumer: $(VENVS)/torch-$(TORCH)/.bench  ## consumer.h's routes vs th
 callgrind-consumers: $(VENVS)/torch-$(TORCH)/.bench  ## each real consumer on its own route, today and with each patch -> bench/results/consumers-torch-<v>.{md,json}
 	$(call py,$(TORCH)) -m bench.consumers --out bench/results --stem consumers-$(RESULT_TAG)torch-$(TORCH)
 
-# ATen ops called from C through torch's generated fallback shims on tensors from Python,
-# input handles owned / owned + interpreter fix / borrowed (bench/fallback_ops/):
+# ATen ops called from C through torch's generated C shims on tensors from Python,
+# input handles owned / owned + interpreter fix / borrowed (bench/c_shims/):
 # the instruction counts (committed as they come out), then the timed run into
 # bench/results/ (a quiet machine), which renders both into one report.
-.PHONY: callgrind-fallback-ops bench-fallback-ops bench-fallback-ops-quick findings-fallback-shims
-callgrind-fallback-ops: $(VENVS)/torch-$(TORCH)/.built  ## instructions per call of the fallback-shim consumer -> bench/results/callgrind-fallback-ops-torch-<v>.{md,json}
-	$(call py,$(TORCH)) -m bench.fallback_ops.callgrind --out bench/results \
-	  --stem callgrind-fallback-ops-$(RESULT_TAG)torch-$(TORCH)
+.PHONY: callgrind-c-shims bench-c-shims bench-c-shims-quick findings-c-shims
+callgrind-c-shims: $(VENVS)/torch-$(TORCH)/.built  ## instructions per call of the C-shim consumer -> bench/results/callgrind-c-shims-torch-<v>.{md,json}
+	$(call py,$(TORCH)) -m bench.c_shims.callgrind --out bench/results \
+	  --stem callgrind-c-shims-$(RESULT_TAG)torch-$(TORCH)
 
-bench-fallback-ops: $(VENVS)/torch-$(TORCH)/.bench  ## the fallback-shim consumer timed, from 5 fresh processes -> bench/results/fallback-ops-torch-<v>.{md,json} (quiet machine)
-	$(call py,$(TORCH)) -m bench.fallback_ops.run --out bench/results \
+bench-c-shims: $(VENVS)/torch-$(TORCH)/.bench  ## the C-shim consumer timed, from 5 fresh processes -> bench/results/c-shims-torch-<v>.{md,json} (quiet machine)
+	$(call py,$(TORCH)) -m bench.c_shims.run --out bench/results \
 	  --processes $(EVIDENCE_PROCESSES) --rounds $(EVIDENCE_ROUNDS) \
-	  --stem fallback-ops-$(RESULT_TAG)torch-$(TORCH) \
-	  $(if $(wildcard bench/results/callgrind-fallback-ops-$(RESULT_TAG)torch-$(TORCH).json),\
-	  --callgrind bench/results/callgrind-fallback-ops-$(RESULT_TAG)torch-$(TORCH).json)
+	  --stem c-shims-$(RESULT_TAG)torch-$(TORCH) \
+	  $(if $(wildcard bench/results/callgrind-c-shims-$(RESULT_TAG)torch-$(TORCH).json),\
+	  --callgrind bench/results/callgrind-c-shims-$(RESULT_TAG)torch-$(TORCH).json)
 
-bench-fallback-ops-quick: $(VENVS)/torch-$(TORCH)/.bench  ## the same briefly, into bench/results/scratch/
-	$(call py,$(TORCH)) -m bench.fallback_ops.run --quick --out bench/results/scratch
+bench-c-shims-quick: $(VENVS)/torch-$(TORCH)/.bench  ## the same briefly, into bench/results/scratch/
+	$(call py,$(TORCH)) -m bench.c_shims.run --quick --out bench/results/scratch
 
-findings-fallback-shims: $(VENVS)/torch-$(TORCH)/.bench  ## proposal/findings/fallback-shims.md from the committed bench/results/*fallback-ops*
-	PYTHONPATH=tests $(call py,$(TORCH)) -m findings.fallback_shims --torch $(TORCH)
+findings-c-shims: $(VENVS)/torch-$(TORCH)/.bench  ## proposal/findings/c-shims.md from the committed bench/results/*c-shims*
+	PYTHONPATH=tests $(call py,$(TORCH)) -m findings.c_shims --torch $(TORCH)
 
 test: $(addprefix test-,$(TEST_TORCH))  ## the suite on torch 2.15.0, 2.14.1 and 2.13.0 (or TORCH=..., PYTHON=...)
 

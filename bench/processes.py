@@ -1,7 +1,7 @@
 """The benchmark runners' shared machinery: several fresh processes pooled into one
 JSON, the process options every runner takes, the default file stem, and
 pytest-benchmark's own tables. ``python -P -m bench`` (``bench/__main__.py``) and the
-side runners (``bench.fallback_ops.run``, ``bench.consumer_header``, ``bench.freethreaded``,
+side runners (``bench.c_shims.run``, ``bench.consumer_header``, ``bench.freethreaded``,
 ``bench.numba_cuda.run``) import it.
 """
 

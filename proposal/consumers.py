@@ -4,7 +4,7 @@ patch, in instructions per call on each CPython counted; and which patch helps i
 
 The counts come from committed JSON: ``bench/results/consumers-[<tag>-]torch-<v>.json``
 (``python -P -m bench.consumers``: cuda.core's tensor bridge, tvm-ffi, the private-unpack
-launcher) and ``callgrind-fallback-ops-[<tag>-]torch-<v>.json`` (the C-fallback-shim
+launcher) and ``callgrind-c-shims-[<tag>-]torch-<v>.json`` (the C-shim
 consumer). ``derive(files)`` returns one ``Row`` per consumer and setup; ``render.py``
 writes the table and the Summary's per-consumer lines from the same rows, so the two
 cannot disagree.
@@ -35,7 +35,7 @@ NOISE = 25
 @dataclass(frozen=True)
 class Spec:
     """One consumer setup: where its counts are (``source``: ``"consumers"`` or
-    ``"fallback"``), the config keys of each cell (the cheapest of a cell's keys is taken),
+    ``"c_shims"``), the config keys of each cell (the cheapest of a cell's keys is taken),
     why a patch cannot apply (``reasons``), the patches whose route the consumer does not
     take (``not_taken``: shown, never counted as help) and ``k``, its tensors per call."""
 
@@ -79,9 +79,9 @@ def _tvm(k: int) -> Spec:
 
 
 SPECS = (
-    Spec("C fallback shims", "`torch_tensor_from_pyobject` (owned) into `aoti_torch_cpu_*`",
+    Spec("C shims", "`torch_tensor_from_pyobject` (owned) into `aoti_torch_cpu_*`",
          "`torch/csrc/inductor/aoti_torch/generated/c_shim_cpu.h`",
-         "`addmm_out` 32x32, 4 tensors, the whole call", "fallback",
+         "`addmm_out` 32x32, 4 tensors, the whole call", "c_shims",
          today=("owned",), stable=("owned",),
          patched={"0001": ("owned_fixed",), "fixes": ("owned_fixed",),
                   "borrow": ("borrow_fixed",)},
@@ -129,7 +129,7 @@ class Row:
 def _cell(data: dict | None, spec: Spec, keys: tuple):
     if data is None:
         return None
-    if spec.source == "fallback":
+    if spec.source == "c_shims":
         pc = data.get("per_call", {})
         got = [pc[f"ccall:{k}:addmm_out"]["per_call"] for k in keys
                if f"ccall:{k}:addmm_out" in pc]
@@ -139,7 +139,7 @@ def _cell(data: dict | None, spec: Spec, keys: tuple):
 
 
 def derive(files: dict) -> list[Row]:
-    """``files``: ``{("consumers" | "fallback", tag): loaded JSON or None}`` for every tag of
+    """``files``: ``{("consumers" | "c_shims", tag): loaded JSON or None}`` for every tag of
     ``CPYTHONS``; one ``Row`` per ``SPECS`` entry."""
     rows = []
     for spec in SPECS:

@@ -1,5 +1,5 @@
 """How the compiled modules of ``proposal/fixes/``, ``bench/native/`` and
-``bench/fallback_ops/`` are built against the installed torch, and loaded.
+``bench/c_shims/`` are built against the installed torch, and loaded.
 
 Each module has a builder (``<name>_build.py``: ``MODULE``, ``SOURCES``, ``build(out)``).
 ``built_module(builder, out)`` compiles ``builder``'s module into ``out`` (one folder per

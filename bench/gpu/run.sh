@@ -8,7 +8,7 @@
 #
 #   (no flag)    build; tests/bridge/test_cuda.py + the CPU parity/api/availability tests;
 #                the benchmarks with CUDA tensors, then with CPU tensors on the same
-#                host, consumer.h's timed row and scenario F (the C fallback shims),
+#                host, consumer.h's timed row and scenario F (torch's generated C shims),
 #                each from $PROCESSES fresh processes (default 5) of $ROUNDS rounds
 #                (default 12), the routes' order shuffled per process
 #   --quick      the same, benchmarks in quick mode, one process (checks that it all
@@ -31,8 +31,8 @@
 #     gpu-<gpu>-torch-<v>.{json,md,svg,pytest-benchmark.txt}   CUDA tensors on cuda:0
 #     gpu-<gpu>-host-cpu-torch-<v>.{...}   the same benchmarks, CPU tensors, same host
 #     time-consumer-<py>-torch-<v>-<device>.{json,md}   consumer.h's row, timed
-#     fallback-ops-gpu-<gpu>[-host-cpu]-torch-<v>.{json,md}   ATen ops through the C
-#                                          fallback shims (bench/fallback_ops/run.py)
+#     c-shims-gpu-<gpu>[-host-cpu]-torch-<v>.{json,md}   ATen ops through torch's
+#                                          generated C shims (bench/c_shims/run.py)
 #     numba-cuda-gpu-<gpu>-torch-<v>.{json,md}   numba-cuda's launches, per route
 #   (unpack into bench/results/: tar -xzf gpu-results.tar.gz -C bench/results)
 #
@@ -166,8 +166,8 @@ else
   step "consumer.h: the consumer examples' tests"
   "${PYTEST[@]}" tests/shim_ext/test_consumer_example.py tests/shim_ext/test_consumer_header.py \
     || FAILED+=(consumer-header-tests)
-  step "fallback shims: tests (CPU and CUDA tensors)"
-  "${PYTEST[@]}" tests/bench/test_fallback_ops.py || FAILED+=(fallback-ops-tests)
+  step "C shims: tests (CPU and CUDA tensors)"
+  "${PYTEST[@]}" tests/bench/test_c_shims.py || FAILED+=(c-shims-tests)
  fi
  # The evidence: every table from $PROCESSES fresh processes (--processes); a quick run
  # stays one process. GPU_STEM names the CPU-tensor runs of a GPU host.
@@ -201,18 +201,18 @@ print(processes.default_stem(torch, "cuda").replace("-torch-", "-host-cpu-torch-
     "${CONSUMER[@]}" --out "$RESULTS" || FAILED+=(consumer-header-bench)
   bundle
 
-  # ATen ops through torch's C fallback shims (aoti_torch_cuda_* on CUDA tensors), input
+  # ATen ops through torch's generated C shims (aoti_torch_cuda_* on CUDA tensors), input
   # handles owned / owned + interpreter fix / borrowed: scenario F with CUDA tensors and
   # with the host's CPU tensors.
   if [[ -n $GPU_STEM ]]; then
-    step "fallback shims: scenario F, CUDA tensors (${QUICK[*]})"
-    "$PYTHON" -P -m bench.fallback_ops.run "${QUICK[@]}" --device cuda --out "$RESULTS" \
-      || FAILED+=(fallback-ops-cuda)
+    step "C shims: scenario F, CUDA tensors (${QUICK[*]})"
+    "$PYTHON" -P -m bench.c_shims.run "${QUICK[@]}" --device cuda --out "$RESULTS" \
+      || FAILED+=(c-shims-cuda)
     bundle
   fi
-  step "fallback shims: scenario F, CPU tensors on the same host (${QUICK[*]})"
-  "$PYTHON" -P -m bench.fallback_ops.run "${QUICK[@]}" --out "$RESULTS" \
-    ${GPU_STEM:+--stem "fallback-ops-$GPU_STEM"} || FAILED+=(fallback-ops-cpu)
+  step "C shims: scenario F, CPU tensors on the same host (${QUICK[*]})"
+  "$PYTHON" -P -m bench.c_shims.run "${QUICK[@]}" --out "$RESULTS" \
+    ${GPU_STEM:+--stem "c-shims-$GPU_STEM"} || FAILED+=(c-shims-cpu)
   bundle
  fi
 fi

@@ -16,7 +16,7 @@ BUILDERS = {
     "owned_prototype": "bench.native.owned_prototype_build",
     "internal_fixes": "proposal.fixes.internal_fixes_build",
     "cuda_core_consumer": "bench.native.cuda_core_consumer_build",
-    "fallback_ops": "bench.fallback_ops.consumer_build",
+    "c_shims": "bench.c_shims.consumer_build",
     "unpack_launcher": "bench.native.unpack_launcher_build",
 }
 

@@ -381,7 +381,7 @@ def processes_line(r: Results) -> str:
     if k < 2:
         return ("_One process: the intervals are of its rounds only (run-to-run spread not "
                 "measured; the evidence runs, `make bench-evidence` and "
-                "`make bench-fallback-ops`, take five processes)._")
+                "`make bench-c-shims`, take five processes)._")
     seeds = ", ".join(x.get("order_seed", "?") for x in r.evidence.get("processes", []))
     return (f"_Pooled from {k} fresh processes x {p.get('rounds_per_process')} rounds each, "
             f"the contenders' starting order shuffled per process (order seeds {seeds}); "

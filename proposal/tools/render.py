@@ -80,8 +80,8 @@ PROTOTYPE_NOTE = (f"{PROTOTYPE_MARK}: timed before the DLPack series existed, wi
                   "hand-written prototype (no conj/neg refusal, an attached-thread check of "
                   "its own); the instruction counts are the series' code; `make "
                   "bench-evidence` and the GPU script re-time it")
-OPS = ("add", "amax", "median", "mm_out", "addmm_out")  # bench/fallback_ops/consumer.py's order
-LEAD_OP = "addmm_out"  # the fallback-shim row's op: the most tensor arguments (4)
+OPS = ("add", "amax", "median", "mm_out", "addmm_out")  # bench/c_shims/consumer.py's order
+LEAD_OP = "addmm_out"  # the C-shim row's op: the most tensor arguments (4)
 
 
 class Render:
@@ -184,7 +184,7 @@ def torch_of(data: dict) -> str:
 
 def host_of(data: dict) -> str:
     """'here' (this repository's machine) or the GPU host's name, as ``bench/gpu/run.sh``
-    names its files (``gpu-<gpu>-...``, ``fallback-ops-gpu-<gpu>-...``) and records the GPU."""
+    names its files (``gpu-<gpu>-...``, ``c-shims-gpu-<gpu>-...``) and records the GPU."""
     bench = data.get("machine_info", {}).get("bench", {})
     gpu = bench.get("gpu") or data.get("evidence", {}).get("device") or {}
     if gpu.get("name"):
@@ -315,7 +315,7 @@ def render_routes(r: Render, rows=ROUTES) -> str:
 
 
 # --- the consumers ---------------------------------------------------------------------------
-def fallback_instr(data: dict, op: str) -> dict[str, float]:
+def c_shim_instr(data: dict, op: str) -> dict[str, float]:
     """{route: instructions of the whole call} of one op (handles, op, release)."""
     pc = data.get("per_call", {})
     return {route: pc[f"ccall:{route}:{op}"]["per_call"]
@@ -323,12 +323,12 @@ def fallback_instr(data: dict, op: str) -> dict[str, float]:
             if f"ccall:{route}:{op}" in pc}
 
 
-def fallback_exact(data: dict, op: str) -> bool:
+def c_shim_exact(data: dict, op: str) -> bool:
     pc = data.get("per_call", {})
     return all(pc[k]["repeat"] == 0 for k in pc if k.startswith("ccall:") and k.endswith(f":{op}"))
 
 
-def fallback_times(data: dict, op: str, size: int) -> dict[str, list[float]]:
+def c_shim_times(data: dict, op: str, size: int) -> dict[str, list[float]]:
     """{route or 'op' / 'op_sync': per-round ns} of one op and size (group F1)."""
     out = {}
     for param, info in benchmarks(data, "F1").items():
@@ -343,23 +343,23 @@ def fallback_times(data: dict, op: str, size: int) -> dict[str, list[float]]:
     return out
 
 
-def fallback_share(data: dict, op: str, size: int, a: str, b: str):
+def c_shim_share(data: dict, op: str, size: int, a: str, b: str):
     """Median [95% CI] over rounds of (whole call a - whole call b) / the op's time (the
     op until the GPU ran it, on CUDA), paired by round; None where a route is missing."""
-    t = fallback_times(data, op, size)
+    t = c_shim_times(data, op, size)
     denom = t.get("op_sync") or t.get("op")
     if a not in t or b not in t or not denom:
         return None
     return median_ci([(x - y) / d for x, y, d in zip(t[a], t[b], denom)])
 
 
-def fallback_files(r: Render) -> dict[str, pathlib.Path | None]:
-    return {"cg312": r.find("callgrind-fallback-ops-cp312-torch-*.json"),
-            "cg313": r.find("callgrind-fallback-ops-cp313-torch-*.json"),
-            "cg311": r.find("callgrind-fallback-ops-torch-*.json"),
-            "cpu": r.find("fallback-ops-torch-*.json"),
-            "gpu-cpu": r.find("fallback-ops-gpu-*-host-cpu-torch-*.json"),
-            "gpu": r.find("fallback-ops-gpu-*-torch-*.json", exclude=r"host-cpu")}
+def c_shim_files(r: Render) -> dict[str, pathlib.Path | None]:
+    return {"cg312": r.find("callgrind-c-shims-cp312-torch-*.json"),
+            "cg313": r.find("callgrind-c-shims-cp313-torch-*.json"),
+            "cg311": r.find("callgrind-c-shims-torch-*.json"),
+            "cpu": r.find("c-shims-torch-*.json"),
+            "gpu-cpu": r.find("c-shims-gpu-*-host-cpu-torch-*.json"),
+            "gpu": r.find("c-shims-gpu-*-torch-*.json", exclude=r"host-cpu")}
 
 
 def saving_words(r: Render, values: dict[str, float], unit: str, where: str,
@@ -407,7 +407,7 @@ def consumer_files(r: Render) -> tuple[dict, list]:
     files, paths = {}, []
     for tag, _ in consumers.CPYTHONS:
         for source, pattern in (("consumers", f"consumers-{tag}torch-*.json"),
-                                ("fallback", f"callgrind-fallback-ops-{tag}torch-*.json")):
+                                ("c_shims", f"callgrind-c-shims-{tag}torch-*.json")):
             path = r.find(pattern)
             files[(source, tag)] = r.json(path)
             if path is not None:
@@ -492,7 +492,7 @@ def render_verdicts(r: Render) -> str:
 def render_consumers_time(r: Render) -> str:
     """The consumers in time: the seed's `StridedMemoryView` (CPU here, CUDA on the GPU
     host), its launch step (the largest N), and numba-cuda's own launch path (GPU only,
-    its explicit-signature case) where its JSON exists. The C fallback shims' times are
+    its explicit-signature case) where its JSON exists. The C shims' times are
     appendix C's."""
     head = ("| consumer | setup | unit | " + " | ".join(w for _, w in CONSUMER_ROUTES)
             + " | the borrow saves over cuda.core's stable route today (owned, owned + fix) |")
@@ -741,15 +741,15 @@ def render_ask(r: Render) -> str:
         lines[-1] += (" Fixed DLPack is " + ("below" if cheaper else "not below")
                       + " borrow + getters on every CPython counted.")
     # The handle consumer, per tensor argument, after the interpreter fix on both sides.
-    files = fallback_files(r)
+    files = c_shim_files(r)
     per_arg, shares = [], []
     for key in ("cg312", "cg313", "cg311"):
         d = r.json(files[key])
         if not d:
             continue
         for op in OPS:
-            v = fallback_instr(d, op)
-            if fallback_exact(d, op) and {"owned_fixed", "borrow_fixed"} <= set(v):
+            v = c_shim_instr(d, op)
+            if c_shim_exact(d, op) and {"owned_fixed", "borrow_fixed"} <= set(v):
                 per_arg.append((v["owned_fixed"] - v["borrow_fixed"]) / d["arity"][op])
                 shares.append((v["owned_fixed"] - v["borrow_fixed"]) / v["owned_fixed"])
     # Every timed file, with how many ops' 95% intervals lie above zero: a range of medians
@@ -760,7 +760,7 @@ def render_ask(r: Render) -> str:
         if not d:
             continue
         for size in (32, 1024):
-            got = [g for g in (fallback_share(d, op, size, "owned_fixed", "borrow_fixed")
+            got = [g for g in (c_shim_share(d, op, size, "owned_fixed", "borrow_fixed")
                                for op in OPS) if g]
             if got:
                 where = {"gpu": f"CUDA tensors on the {host_of(d)}",
@@ -772,11 +772,11 @@ def render_ask(r: Render) -> str:
     if per_arg:
         lines.append(
             "- **The borrow (0003)**, against the owned handle with the fix, in the consumer "
-            "that needs a handle (C fallback shims): " + span(per_arg) + " instructions per "
+            "that needs a handle (C shims): " + span(per_arg) + " instructions per "
             "tensor argument, " + span(shares, pct) + " of the whole call's instructions "
             "(the ops whose counts are exact); in time, per op: " + "; ".join(timed) + ".")
     else:
-        lines.append("- **The borrow (0003)**: " + r.missing("no callgrind-fallback-ops JSON"))
+        lines.append("- **The borrow (0003)**: " + r.missing("no callgrind-c-shims JSON"))
     return "\n".join(lines) + "\n"
 
 
@@ -890,14 +890,14 @@ def render_free_threaded(r: Render, every: bool = False) -> str:
 
 
 # --- the appendix's detail blocks ---------------------------------------------------------------
-def render_fallback_ops(r: Render) -> str:
+def render_c_shims(r: Render) -> str:
     """Per op: instructions per tensor argument (owned + fix minus borrow + fix) per CPython,
     and the time share of the op per setup and size."""
-    files = fallback_files(r)
+    files = c_shim_files(r)
     cgs = [(k, r.json(files[k])) for k in ("cg312", "cg313", "cg311") if r.json(files[k])]
     runs = [(k, r.json(files[k])) for k in ("cpu", "gpu-cpu", "gpu") if r.json(files[k])]
     if not cgs and not runs:
-        return r.missing("no fallback-ops JSON") + "\n"
+        return r.missing("no c-shims JSON") + "\n"
     head = ["op", "tensors"] + [f"instr per argument, CPython {python_of(d)}" for _, d in cgs]
     for _, d in runs:
         dev = d.get("evidence", {}).get("device", {}).get("type", "cpu")
@@ -907,13 +907,13 @@ def render_fallback_ops(r: Render) -> str:
         k = next((d["arity"][op] for _, d in cgs), "")
         cells = [op, str(k)]
         for _, d in cgs:
-            v = fallback_instr(d, op)
+            v = c_shim_instr(d, op)
             ok = {"owned_fixed", "borrow_fixed"} <= set(v)
             cells.append((fmt((v["owned_fixed"] - v["borrow_fixed"]) / d["arity"][op])
-                          + ("" if fallback_exact(d, op) else " (inexact)")) if ok else DASH)
+                          + ("" if c_shim_exact(d, op) else " (inexact)")) if ok else DASH)
         for _, d in runs:
             for s in (32, 1024):
-                c = fallback_share(d, op, s, "owned_fixed", "borrow_fixed")
+                c = c_shim_share(d, op, s, "owned_fixed", "borrow_fixed")
                 cells.append(f"{pct(c[0])} [{pct(c[1])}, {pct(c[2])}]" if c else DASH)
         out.append("| " + " | ".join(cells) + " |")
     src = ", ".join(link(files[k]) for k in ("cg312", "cg313", "cg311", "cpu", "gpu-cpu", "gpu")
@@ -1013,7 +1013,7 @@ BUILDERS = {
     "free-threaded": render_free_threaded,
     "free-threaded-line": render_free_threaded_line,
     "routes-all": lambda r: render_routes(r, ROUTES + MORE_ROUTES),
-    "fallback-ops": render_fallback_ops,
+    "c-shims": render_c_shims,
     "seed-all": render_seed_all,
     "conj-route": render_conj,
     "dispatcher-flags": render_dispatcher_flags,

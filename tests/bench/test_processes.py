@@ -190,9 +190,9 @@ def test_fresh_processes_run_the_module_once_per_seed(tmp_path, monkeypatch):
 def _runners():
     from bench import consumer_header, freethreaded
     from bench.numba_cuda import run as numba_bench
-    from bench.fallback_ops import run as fallback_ops_run
+    from bench.c_shims import run as c_shims_run
 
-    return {"bench": bench_main.main, "fallback_ops_run": fallback_ops_run.main,
+    return {"bench": bench_main.main, "c_shims_run": c_shims_run.main,
             "freethreaded": freethreaded.main, "numba_bench": numba_bench.main,
             "consumer_header": lambda a: consumer_header.main(["--no-count", "--time", *a])}
 
@@ -203,7 +203,7 @@ BAD_OPTIONS = [(["--processes", "0"], "--processes must be at least 1"),
 
 
 @pytest.mark.parametrize("runner,argv,says", [
-    (runner, argv, says) for runner in ("bench", "fallback_ops_run", "freethreaded",
+    (runner, argv, says) for runner in ("bench", "c_shims_run", "freethreaded",
                                         "numba_bench", "consumer_header")
     for argv, says in BAD_OPTIONS
     if not (runner == "consumer_header" and "--quick" in argv)])  # it has no --quick
@@ -223,7 +223,7 @@ def test_consumer_header_counts_in_one_process(capsys):
     assert exc.value.code == 2 and "--time" in capsys.readouterr().err
 
 
-def fallback_run(processes: int, rng):
+def scenario_f_run(processes: int, rng):
     """A made-up scenario-F JSON: add at 32x32, routes owned and borrow, ``processes``
     processes of 6 rounds, owned's whole call 40 ns per argument above the borrow's in
     process k plus 10 k."""
@@ -238,7 +238,7 @@ def fallback_run(processes: int, rng):
     benches = []
     for name, s in rows.items():
         b = bench(name, s)
-        b["group"] = "F1 fallback shims: handles per call vs the op, native loops"
+        b["group"] = "F1 C shims: handles per call vs the op, native loops"
         b["extra_info"].update(op="add", size=32)
         if processes > 1:
             b["extra_info"]["process_rounds"] = k_rounds
@@ -253,21 +253,21 @@ def fallback_run(processes: int, rng):
 
 def test_scenario_f_gives_each_process_its_own_difference():
     pytest.importorskip("scipy")
-    from bench.fallback_ops import report as fr
+    from bench.c_shims import report as csr
 
     rng = np.random.default_rng(5)
-    f = fr.figures(fr.Run(fallback_run(4, rng)))["add"][32]["routes"]["owned"]
+    f = csr.figures(csr.Run(scenario_f_run(4, rng)))["add"][32]["routes"]["owned"]
     # the per-argument difference of each process: its shift (2 arguments, 2 * shift)
     assert f["minus_borrow_per_arg_by_process"] == pytest.approx(
         [40.0 + 10 * k for k in range(4)], abs=1.5)
     assert f["handles_minus_borrow_per_arg_by_process"] == pytest.approx(
         [40.0 + 10 * k for k in range(4)], abs=1.5)
-    text = fr.loops_md(fr.Run(fallback_run(4, rng)))
+    text = csr.loops_md(csr.Run(scenario_f_run(4, rng)))
     assert "(4 processes)" in text and "Pooled from 4 fresh processes x 6 rounds" in text
-    one = fr.Run(fallback_run(1, rng))
-    assert fr.figures(one)["add"][32]["routes"]["owned"][
+    one = csr.Run(scenario_f_run(1, rng))
+    assert csr.figures(one)["add"][32]["routes"]["owned"][
         "minus_borrow_per_arg_by_process"] is None
-    assert "one process" in fr.loops_md(one) and "_One process" in fr.loops_md(one)
+    assert "one process" in csr.loops_md(one) and "_One process" in csr.loops_md(one)
 
 
 def test_consumer_header_pools_its_processes_rounds():

@@ -1,10 +1,10 @@
 // A consumer that needs a tensor handle for more than its metadata: ATen ops called
-// from C through torch's generated fallback shims, on tensors received from Python.
+// from C through torch's generated C shims, on tensors received from Python.
 //
 // torch's generated C shims (torch/csrc/inductor/aoti_torch/generated/c_shim_cpu.h,
 // c_shim_cuda.h, c_shim_aten.h; exported by libtorch_cpu / libtorch_cuda) take their
 // input AtenTensorHandles without stealing them: the caller keeps ownership, so a
-// borrowed handle is enough. This CPython extension, _bench_fallback_ops, exposes
+// borrowed handle is enough. This CPython extension, _bench_c_shims, exposes
 //
 //   install(addresses, cpu_code, cuda_code)   every function by address (below)
 //   call(op, route, *tensors)                 one op; its result tensor, or None for _out
@@ -34,16 +34,16 @@
 //
 // A new result handle (add, amax, median) is turned into a Python tensor with
 // torch_tensor_to_pyobject (2.14+; it does not steal the handle) or, on an older
-// torch, 2.14's implementation built for it (bench/fallback_ops/consumer_build.py), then
+// torch, 2.14's implementation built for it (bench/c_shims/consumer_build.py), then
 // deleted. Every failure raises a Python exception carrying torch's own message
 // (torch_exception_get_what_without_backtrace, 2.13+; the prototype's own message for
 // the owned prototype) and releases every handle taken so far: a refused tensor is an
 // exception, never a crash.
 //
 // No torch library is linked: every function is called through an address from
-// bridge._resolve (bench/fallback_ops/consumer.py), so one build serves CPU and CUDA wheels.
+// bridge._resolve (bench/c_shims/consumer.py), so one build serves CPU and CUDA wheels.
 // The function types are checked against torch's own headers where the build says
-// they declare them (FALLBACK_OPS_CHECK_SIGNATURES, torch 2.15+).
+// they declare them (C_SHIMS_CHECK_SIGNATURES, torch 2.15+).
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -74,7 +74,7 @@ using AddmmOut = AOTITorchError (*)(AtenTensorHandle, AtenTensorHandle, AtenTens
 
 }  // namespace
 
-#ifdef FALLBACK_OPS_CHECK_SIGNATURES
+#ifdef C_SHIMS_CHECK_SIGNATURES
 #include <torch/csrc/inductor/aoti_torch/generated/c_shim_aten.h>
 #include <torch/csrc/inductor/aoti_torch/generated/c_shim_cpu.h>
 #include <torch/csrc/inductor/aoti_torch/generated/c_shim_cuda.h>
@@ -173,7 +173,7 @@ inline int acquire(int route, PyObject* const* objs, int n, AtenTensorHandle* h)
     if (from(objs[i], &h[i]) != 0) {
       release(route, h, i);
       What what = route == ROUTE_OWNED && g.owned_error ? g.owned_error : g.what;
-      raise_failure(std::string("fallback_ops: the ") + route_name(route) +
+      raise_failure(std::string("c_shims: the ") + route_name(route) +
                         " handle of tensor argument " + std::to_string(i + 1) + " (" +
                         Py_TYPE(objs[i])->tp_name + ")",
                     what);
@@ -187,7 +187,7 @@ inline int acquire(int route, PyObject* const* objs, int n, AtenTensorHandle* h)
 inline int device_of(AtenTensorHandle h, int* dev) {
   int32_t code = -1;
   if (g.device_type(h, &code) != 0) {
-    raise_failure("fallback_ops: aoti_torch_get_device_type", g.what);
+    raise_failure("c_shims: aoti_torch_get_device_type", g.what);
     return -1;
   }
   for (int d = 0; d < N_DEVICES; ++d) {
@@ -197,7 +197,7 @@ inline int device_of(AtenTensorHandle h, int* dev) {
     }
   }
   PyErr_Format(PyExc_RuntimeError,
-               "fallback_ops: no fallback shim for device type code %d (CPU and CUDA only)",
+               "c_shims: no C shim for device type code %d (CPU and CUDA only)",
                (int)code);
   return -1;
 }
@@ -224,19 +224,19 @@ inline AOTITorchError run_op(int op, int dev, AtenTensorHandle* h, AtenTensorHan
 // Check op / route / tensor arguments: 0, or -1 with a Python exception set.
 int check(int op, int route, Py_ssize_t ntensors) {
   if (!g.del || !g.device_type) {
-    PyErr_SetString(PyExc_RuntimeError, "fallback_ops: install() has not run");
+    PyErr_SetString(PyExc_RuntimeError, "c_shims: install() has not run");
     return -1;
   }
   if (op < 0 || op >= N_OPS) {
-    PyErr_Format(PyExc_ValueError, "fallback_ops: no op %d", op);
+    PyErr_Format(PyExc_ValueError, "c_shims: no op %d", op);
     return -1;
   }
   if (route < 0 || route >= N_ROUTES || !g.from[route]) {
-    PyErr_Format(PyExc_ValueError, "fallback_ops: route %d is not installed", route);
+    PyErr_Format(PyExc_ValueError, "c_shims: route %d is not installed", route);
     return -1;
   }
   if (ntensors != kArity[op]) {
-    PyErr_Format(PyExc_TypeError, "fallback_ops: %s takes %d tensors, got %zd",
+    PyErr_Format(PyExc_TypeError, "c_shims: %s takes %d tensors, got %zd",
                  kOpNames[op], kArity[op], ntensors);
     return -1;
   }
@@ -246,7 +246,7 @@ int check(int op, int route, Py_ssize_t ntensors) {
 // The op's shim on `dev`, or -1 with a Python exception set.
 int check_shim(int op, int dev) {
   if (!g.ops[op][dev]) {
-    PyErr_Format(PyExc_RuntimeError, "fallback_ops: this torch exports no %s shim for %s",
+    PyErr_Format(PyExc_RuntimeError, "c_shims: this torch exports no %s shim for %s",
                  kOpNames[op], dev == DEV_CPU ? "CPU" : "CUDA");
     return -1;
   }
@@ -296,7 +296,7 @@ PyObject* py_install(PyObject*, PyObject* args) {
   if (PyErr_Occurred()) return nullptr;
   if (!a.del || !a.device_type || !a.to_pyobject) {
     PyErr_SetString(PyExc_ValueError,
-                    "fallback_ops.install: delete, device_type and to_pyobject are required");
+                    "c_shims.install: delete, device_type and to_pyobject are required");
     return nullptr;
   }
   a.device_code[DEV_CPU] = cpu_code;
@@ -322,7 +322,7 @@ PyObject* py_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   AtenTensorHandle ret = nullptr;
   if (device_of(h[0], &dev) == 0 && check_shim(op, dev) == 0) {
     if (run_op(op, dev, h, &ret) != 0) {
-      raise_failure(std::string("fallback_ops: ") + kOpNames[op], g.what);
+      raise_failure(std::string("c_shims: ") + kOpNames[op], g.what);
     } else if (!kReturnsNew[op]) {
       result = Py_NewRef(Py_None);
     } else {
@@ -330,7 +330,7 @@ PyObject* py_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
       // reference to the TensorImpl), then deleted on every path.
       void* obj = nullptr;
       if (g.to_pyobject(ret, nullptr, &obj) != 0 || obj == nullptr) {
-        raise_failure(std::string("fallback_ops: torch_tensor_to_pyobject of ") +
+        raise_failure(std::string("c_shims: torch_tensor_to_pyobject of ") +
                           kOpNames[op] + "'s result",
                       g.to_pyobject_error ? g.to_pyobject_error : g.what);
       } else {
@@ -344,8 +344,8 @@ PyObject* py_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 }
 
 // Loops timed in C (the GIL held throughout, as in a call): functions of their own,
-// so callgrind can toggle collection on them (bench/fallback_ops/callgrind.py).
-extern "C" __attribute__((noinline)) double fallback_ops_handles_loop(
+// so callgrind can toggle collection on them (bench/c_shims/callgrind.py).
+extern "C" __attribute__((noinline)) double c_shims_handles_loop(
     int route, long n, PyObject* const* objs, int k) {
   AtenTensorHandle h[kMaxTensors];
   const double t0 = now_ns();
@@ -356,13 +356,13 @@ extern "C" __attribute__((noinline)) double fallback_ops_handles_loop(
   return (now_ns() - t0) / n;
 }
 
-extern "C" __attribute__((noinline)) double fallback_ops_op_loop(
+extern "C" __attribute__((noinline)) double c_shims_op_loop(
     int op, int dev, long n, AtenTensorHandle* h) {
   AtenTensorHandle ret = nullptr;
   const double t0 = now_ns();
   for (long i = 0; i < n; ++i) {
     if (run_op(op, dev, h, &ret) != 0) {
-      raise_failure(std::string("fallback_ops: ") + kOpNames[op], g.what);
+      raise_failure(std::string("c_shims: ") + kOpNames[op], g.what);
       return -1;
     }
     if (kReturnsNew[op]) g.del(ret);  // the result's free is part of the op
@@ -373,8 +373,8 @@ extern "C" __attribute__((noinline)) double fallback_ops_op_loop(
 // The whole call in C, n times: handles by `route`, the op, the result handle deleted
 // (not wrapped: that is the same for every route), the handles released. Where the
 // op's kernel copies an input at::Tensor, that copy's cost depends on the route (see
-// the module comment of bench/fallback_ops/consumer.py), which handles_loop alone cannot show.
-extern "C" __attribute__((noinline)) double fallback_ops_call_loop(
+// the module comment of bench/c_shims/consumer.py), which handles_loop alone cannot show.
+extern "C" __attribute__((noinline)) double c_shims_call_loop(
     int op, int route, long n, PyObject* const* objs) {
   const int k = kArity[op];
   AtenTensorHandle h[kMaxTensors];
@@ -388,7 +388,7 @@ extern "C" __attribute__((noinline)) double fallback_ops_call_loop(
       return -1;
     }
     if (run_op(op, dev, h, &ret) != 0) {
-      raise_failure(std::string("fallback_ops: ") + kOpNames[op], g.what);
+      raise_failure(std::string("c_shims: ") + kOpNames[op], g.what);
       release(route, h, k);
       return -1;
     }
@@ -411,7 +411,7 @@ PyObject* py_call_loop(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     PyErr_SetString(PyExc_ValueError, "call_loop: n must be positive");
     return nullptr;
   }
-  double ns = fallback_ops_call_loop(op, route, n, args + 3);
+  double ns = c_shims_call_loop(op, route, n, args + 3);
   return ns < 0 ? nullptr : PyFloat_FromDouble(ns);
 }
 
@@ -427,7 +427,7 @@ PyObject* py_handles_loop(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     PyErr_SetString(PyExc_ValueError, "handles_loop: bad route or n");
     return nullptr;
   }
-  double ns = fallback_ops_handles_loop(route, n, args + 2, static_cast<int>(nargs - 2));
+  double ns = c_shims_handles_loop(route, n, args + 2, static_cast<int>(nargs - 2));
   return ns < 0 ? nullptr : PyFloat_FromDouble(ns);
 }
 
@@ -448,7 +448,7 @@ PyObject* py_op_loop(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (acquire(ROUTE_BORROW, args + 2, kArity[op], h)) return nullptr;
   int dev = 0;
   if (device_of(h[0], &dev) || check_shim(op, dev)) return nullptr;
-  double ns = fallback_ops_op_loop(op, dev, n, h);
+  double ns = c_shims_op_loop(op, dev, n, h);
   return ns < 0 ? nullptr : PyFloat_FromDouble(ns);
 }
 
@@ -466,13 +466,13 @@ PyMethodDef methods[] = {
      METH_FASTCALL, "op_loop(op, n, *tensors) -> ns per op call (handles borrowed once)."},
     {nullptr, nullptr, 0, nullptr}};
 
-PyModuleDef module = {PyModuleDef_HEAD_INIT, "_bench_fallback_ops",
-                      "ATen ops through torch's C fallback shims (bench/fallback_ops/fallback_ops.cpp).", -1,
+PyModuleDef module = {PyModuleDef_HEAD_INIT, "_bench_c_shims",
+                      "ATen ops through torch's generated C shims (bench/c_shims/c_shims.cpp).", -1,
                       methods};
 
 }  // namespace
 
-PyMODINIT_FUNC PyInit__bench_fallback_ops(void) {
+PyMODINIT_FUNC PyInit__bench_c_shims(void) {
   PyObject* m = PyModule_Create(&module);
   if (!m) return nullptr;
   const char* ops[N_OPS] = {"add", "amax", "median", "mm_out", "addmm_out"};

@@ -1,10 +1,10 @@
-"""Scenario F: ATen ops through torch's C fallback shims, their input handles by route.
+"""Scenario F: ATen ops through torch's generated C shims, their input handles by route.
 
-Run by ``python -P -m bench.fallback_ops.run`` (``make bench-fallback-ops``), not by
+Run by ``python -P -m bench.c_shims.run`` (``make bench-c-shims``), not by
 ``make bench`` (which runs ``bench/scenarios/``), with this folder's ``conftest.py``.
 Per op of ``consumer.OPS`` and size, interleaved rounds of the handles
 alone, the whole call and the op alone in C (``loops_run``) and, at 32x32, the
-Python-level call (``calls_run``). torch's intra-op threads: ``$FALLBACK_OPS_THREADS``
+Python-level call (``calls_run``). torch's intra-op threads: ``$C_SHIMS_THREADS``
 when set (the runner sets 1), recorded in the JSON. Every route's result is checked
 equal to torch's own before timing; what a ``TorchDispatchMode`` saw during each op, and
 whether the result records autograd, go into the JSON's evidence.
@@ -17,14 +17,14 @@ import time
 
 import pytest
 
-from bench.fallback_ops import consumer as fo
+from bench.c_shims import consumer as cs
 from bench import protocol as interleave
 
 SIZES = (32, 1024)
-GROUP_LOOPS = "F1 fallback shims: handles per call vs the op, native loops"
-GROUP_CALLS = "F2 fallback shims: Python-level call per route, 32x32"
-#: torch's intra-op threads for the run, when set (``fallback_ops_run.py --threads``)
-THREADS_ENV = "FALLBACK_OPS_THREADS"
+GROUP_LOOPS = "F1 C shims: handles per call vs the op, native loops"
+GROUP_CALLS = "F2 C shims: Python-level call per route, 32x32"
+#: torch's intra-op threads for the run, when set (``run.py --threads``)
+THREADS_ENV = "C_SHIMS_THREADS"
 #: target time of one contender's round, ns (the op's calls per round follow from it)
 ROUND_NS = {True: 2e6, False: 20e6}
 
@@ -35,15 +35,15 @@ def consumer(torch, notes):
     if threads:
         torch.set_num_threads(int(threads))
     try:
-        c = fo.Consumer(torch)
-    except fo.Unavailable as exc:
-        notes["unavailable"]["fallback_ops"] = str(exc)
+        c = cs.Consumer(torch)
+    except cs.Unavailable as exc:
+        notes["unavailable"]["c_shims"] = str(exc)
         return None
-    notes["fallback_ops"] = {"labels": c.labels, "unavailable": c.reasons,
+    notes["c_shims"] = {"labels": c.labels, "unavailable": c.reasons,
                              "shims": c.shims, "to_pyobject": c.to_pyobject,
                              "shim_unavailable": {f"{op}.{dev}": why for (op, dev), why
                                                   in c.shim_reasons.items()},
-                             "equivalent": fo.TORCH_EQUIVALENT, "arity": fo.ARITY,
+                             "equivalent": cs.TORCH_EQUIVALENT, "arity": cs.ARITY,
                              "num_threads": torch.get_num_threads(),
                              "probe": {}, "autograd": {}, "checked": {}}
     return c
@@ -53,21 +53,21 @@ def _check(torch, consumer, op, size, device, notes) -> dict:
     """Every route's result equal to torch's (asserted); the evidence, per route."""
     out = {}
     for route in consumer.routes():
-        tensors = fo.inputs(torch, op, size, device)
-        got = fo.result(op, tensors, consumer.call(op, route, *tensors))
-        want = fo.reference(torch, op, tensors)
+        tensors = cs.inputs(torch, op, size, device)
+        got = cs.result(op, tensors, consumer.call(op, route, *tensors))
+        want = cs.reference(torch, op, tensors)
         assert torch.equal(got, want), f"{op} {size} via {route}: differs from torch's"
         out[route] = True
     return out
 
 
 def _evidence(torch, consumer, op, device, notes):
-    info = notes["fallback_ops"]
+    info = notes["c_shims"]
     if op in info["probe"]:
         return
-    info["probe"][op] = fo.dispatch_probe(torch, consumer, op, "borrow", device)
-    tensors = fo.inputs(torch, op, 8, device, requires_grad=True)
-    res = fo.result(op, tensors, consumer.call(op, "borrow", *tensors))
+    info["probe"][op] = cs.dispatch_probe(torch, consumer, op, "borrow", device)
+    tensors = cs.inputs(torch, op, 8, device, requires_grad=True)
+    res = cs.result(op, tensors, consumer.call(op, "borrow", *tensors))
     info["autograd"][op] = {"requires_grad": bool(res.requires_grad),
                             "grad_fn": None if res.grad_fn is None else type(res.grad_fn).__name__}
 
@@ -109,14 +109,14 @@ def loops_run(torch, consumer, protocol, device, notes):
         return {}
     cuda = device.type == "cuda"
     out = {}
-    for op in fo.OPS:
+    for op in cs.OPS:
         if consumer.shims[op][device.type] is None:
             continue
         _evidence(torch, consumer, op, device, notes)
         for size in SIZES:
-            notes["fallback_ops"]["checked"][f"{op}:{size}"] = _check(
+            notes["c_shims"]["checked"][f"{op}:{size}"] = _check(
                 torch, consumer, op, size, device, notes)
-            tensors = fo.inputs(torch, op, size, device)
+            tensors = cs.inputs(torch, op, size, device)
             est = _estimate(torch, consumer, op, tensors, cuda)
             op_calls = _calls_for(est, protocol.quick)
             handle_calls = protocol.native_calls // 5
@@ -149,10 +149,10 @@ def calls_run(torch, consumer, protocol, device, notes):
     if consumer is None:
         return {}
     out = {}
-    for op in fo.OPS:
+    for op in cs.OPS:
         if consumer.shims[op][device.type] is None:
             continue
-        tensors = fo.inputs(torch, op, 32, device)
+        tensors = cs.inputs(torch, op, 32, device)
         n = _calls_for(_estimate(torch, consumer, op, tensors, device.type == "cuda") + 500,
                        protocol.quick)
         contenders = []
@@ -173,16 +173,16 @@ def calls_run(torch, consumer, protocol, device, notes):
 
 
 def _contenders():
-    names = ([f"handles:{r}" for r in fo.ROUTES] + [f"ccall:{r}" for r in fo.ROUTES]
+    names = ([f"handles:{r}" for r in cs.ROUTES] + [f"ccall:{r}" for r in cs.ROUTES]
              + ["op", "op_sync"])
-    return [(op, size, name) for op in fo.OPS for size in SIZES for name in names]
+    return [(op, size, name) for op in cs.OPS for size in SIZES for name in names]
 
 
 @pytest.mark.parametrize("op,size,name", _contenders())
-def test_fallback_loops(benchmark, loops_run, consumer, device, notes, op, size, name):
+def test_c_shim_loops(benchmark, loops_run, consumer, device, notes, op, size, name):
     benchmark.group = GROUP_LOOPS
     if consumer is None:
-        pytest.skip(f"fallback_ops: {notes['unavailable']['fallback_ops']}")
+        pytest.skip(f"c_shims: {notes['unavailable']['c_shims']}")
     if (op, size) not in loops_run:
         pytest.skip(f"{op}: {consumer.shim_reasons.get((op, device.type))}")
     samples, calls = loops_run[(op, size)]
@@ -191,21 +191,21 @@ def test_fallback_loops(benchmark, loops_run, consumer, device, notes, op, size,
         pytest.skip(consumer.reasons.get(route, f"{name}: CUDA only"))
     route = name.split(":", 1)[1] if ":" in name else None
     interleave.record(benchmark, samples[name], calls[name], path=name, level="native",
-                      op=op, size=size, route=route, arity=fo.ARITY[op], checked=True,
+                      op=op, size=size, route=route, arity=cs.ARITY[op], checked=True,
                       tensor=f"{size}x{size} float32 {device.type}",
                       label=consumer.labels.get(route, name))
 
 
-@pytest.mark.parametrize("op,route", [(op, r) for op in fo.OPS for r in fo.ROUTES])
-def test_fallback_calls(benchmark, calls_run, consumer, device, notes, op, route):
+@pytest.mark.parametrize("op,route", [(op, r) for op in cs.OPS for r in cs.ROUTES])
+def test_c_shim_calls(benchmark, calls_run, consumer, device, notes, op, route):
     benchmark.group = GROUP_CALLS
     if consumer is None:
-        pytest.skip(f"fallback_ops: {notes['unavailable']['fallback_ops']}")
+        pytest.skip(f"c_shims: {notes['unavailable']['c_shims']}")
     if op not in calls_run:
         pytest.skip(f"{op}: {consumer.shim_reasons.get((op, device.type))}")
     samples, n = calls_run[op]
     if route not in samples:
         pytest.skip(consumer.reasons.get(route))
     interleave.record(benchmark, samples[route], n, path=f"call:{route}", level="python",
-                      op=op, size=32, route=route, arity=fo.ARITY[op], checked=True,
+                      op=op, size=32, route=route, arity=cs.ARITY[op], checked=True,
                       tensor=f"32x32 float32 {device.type}", label=consumer.labels[route])

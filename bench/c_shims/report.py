@@ -1,10 +1,10 @@
-"""Scenario F's tables (ATen ops through torch's C fallback shims, input handles by
+"""Scenario F's tables (ATen ops through torch's generated C shims, input handles by
 route), rendered from the JSON the runs wrote: nothing here times or counts anything.
 
-``python -P -m bench.fallback_ops.report RESULT.json [--callgrind CG.json] [--md OUT.md]``
+``python -P -m bench.c_shims.report RESULT.json [--callgrind CG.json] [--md OUT.md]``
 (``run.py`` calls it). ``RESULT.json`` is ``scenario.py``'s
 pytest-benchmark JSON (per-round samples in ``extra_info["samples_ns"]``, the mode probe
-and the autograd check under ``evidence.fallback_ops``); ``CG.json`` is
+and the autograd check under ``evidence.c_shims``); ``CG.json`` is
 ``callgrind.py``'s. ``instructions_md`` renders the latter alone (its own
 ``.md``). Paired statistics as ``bench.report``'s (``paired``, ``median_ci``): round ``r``
 of the handles of a route and round ``r`` of the op ran back to back, so the share
@@ -22,14 +22,14 @@ import sys
 import numpy as np
 
 
-from bench.fallback_ops import consumer as fo  # noqa: E402
+from bench.c_shims import consumer as cs  # noqa: E402
 from bench import report as rp  # noqa: E402
 
 LOOPS, CALLS = "F1", "F2"
 ROUTE_WORDS = {"owned": "owned", "owned_fixed": "owned + interpreter fix", "borrow": "borrow",
                "borrow_fixed": "borrow + interpreter fix"}
-#: the words of each route's baseline (``fallback_ops.BASELINE``), for the tables
-BASE_WORDS = {r: ROUTE_WORDS[b] for r, b in fo.BASELINE.items()}
+#: the words of each route's baseline (``consumer.BASELINE``), for the tables
+BASE_WORDS = {r: ROUTE_WORDS[b] for r, b in cs.BASELINE.items()}
 
 
 class Run:
@@ -39,7 +39,7 @@ class Run:
     def __init__(self, data: dict):
         self.data = data
         self.evidence = data.get("evidence", {})
-        self.info = self.evidence.get("fallback_ops", {})
+        self.info = self.evidence.get("c_shims", {})
         self.by = {}
         for b in data["benchmarks"]:
             e = b["extra_info"]
@@ -69,7 +69,7 @@ class Run:
         return bool(self.evidence.get("protocol", {}).get("quick"))
 
     def routes(self) -> list[str]:
-        return [r for r in fo.ROUTES if any(k[3] == f"handles:{r}" for k in self.by)]
+        return [r for r in cs.ROUTES if any(k[3] == f"handles:{r}" for k in self.by)]
 
 
 def _ci(c, unit="ns", digits=1) -> str:
@@ -106,14 +106,14 @@ def figures(run: Run) -> dict:
     From several processes, ``*_by_process`` lists each process's own median of the
     per-argument differences (None from one)."""
     out = {}
-    for op in fo.OPS:
+    for op in cs.OPS:
         for size in (32, 1024):
             op_s = run.samples(LOOPS, op, size, "op")
             if op_s is None:
                 continue
             sync_s = run.samples(LOOPS, op, size, "op_sync")
             denom = sync_s if sync_s is not None else op_s
-            k = fo.ARITY[op]
+            k = cs.ARITY[op]
             row = {"op_ns": rp.median_ci(op_s), "arity": k,
                    "op_sync_ns": None if sync_s is None else rp.median_ci(sync_s), "routes": {}}
             for route in run.routes():
@@ -124,7 +124,7 @@ def figures(run: Run) -> dict:
                 r = {"call": rp.median_ci(c), "handles": rp.median_ci(h),
                      "handles_per_arg": rp.median_ci(h / k),
                      "handles_share": rp.median_ci(h / denom)}
-                base = fo.BASELINE.get(route)
+                base = cs.BASELINE.get(route)
                 cb = run.samples(LOOPS, op, size, f"ccall:{base}") if base else None
                 hb = run.samples(LOOPS, op, size, f"handles:{base}") if base else None
                 if cb is not None and hb is not None:
@@ -158,7 +158,7 @@ def loops_md(run: Run) -> str:
              + "; ".join(f"{ROUTE_WORDS[r]}: {b}" for r, b in BASE_WORDS.items()) +
              ". Median over rounds [95% bootstrap interval]. The whole-call difference is "
              "what a consumer saves; it is smaller than the handles' where the op's kernel "
-             "copies an input (`Consumer.call_loop` in `bench/fallback_ops/consumer.py` says "
+             "copies an input (`Consumer.call_loop` in `bench/c_shims/consumer.py` says "
              "why). \"Per process\": the lowest and highest of the fresh processes' own "
              "medians of the per-argument differences.", ""]
     lines += ["| op | size | tensors | op alone | route | whole call | minus baseline | per "
@@ -197,18 +197,18 @@ def calls_md(run: Run) -> str:
              "| op | tensors | route | per call | minus baseline | per argument | per "
              "process: per argument | share of the baseline's call |",
              "|---|---:|---|---:|---:|---:|---:|---:|"]
-    for op in fo.OPS:
+    for op in cs.OPS:
         first = True
-        for route in fo.ROUTES:
+        for route in cs.ROUTES:
             s = run.samples(CALLS, op, 32, f"call:{route}")
             if s is None:
                 continue
-            lead = f"| {op} | {fo.ARITY[op]} |" if first else "| | |"
+            lead = f"| {op} | {cs.ARITY[op]} |" if first else "| | |"
             first = False
-            base = fo.BASELINE.get(route)
+            base = cs.BASELINE.get(route)
             b = run.samples(CALLS, op, 32, f"call:{base}") if base else None
             if b is not None:
-                per_arg = (s - b) / fo.ARITY[op]
+                per_arg = (s - b) / cs.ARITY[op]
                 spread = run.by_process(per_arg, CALLS, op, 32, f"call:{route}")
                 tail = (f"{_ci(rp.paired(s, b))} | {_ci(rp.median_ci(per_arg))} | "
                         f"{_spread(spread)} | {_pct(rp.median_ci((s - b) / b))} |")
@@ -227,14 +227,14 @@ def probe_md(info: dict) -> str:
              "| op | shim | header | torch equivalent | the mode saw | result requires_grad | "
              "result grad_fn |", "|---|---|---|---|---|---|---|"]
     shims = info.get("shims", {})
-    for op in fo.OPS:
+    for op in cs.OPS:
         if op not in info.get("probe", {}):
             continue
         seen = info["probe"][op]
         ag = info.get("autograd", {}).get(op, {})
         shim = ", ".join(sorted({s for s in shims.get(op, {}).values() if s}))
-        lines.append(f"| {op} | `{shim}` | `{fo.HEADERS[op].format(dev='<dev>')}` | "
-                     f"`{fo.TORCH_EQUIVALENT[op]}` | "
+        lines.append(f"| {op} | `{shim}` | `{cs.HEADERS[op].format(dev='<dev>')}` | "
+                     f"`{cs.TORCH_EQUIVALENT[op]}` | "
                      f"{', '.join(f'`{s}`' for s in seen) if seen else 'nothing'} | "
                      f"{ag.get('requires_grad')} | {ag.get('grad_fn')} |")
     return "\n".join(lines) + "\n"
@@ -245,16 +245,16 @@ def header_md(run: Run) -> list[str]:
     bench = m.get("bench", {})
     info = run.info
     dev = run.evidence.get("device", {})
-    lines = [f"# ATen ops through torch's C fallback shims: input handles by route, "
+    lines = [f"# ATen ops through torch's generated C shims: input handles by route, "
              f"torch {run.data.get('machine_info', {}).get('bench', {}).get('torch', '?')}"
              f" ({run.device.upper()} tensors)", "",
-             "Generated by `bench/fallback_ops/report.py` from the JSON beside this file "
-             "(`bench/fallback_ops/run.py`, scenario F of `bench/fallback_ops/scenario.py`); "
+             "Generated by `bench/c_shims/report.py` from the JSON beside this file "
+             "(`bench/c_shims/run.py`, scenario F of `bench/c_shims/scenario.py`); "
              "nothing here is typed by hand.", ""]
     if run.quick:
         lines += ["**Quick run: a check that the code runs, not a measurement.**", ""]
     lines += [f"- Routes: " + "; ".join(f"**{ROUTE_WORDS[r]}**: {info.get('labels', {}).get(r)}"
-                                        for r in fo.ROUTES if r in info.get("labels", {})),
+                                        for r in cs.ROUTES if r in info.get("labels", {})),
               f"- Unavailable here: {info.get('unavailable') or 'nothing'}"
               + (f"; shims: {info['shim_unavailable']}" if info.get("shim_unavailable") else ""),
               f"- A new result handle becomes a Python tensor by {info.get('to_pyobject')}, "
@@ -281,9 +281,9 @@ def instructions_md(cg: dict, title: bool = True) -> str:
     pc = cg["per_call"]
     lines = []
     if title:
-        lines += [f"# Instruction counts: ATen ops through torch's C fallback shims, torch "
+        lines += [f"# Instruction counts: ATen ops through torch's generated C shims, torch "
                   f"{cg['torch']}", "",
-                  "Generated by `bench/fallback_ops/callgrind.py`; nothing here is typed by hand. "
+                  "Generated by `bench/c_shims/callgrind.py`; nothing here is typed by hand. "
                   f"{cg['valgrind']}, CPython {cg['python']}, torch {cg['torch']} with "
                   f"{cg['num_threads']} intra-op thread; 32x32 float32 CPU tensors; "
                   f"instructions per call = (I(n2) - I(n1)) / (n2 - n1), n = {cg['n']}; the "
@@ -301,18 +301,18 @@ def instructions_md(cg: dict, title: bool = True) -> str:
               "argument | handles alone, per argument | handles minus baseline, per argument | "
               "Python call | Python call minus baseline | repeat checks |",
               "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
-    for op in fo.OPS:
+    for op in cs.OPS:
         o = pc.get(f"op::{op}")
         if o is None:
             continue
         k = cg["arity"][op]
         first = True
-        for route in fo.ROUTES:
+        for route in cs.ROUTES:
             h, c = pc.get(f"handles:{route}:{op}"), pc.get(f"ccall:{route}:{op}")
             py = pc.get(f"call:{route}:{op}")
             if h is None or c is None:
                 continue
-            base = fo.BASELINE.get(route)
+            base = cs.BASELINE.get(route)
             hb, cb, pyb = (pc.get(f"{kind}:{base}:{op}") for kind in ("handles", "ccall", "call"))
             lead = f"| {op} | {k} | {o['per_call']:.0f} |" if first else "| | | |"
             first = False
@@ -335,9 +335,9 @@ def instructions_md(cg: dict, title: bool = True) -> str:
     lines += [f"- **{k}**: {v}" for k, v in cgm.PARTS.items()]
     lines += ["", "| op | route | what | " + " | ".join(cgm.PARTS) + " | total |",
               "|---|---|---|" + "---:|" * (len(cgm.PARTS) + 1)]
-    for op in fo.OPS:
+    for op in cs.OPS:
         rows = [("op alone", "", pc.get(f"op::{op}"))]
-        for route in fo.ROUTES:
+        for route in cs.ROUTES:
             rows += [(ROUTE_WORDS[route], "handles", pc.get(f"handles:{route}:{op}")),
                      (ROUTE_WORDS[route], "whole call", pc.get(f"ccall:{route}:{op}"))]
         for route, what, x in rows:

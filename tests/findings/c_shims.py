@@ -1,16 +1,16 @@
-"""Render ``proposal/findings/fallback-shims.md`` (``make findings-fallback-shims``): the
+"""Render ``proposal/findings/c-shims.md`` (``make findings-c-shims``): the
 findings on the consumer that needs a handle, ATen ops called from C through torch's
-generated fallback shims, with every figure taken from the committed JSON:
+generated C shims, with every figure taken from the committed JSON:
 
-- ``bench/results/callgrind-fallback-ops-torch-<v>.json`` (``callgrind.py``:
+- ``bench/results/callgrind-c-shims-torch-<v>.json`` (``callgrind.py``:
   instructions, deterministic);
-- ``bench/results/fallback-ops-torch-<v>.json`` (``run.py``: time, CPU);
-- every ``bench/results/fallback-ops-gpu-*.json`` there is (the GPU host's run of
+- ``bench/results/c-shims-torch-<v>.json`` (``run.py``: time, CPU);
+- every ``bench/results/c-shims-gpu-*.json`` there is (the GPU host's run of
   ``bench/gpu/run.sh``: CUDA tensors, and that host's CPU tensors).
 
 The prose around the figures is here; where a sentence depends on a figure (which is
 larger, whether an interval excludes zero) it is decided from the figure. Run as
-``python -P -m findings.fallback_shims`` from the repository's root with ``tests/`` on
+``python -P -m findings.c_shims`` from the repository's root with ``tests/`` on
 ``PYTHONPATH``, in an environment with the bench extra (the statistics need scipy).
 """
 
@@ -21,8 +21,8 @@ import json
 import pathlib
 import sys
 
-from bench.fallback_ops import consumer as fo
-from bench.fallback_ops import report as fr
+from bench.c_shims import consumer as cs
+from bench.c_shims import report as csr
 from proposal.toolchain import torch_version
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -58,62 +58,62 @@ def cg_figures(cg: dict) -> dict:
     """Per op, instructions: handles alone per argument per route, whole call minus
     baseline per argument; plus whether each count was exact (repeat checks 0)."""
     pc, out = cg["per_call"], {}
-    for op in fo.OPS:
+    for op in cs.OPS:
         k = cg["arity"][op]
         get = {key: pc.get(f"{key}:{op}") for key in
-               [f"{kind}:{r}" for kind in ("handles", "ccall", "call") for r in fo.ROUTES]}
+               [f"{kind}:{r}" for kind in ("handles", "ccall", "call") for r in cs.ROUTES]}
         if get["ccall:borrow"] is None:
             continue
         row = {"k": k, "op": pc[f"op::{op}"]["per_call"],
                "exact": all(v["repeat"] == 0 for key, v in get.items()
                             if v and not key.startswith("call:")),
-               "handles": {r: get[f"handles:{r}"]["per_call"] / k for r in fo.ROUTES
+               "handles": {r: get[f"handles:{r}"]["per_call"] / k for r in cs.ROUTES
                            if get[f"handles:{r}"]},
-               "whole": {r: get[f"ccall:{r}"]["per_call"] for r in fo.ROUTES if get[f"ccall:{r}"]}}
+               "whole": {r: get[f"ccall:{r}"]["per_call"] for r in cs.ROUTES if get[f"ccall:{r}"]}}
         row["whole_minus"] = {r: (row["whole"][r] - row["whole"][b]) / k
-                              for r, b in fo.BASELINE.items() if r in row["whole"]}
+                              for r, b in cs.BASELINE.items() if r in row["whole"]}
         row["handles_minus"] = {r: row["handles"][r] - row["handles"][b]
-                                for r, b in fo.BASELINE.items() if r in row["handles"]}
+                                for r, b in cs.BASELINE.items() if r in row["handles"]}
         out[op] = row
     return out
 
 
-def summary_table(cgf: dict, run: fr.Run | None) -> list[str]:
+def summary_table(cgf: dict, run: csr.Run | None) -> list[str]:
     """Per op and route, per tensor argument: instructions (handles alone, their
     difference to the baseline, the whole call's difference) and the same in ns at
     32x32 (median [95% interval])."""
-    figs = fr.figures(run) if run else {}
+    figs = csr.figures(run) if run else {}
     lines = ["| op | tensors | route | instructions: handles alone | handles minus baseline | "
              "whole call minus baseline | ns (32x32): handles alone | handles minus baseline | "
              "whole call minus baseline |", "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
     for op, row in cgf.items():
-        for i, route in enumerate(fo.ROUTES):
+        for i, route in enumerate(cs.ROUTES):
             if route not in row["handles"]:
                 continue
             mark = "" if row["exact"] else " (counts vary from call to call)"
             lead = f"| {op}{mark} | {row['k']} |" if i == 0 else "| | |"
             t = figs.get(op, {}).get(32, {}).get("routes", {}).get(route, {})
             hm, wm = row["handles_minus"].get(route), row["whole_minus"].get(route)
-            base = f" (vs {fr.BASE_WORDS[route]})" if route in fr.BASE_WORDS else ""
+            base = f" (vs {csr.BASE_WORDS[route]})" if route in csr.BASE_WORDS else ""
             lines.append(
-                f"{lead} {fr.ROUTE_WORDS[route]}{base} | {row['handles'][route]:.0f} | "
+                f"{lead} {csr.ROUTE_WORDS[route]}{base} | {row['handles'][route]:.0f} | "
                 f"{'' if hm is None else f'{hm:+.0f}'} | {'' if wm is None else f'{wm:+.0f}'} | "
-                f"{fr._ci(t['handles_per_arg']) if t else ''} | "
-                f"{fr._ci(t['handles_minus_borrow_per_arg']) if 'handles_minus_borrow_per_arg' in t else ''} | "
-                f"{fr._ci(t['minus_borrow_per_arg']) if 'minus_borrow_per_arg' in t else ''} |")
+                f"{csr._ci(t['handles_per_arg']) if t else ''} | "
+                f"{csr._ci(t['handles_minus_borrow_per_arg']) if 'handles_minus_borrow_per_arg' in t else ''} | "
+                f"{csr._ci(t['minus_borrow_per_arg']) if 'minus_borrow_per_arg' in t else ''} |")
     return lines
 
 
-def shares_table(run: fr.Run) -> list[str]:
+def shares_table(run: csr.Run) -> list[str]:
     """Per op and size: the op's time and what owned costs over the borrow, as a share."""
-    figs = fr.figures(run)
+    figs = csr.figures(run)
     lines = ["| op | size | op alone | owned minus borrow, whole call: share of the op | "
              "handles alone, owned minus borrow: share of the op | owned + fix minus borrow + "
              "fix, whole call: share |", "|---|---|---:|---:|---:|---:|"]
     for op, sizes in figs.items():
         for size, row in sizes.items():
             r = row["routes"]
-            op_t = fr._us(row["op_ns"][0]) + (f" ({fr._us(row['op_sync_ns'][0])} until the GPU "
+            op_t = csr._us(row["op_ns"][0]) + (f" ({csr._us(row['op_sync_ns'][0])} until the GPU "
                                               "ran it)" if row["op_sync_ns"] else "")
             owned, fixed = r.get("owned", {}), r.get("owned_fixed", {})
             h_share = None
@@ -121,32 +121,32 @@ def shares_table(run: fr.Run) -> list[str]:
                 h_share = r["owned"]["handles_share"][0] - r["borrow"]["handles_share"][0]
             lines.append(
                 f"| {op} | {size}x{size} | {op_t} | "
-                f"{fr._pct(owned['minus_borrow_share']) if 'minus_borrow_share' in owned else ''} | "
+                f"{csr._pct(owned['minus_borrow_share']) if 'minus_borrow_share' in owned else ''} | "
                 f"{'' if h_share is None else f'{100 * h_share:.3g}%'} | "
-                f"{fr._pct(fixed['minus_borrow_share']) if 'minus_borrow_share' in fixed else ''} |")
+                f"{csr._pct(fixed['minus_borrow_share']) if 'minus_borrow_share' in fixed else ''} |")
     return lines
 
 
 def probe_lines(info: dict) -> list[str]:
-    return fr.probe_md(info).splitlines()[2:]
+    return csr.probe_md(info).splitlines()[2:]
 
 
 def gpu_section(paths: list[pathlib.Path]) -> list[str]:
     if not paths:
         return ["## CUDA tensors", "",
                 "Not measured in this file yet: `bench/gpu/run.sh` runs the tests "
-                "(`tests/bench/test_fallback_ops.py`, CUDA tensors through the "
+                "(`tests/bench/test_c_shims.py`, CUDA tensors through the "
                 "`aoti_torch_cuda_*` shims) and scenario F with CUDA tensors and with the GPU host's CPU tensors "
-                "into `fallback-ops-gpu-<gpu>[-host-cpu]-torch-<v>.{json,md}`; copied into "
+                "into `c-shims-gpu-<gpu>[-host-cpu]-torch-<v>.{json,md}`; copied into "
                 "`bench/results/`, this section renders them.", ""]
     lines = ["## CUDA tensors (the GPU host)", ""]
     for p in paths:
-        run = fr.Run(json.loads(p.read_text()))
+        run = csr.Run(json.loads(p.read_text()))
         bench = run.data.get("machine_info", {}).get("bench", {})
         lines += [f"### `{p.name}`: {run.device.upper()} tensors, torch {bench.get('torch')}, "
                   f"Python {bench.get('python')}" + (" (quick run: not evidence)" if run.quick
                                                      else ""), ""]
-        lines += [f"Routes: " + "; ".join(f"{fr.ROUTE_WORDS[r]}: {lab}" for r, lab in
+        lines += [f"Routes: " + "; ".join(f"{csr.ROUTE_WORDS[r]}: {lab}" for r, lab in
                                          run.info.get("labels", {}).items()), "",
                   f"Time: {timed_words(run, 'in `' + p.with_suffix('.md').name + '`')}.", ""]
         lines += shares_table(run) + [""]
@@ -154,7 +154,7 @@ def gpu_section(paths: list[pathlib.Path]) -> list[str]:
     return lines
 
 
-def timed_words(run: fr.Run, where: str = "there") -> str:
+def timed_words(run: csr.Run, where: str = "there") -> str:
     """Where the timed figures come from: one process's rounds, or several pooled (and
     ``where`` the per-process ranges stand: a file's name, or "there")."""
     p = run.evidence.get("protocol") or {}
@@ -165,7 +165,7 @@ def timed_words(run: fr.Run, where: str = "there") -> str:
     return "interleaved rounds of one process"
 
 
-def render(cg: dict, run: fr.Run | None, gpu: list[pathlib.Path]) -> str:
+def render(cg: dict, run: csr.Run | None, gpu: list[pathlib.Path]) -> str:
     cgf = cg_figures(cg)
     ops_exact = [op for op, r in cgf.items() if r["exact"]]
     h_owned = [cgf[op]["handles_minus"]["owned"] for op in ops_exact]
@@ -174,7 +174,7 @@ def render(cg: dict, run: fr.Run | None, gpu: list[pathlib.Path]) -> str:
                "owned_fixed" in cgf[op]["whole_minus"]]
     w_fix_borrow = [cgf[op]["whole_minus"]["borrow_fixed"] for op in ops_exact
                     if "borrow_fixed" in cgf[op]["whole_minus"]]
-    per_arg = {r: [cgf[op]["handles"][r] for op in ops_exact] for r in fo.ROUTES}
+    per_arg = {r: [cgf[op]["handles"][r] for op in ops_exact] for r in cs.ROUTES}
     smaller = max(w_owned) < min(h_owned)
     inexact = [op for op in cgf if op not in ops_exact]
     torch_v, py_v = cg["torch"], cg["python"]
@@ -183,7 +183,7 @@ def render(cg: dict, run: fr.Run | None, gpu: list[pathlib.Path]) -> str:
                  for op in ops_exact if "owned_fixed" in cgf[op]["whole"]]
     big_h, big_zero, op_big, small_h = [], [], [], []
     if run:
-        for op, sizes in fr.figures(run).items():
+        for op, sizes in csr.figures(run).items():
             for size, r in sizes.items():
                 o, b = r["routes"].get("owned", {}), r["routes"].get("borrow", {})
                 if not o or not b:
@@ -195,20 +195,20 @@ def render(cg: dict, run: fr.Run | None, gpu: list[pathlib.Path]) -> str:
                     lo, hi = o["minus_borrow_share"][1:]
                     big_zero.append(lo <= 0 <= hi)
     lines = [
-        "# Findings: a consumer that needs the handle, ATen ops through torch's C fallback "
+        "# Findings: a consumer that needs the handle, ATen ops through torch's generated C "
         "shims",
         "",
-        "Generated by `tests/findings/fallback_shims.py` (`make findings-fallback-shims`) from "
+        "Generated by `tests/findings/c_shims.py` (`make findings-c-shims`) from "
         "the committed JSON in `bench/results/`; no figure here is typed by hand. Instructions: "
         f"callgrind, torch {torch_v}, CPython {py_v}, 32x32 float32 CPU tensors "
-        f"(`callgrind-fallback-ops-torch-{torch_v.split('+')[0]}.md`). Time: "
-        + (f"`fallback-ops-torch-{torch_v.split('+')[0]}.md` (on a shared 2-core machine, "
+        f"(`callgrind-c-shims-torch-{torch_v.split('+')[0]}.md`). Time: "
+        + (f"`c-shims-torch-{torch_v.split('+')[0]}.md` (on a shared 2-core machine, "
            f"{timed_words(run)}; compare within the run)." if run else "not run yet."),
         "",
         "## The consumer",
         "",
-        "`bench/fallback_ops/fallback_ops.cpp` is a CPython extension that receives tensors from Python "
-        "and calls ATen through torch's generated C fallback shims, which take "
+        "`bench/c_shims/c_shims.cpp` is a CPython extension that receives tensors from Python "
+        "and calls ATen through torch's generated C shims, which take "
         "`AtenTensorHandle` inputs and do not steal them: elementwise `add` "
         "(`aoti_torch_<dev>_add_Tensor`, a new result), two reductions, `amax` "
         "(`aoti_torch_aten_amax` of `c_shim_aten.h`, the device-generic shim) and `median` "
@@ -221,7 +221,7 @@ def render(cg: dict, run: fr.Run | None, gpu: list[pathlib.Path]) -> str:
         "with the interpreter fix installed, the borrow `torch_tensor_borrow_from_pyobject`, "
         "and the borrow with the fix. A refused tensor, a wrong shape or a non-tensor is a "
         "`RuntimeError` with torch's own message, owned handles taken before it released "
-        "(`tests/bench/test_fallback_ops.py`). Every route's result equals torch's own "
+        "(`tests/bench/test_c_shims.py`). Every route's result equals torch's own "
         "(`torch.equal`) at 32x32, 7x7 and 1024x1024.",
         "",
         "A `DLTensor` cannot stand in here: the shims take handles. So this is a consumer "
@@ -236,7 +236,7 @@ def render(cg: dict, run: fr.Run | None, gpu: list[pathlib.Path]) -> str:
         f"only {rng(w_owned)} instructions per argument between owned and borrowed, with "
         f"the interpreter fix installed on both sides {rng(w_fixed)}"
         + (", less than the handles alone show" if smaller else "") + ". The "
-        "attribution (`callgrind-fallback-ops-*.md`, *gil* and *pyobject* columns) says "
+        "attribution (`callgrind-c-shims-*.md`, *gil* and *pyobject* columns) says "
         "why: torch 2.15 increfs a `TensorImpl`'s Python object, with a GIL acquisition, "
         "when the `TensorImpl`'s count goes from 1 to 2 (`c10/util/intrusive_ptr.h`). The "
         "owned handle's copy pays that; every kernel here copies each input `at::Tensor` "
@@ -258,8 +258,8 @@ def render(cg: dict, run: fr.Run | None, gpu: list[pathlib.Path]) -> str:
                   "interval]):", ""]
         lines += shares_table(run) + [""]
         lines += [
-            f"Whether it matters: at 1024x1024 the ops take {fr._us(min(op_big))} to "
-            f"{fr._us(max(op_big))} here and owned handles cost at most {max(big_h):.2g}% of "
+            f"Whether it matters: at 1024x1024 the ops take {csr._us(min(op_big))} to "
+            f"{csr._us(max(op_big))} here and owned handles cost at most {max(big_h):.2g}% of "
             "the op over borrowed ones; the whole-call difference "
             + ("is not told apart from zero for any op" if all(big_zero) else
                "is mostly lost in the op's own variation") + ". At 32x32 the ops take "
@@ -274,11 +274,11 @@ def render(cg: dict, run: fr.Run | None, gpu: list[pathlib.Path]) -> str:
     lines += probe_lines(run.info if run else {}) + [""]
     info = run.info if run else {}
     probe, grad = info.get("probe", {}), info.get("autograd", {})
-    quiet = [op for op in fo.OPS if probe.get(op) == []]
+    quiet = [op for op in cs.OPS if probe.get(op) == []]
     inner = {op: seen for op, seen in probe.items()
-             if seen and fo.HEADERS[op] != "c_shim_aten.h"}
-    top = [op for op, seen in probe.items() if seen and fo.HEADERS[op] == "c_shim_aten.h"]
-    no_grad = [op for op in fo.OPS if op in grad and grad[op]["grad_fn"] is None]
+             if seen and cs.HEADERS[op] != "c_shim_aten.h"}
+    top = [op for op, seen in probe.items() if seen and cs.HEADERS[op] == "c_shim_aten.h"]
+    no_grad = [op for op in cs.OPS if op in grad and grad[op]["grad_fn"] is None]
     other_grad = {op: g["grad_fn"] for op, g in grad.items()
                   if g["grad_fn"] is not None and op not in top}
     lines += [
@@ -288,7 +288,7 @@ def render(cg: dict, run: fr.Run | None, gpu: list[pathlib.Path]) -> str:
         + "; ".join(f"for `{op}` it saw only what the kernel calls in turn "
                     f"({', '.join(f'`{x}`' for x in seen)})" for op, seen in inner.items())
         + ", which goes through the dispatcher and can run Python. "
-        + "".join(f"The device-generic `{fo.SHIMS[op]}` (`c_shim_aten.h`) enters the "
+        + "".join(f"The device-generic `{cs.SHIMS[op]}` (`c_shim_aten.h`) enters the "
                   f"dispatcher from the top: the mode saw `{probe[op][0]}`, and autograd "
                   f"recorded `{grad.get(op, {}).get('grad_fn')}`. " for op in top) +
         "Through the device shims autograd is not recorded: inputs that require grad gave "
@@ -297,7 +297,7 @@ def render(cg: dict, run: fr.Run | None, gpu: list[pathlib.Path]) -> str:
                             "turn (a graph without the op itself, wrong gradients if trusted)"
                             for op, g in other_grad.items()) if other_grad else "")
         + ". A consumer that calls them on user tensors must refuse inputs that require "
-        "grad, or say that it computes without autograd (`tests/bench/test_fallback_ops.py` "
+        "grad, or say that it computes without autograd (`tests/bench/test_c_shims.py` "
         "asserts this per op).",
         "",
         "A nested tensor through a borrow that accepts it reaches the dense CPU kernel: "
@@ -314,7 +314,7 @@ def render(cg: dict, run: fr.Run | None, gpu: list[pathlib.Path]) -> str:
         f"- **PyTorch Inductor's C++ wrapper** ({cite('inductor')}, JIT with `cpp_wrapper`): "
         "the generated Python entry turns the inputs into handles per call with "
         "`torch._C._aoti.unsafe_alloc_void_ptrs_from_tensors(input_tensors)` and the "
-        "generated C++ calls the fallback shims (`aoti_torch_{device}_{kernel}` by "
+        "generated C++ calls the C shims (`aoti_torch_{device}_{kernel}` by "
         "`get_c_shim_func_name`, `AOTI_TORCH_ERROR_CODE_CHECK(...)`) on them. That binding "
         f"({cite('aoti_pybind')}) casts the list to `std::vector<at::Tensor>` (a copy of "
         "each tensor, pybind11) and heap-allocates a new handle per tensor "
@@ -343,7 +343,7 @@ def render(cg: dict, run: fr.Run | None, gpu: list[pathlib.Path]) -> str:
         "",
         "## Verdict for this consumer",
         "",
-        "The fallback shims are a real consumer of a borrowed handle: they take handles, "
+        "The C shims are a real consumer of a borrowed handle: they take handles, "
         "not metadata, and do not steal them, and C code receiving tensors from Python "
         "calls them per call. For it, the borrow saves the owned handle's allocation and "
         f"entry points, {rng(w_owned)} instructions per tensor argument per call with or "
@@ -368,16 +368,16 @@ def main(argv=None) -> int:
                         "the imported torch's)")
     parser.add_argument("--results", type=pathlib.Path, default=REPO / "bench" / "results")
     parser.add_argument("--out", type=pathlib.Path,
-                        default=REPO / "proposal" / "findings" / "fallback-shims.md")
+                        default=REPO / "proposal" / "findings" / "c-shims.md")
     args = parser.parse_args(argv)
     if args.torch is None:
         import torch
 
         args.torch = torch_version(torch)
-    cg = json.loads((args.results / f"callgrind-fallback-ops-torch-{args.torch}.json").read_text())
-    timed = args.results / f"fallback-ops-torch-{args.torch}.json"
-    run = fr.Run(json.loads(timed.read_text())) if timed.exists() else None
-    gpu = sorted(args.results.glob("fallback-ops-gpu-*.json"))
+    cg = json.loads((args.results / f"callgrind-c-shims-torch-{args.torch}.json").read_text())
+    timed = args.results / f"c-shims-torch-{args.torch}.json"
+    run = csr.Run(json.loads(timed.read_text())) if timed.exists() else None
+    gpu = sorted(args.results.glob("c-shims-gpu-*.json"))
     args.out.write_text(render(cg, run, gpu))
     print(f"wrote {args.out}")
     return 0

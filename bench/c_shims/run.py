@@ -1,15 +1,15 @@
-"""Run scenario F (``scenario.py``: ATen ops through torch's C fallback shims,
-their input handles by route) and write its evidence: ``make bench-fallback-ops``.
+"""Run scenario F (``scenario.py``: ATen ops through torch's generated C shims,
+their input handles by route) and write its evidence: ``make bench-c-shims``.
 
 pytest-benchmark on ``scenario.py`` alone (this folder's ``conftest.py``, the
-scenarios' own: ``--quick``, ``--device``, ``--rounds``), JSON out, then ``bench.fallback_ops.report`` on it
+scenarios' own: ``--quick``, ``--device``, ``--rounds``), JSON out, then ``bench.c_shims.report`` on it
 (with the instruction counts of ``callgrind.py`` when ``--callgrind`` names
 their JSON). ``--processes K`` runs it in K fresh interpreters, each its own order seed, and
 pools their rounds (``bench.processes.fresh_processes`` / ``merge_runs``, as ``python -m
 bench`` does). Files in ``--out`` (default the git-ignored ``bench/results/scratch/``):
 ``<stem>.json`` (pytest-benchmark's, per-round samples and the mode probe included) and
-``<stem>.md``; ``<stem>`` is ``fallback-ops-torch-<v>`` (CPU) or
-``fallback-ops-gpu-<gpu>-torch-<v>`` (``--device cuda``). Run with ``python -P`` from the
+``<stem>.md``; ``<stem>`` is ``c-shims-torch-<v>`` (CPU) or
+``c-shims-gpu-<gpu>-torch-<v>`` (``--device cuda``). Run with ``python -P`` from the
 repository root.
 """
 
@@ -47,23 +47,23 @@ def main(argv=None) -> int:
 
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: torch.cuda.is_available() is false on this machine")
-    from bench.fallback_ops import scenario as fallback_ops_bench
-    from bench.fallback_ops import report as fallback_ops_report
+    from bench.c_shims import scenario as c_shims_scenario
+    from bench.c_shims import report as c_shims_report
 
     if args.threads:
-        os.environ[fallback_ops_bench.THREADS_ENV] = str(args.threads)
+        os.environ[c_shims_scenario.THREADS_ENV] = str(args.threads)
 
     version = torch_version(torch)
     if args.stem:
         stem = args.stem
     elif args.device == "cuda":
-        stem = "fallback-ops-" + processes.default_stem(torch, "cuda")
+        stem = "c-shims-" + processes.default_stem(torch, "cuda")
     else:
-        stem = f"fallback-ops-torch-{version}"
+        stem = f"c-shims-torch-{version}"
     args.out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = args.out / f"{stem}.json", args.out / f"{stem}.md"
     if args.processes > 1:
-        rc = processes.run_processes(args, stem, json_path, module="bench.fallback_ops.run",
+        rc = processes.run_processes(args, stem, json_path, module="bench.c_shims.run",
                                extra=("--threads", str(args.threads)))
     else:
         rc = processes.run_scenarios(HERE / "scenario.py", "scenario.py", json_path, args,
@@ -76,7 +76,7 @@ def main(argv=None) -> int:
     report_args = [str(json_path), "--md", str(md_path)]
     if args.callgrind:
         report_args += ["--callgrind", str(args.callgrind)]
-    fallback_ops_report.main(report_args)
+    c_shims_report.main(report_args)
     print(f"\nWritten:\n  {md_path}\n  {json_path}")
     return 0
 

@@ -1,5 +1,5 @@
-"""ATen ops through torch's C fallback shims, on tensors from Python: a consumer that
-needs a tensor handle for more than reading metadata (``fallback_ops.cpp``).
+"""ATen ops through torch's generated C shims, on tensors from Python: a consumer that
+needs a tensor handle for more than reading metadata (``c_shims.cpp``).
 
 ``Consumer(torch)`` builds the extension at first use (``consumer_build.py``), resolves
 every address with ``bridge._resolve`` and installs them. Each op of ``OPS`` calls the
@@ -78,7 +78,7 @@ class Consumer:
         """``prototypes``: use 2.14's owned shim and ``torch_tensor_to_pyobject`` built for
         this torch even where torch exports its own (what a torch < 2.14 gets; the tests
         run that path on every torch)."""
-        from bench.fallback_ops import consumer_build as fb
+        from bench.c_shims import consumer_build
 
         from bridge import _bridge as core
         from bridge import _resolve
@@ -86,9 +86,9 @@ class Consumer:
         self.torch = torch
         out = native.build_dir(torch_version(torch))
         try:
-            self.module = mod = native.built_module(fb, out)
+            self.module = mod = native.built_module(consumer_build, out)
         except Exception as exc:  # a compiler failure: say which
-            raise Unavailable(f"fallback_ops.cpp does not build: {type(exc).__name__}: "
+            raise Unavailable(f"c_shims.cpp does not build: {type(exc).__name__}: "
                               f"{exc}") from exc
         res = _resolve.resolve(core.PYOBJECT_SIZE)
 
@@ -190,21 +190,21 @@ class Consumer:
 
     @staticmethod
     def _to_pyobject_prototype(torch, out, addresses) -> str:
-        from bench.fallback_ops import consumer_build as fb
+        from bench.c_shims import consumer_build
 
-        builder = fb.to_pyobject_builder()
+        builder = consumer_build.to_pyobject_builder()
         try:
             proto = native.built_module(builder, out)
         except Exception as exc:
             raise Unavailable(f"torch {torch.__version__} exports no torch_tensor_to_pyobject "
                               f"and 2.14's does not build here: {type(exc).__name__}: "
                               f"{exc}") from exc
-        for key, name in (("to_pyobject", "fallback_ops_to_pyobject"),
-                          ("to_pyobject_error", "fallback_ops_to_pyobject_last_error")):
+        for key, name in (("to_pyobject", "c_shims_to_pyobject"),
+                          ("to_pyobject_error", "c_shims_to_pyobject_last_error")):
             addresses[key] = int(proto.ffi.cast("uintptr_t",
                                                 proto.ffi.addressof(proto.lib, name)))
         return (f"2.14's torch_tensor_to_pyobject, built for torch "
-                f"{torch_version(torch)} (bench/fallback_ops/to_pyobject.cpp)")
+                f"{torch_version(torch)} (bench/c_shims/to_pyobject.cpp)")
 
     # --- calling ------------------------------------------------------------------------
     def routes(self) -> list[str]:

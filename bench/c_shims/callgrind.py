@@ -1,5 +1,5 @@
-"""Instructions per call of scenario F (ATen ops through torch's C fallback shims),
-counted by callgrind: ``make callgrind-fallback-ops`` (also run by ``make callgrind``).
+"""Instructions per call of scenario F (ATen ops through torch's generated C shims),
+counted by callgrind: ``make callgrind-c-shims`` (also run by ``make callgrind``).
 
 Per op of ``consumer.OPS`` on 32x32 float32 CPU tensors, in one valgrind process
 (``bench/callgrind.py``'s method: ``n1, n2, n1`` calls per configuration, per call
@@ -7,7 +7,7 @@ Per op of ``consumer.OPS`` on 32x32 float32 CPU tensors, in one valgrind process
 as the timed scenario (``child``: ``handles:<route>`` split by part, ``op`` with one
 intra-op thread, ``ccall:<route>``, the Python-level ``call:<route>``). Writes
 ``<out>/<stem>.json`` (every figure) and ``<stem>.md``, ``<stem>`` defaulting to
-``callgrind-fallback-ops-torch-<v>``. Run with ``python -P -m bench.fallback_ops.callgrind``.
+``callgrind-c-shims-torch-<v>``. Run with ``python -P -m bench.c_shims.callgrind``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import sys
 import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent
-TOGGLES = ("fallback_ops_handles_loop", "fallback_ops_op_loop", "fallback_ops_call_loop")
+TOGGLES = ("c_shims_handles_loop", "c_shims_op_loop", "c_shims_call_loop")
 #: calls per run, (n1, n2): handle loops; op loops and Python calls (each a whole op: its
 #: allocations vary from call to call by some hundred instructions, so many calls)
 N_HANDLES = (1_000, 11_000)
@@ -35,17 +35,17 @@ def child(args) -> int:
     import torch
 
     import bridge  # noqa: F401  (the package the borrow's symbols come from)
-    from bench.fallback_ops import consumer as fo
+    from bench.c_shims import consumer as cs
     from bench.native import peers_native
 
     torch.set_num_threads(1)
     peers = peers_native.NativePeers(torch, bridge)
-    consumer = fo.Consumer(torch)
+    consumer = cs.Consumer(torch)
     configs = []  # (label, run(n), (n1, n2))
-    for op in fo.OPS:
+    for op in cs.OPS:
         if consumer.shims[op]["cpu"] is None:
             continue
-        ts = fo.inputs(torch, op, 32, "cpu")
+        ts = cs.inputs(torch, op, 32, "cpu")
         for route in consumer.routes():
             configs.append((f"handles:{route}:{op}",
                             lambda n, r=route, ts=ts: consumer.handles_loop(r, n, *ts),
@@ -83,7 +83,7 @@ def child(args) -> int:
     plan = {"configs": [(label, n) for label, _, n in configs], "labels": labels,
             "torch": torch.__version__, "python": sys.version.split()[0],
             "labels_routes": consumer.labels, "unavailable": consumer.reasons,
-            "shims": consumer.shims, "arity": fo.ARITY, "num_threads": torch.get_num_threads(),
+            "shims": consumer.shims, "arity": cs.ARITY, "num_threads": torch.get_num_threads(),
             "to_pyobject": consumer.to_pyobject}
     pathlib.Path(args.plan).write_text(json.dumps(plan))
     return 0
@@ -110,7 +110,7 @@ def summarize(plan: dict, dumps: dict, attribute: bool = True) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=pathlib.Path, default=HERE.parent / "results")
-    parser.add_argument("--stem", help="default callgrind-fallback-ops-torch-<v>")
+    parser.add_argument("--stem", help="default callgrind-c-shims-torch-<v>")
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--keep", type=pathlib.Path, help="keep the dumps in this folder")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -124,15 +124,15 @@ def main(argv=None) -> int:
 
     import bridge
     from bench import callgrind as cg
-    from bench.fallback_ops import consumer as fo
+    from bench.c_shims import consumer as cs
     from bench import machine_info
     from bench.native import peers_native
 
     # Build everything here: compiling under valgrind is slow.
     if peers_native.NativePeers(torch, bridge).callgrind("dump") == -1:
         parser.error("bench/native/peers_native.c was built without <valgrind/callgrind.h>")
-    fo.Consumer(torch)
-    work = args.keep or pathlib.Path(tempfile.mkdtemp(prefix="cg-fallback-"))
+    cs.Consumer(torch)
+    work = args.keep or pathlib.Path(tempfile.mkdtemp(prefix="cg-c-shims-"))
     work.mkdir(parents=True, exist_ok=True)
     for old in work.glob("callgrind.out*"):
         old.unlink()
@@ -143,7 +143,7 @@ def main(argv=None) -> int:
            f"--callgrind-out-file={work / 'callgrind.out'}",
            args.python, "-P", str(pathlib.Path(__file__).resolve()), "--child",
            "--plan", str(plan_file)]
-    print("counting the fallback-shim consumer under callgrind (a few minutes)...", flush=True)
+    print("counting the C-shim consumer under callgrind (a few minutes)...", flush=True)
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0 or not plan_file.exists():
         sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])
@@ -156,7 +156,7 @@ def main(argv=None) -> int:
         print(f"no dump for {missing} (files in {work})", file=sys.stderr)
         return 1
     figures = summarize(plan, dumps)
-    stem = args.stem or f"callgrind-fallback-ops-torch-{plan['torch'].split('+')[0]}"
+    stem = args.stem or f"callgrind-c-shims-torch-{plan['torch'].split('+')[0]}"
     args.out.mkdir(parents=True, exist_ok=True)
     data = {"torch": plan["torch"], "python": plan["python"], "valgrind": cg.valgrind_version(),
             "cpu_model": machine_info.cpu_model(), "labels": plan["labels_routes"],
@@ -164,9 +164,9 @@ def main(argv=None) -> int:
             "num_threads": plan["num_threads"], "to_pyobject": plan["to_pyobject"],
             "n": {"handles": N_HANDLES, "ops": N_OPS}, "per_call": figures}
     (args.out / f"{stem}.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    from bench.fallback_ops import report as fallback_ops_report
+    from bench.c_shims import report as c_shims_report
 
-    text = fallback_ops_report.instructions_md(data)
+    text = c_shims_report.instructions_md(data)
     (args.out / f"{stem}.md").write_text(text + "\n")
     print(text)
     print(f"\nsaved {args.out / stem}.json and .md")

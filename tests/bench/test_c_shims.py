@@ -1,4 +1,4 @@
-"""The fallback-shim consumer (``bench/fallback_ops/fallback_ops.cpp``): ATen ops called from C
+"""The C-shim consumer (``bench/c_shims/c_shims.cpp``): ATen ops called from C
 through torch's generated C shims on tensors from Python, input handles by each route.
 
 Results equal torch's (``torch.equal``) for every op and route on CPU and, where present,
@@ -26,7 +26,7 @@ if importlib.util.find_spec("cffi") is None:
     pytest.skip("no cffi in this environment (free-threaded CPython 3.13): the owned "
                 "prototype and the internal fixes are built with cffi", allow_module_level=True)
 
-from bench.fallback_ops import consumer as fo
+from bench.c_shims import consumer as cs
 from helpers.expect import TORCH as _TORCH_VERSION
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
@@ -41,10 +41,10 @@ OWN_OVERLOAD = {"add": "aten.add.Tensor", "amax": "aten.amax.default",
 
 @pytest.fixture(scope="module")
 def consumer():
-    return fo.Consumer(torch)
+    return cs.Consumer(torch)
 
 
-@pytest.fixture(params=fo.ROUTES)
+@pytest.fixture(params=cs.ROUTES)
 def route(request, consumer):
     r = request.param
     if r == "owned_fixed" and not consumer.available[r]:
@@ -65,16 +65,16 @@ def shim_or_fail(consumer, op, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("op", fo.OPS)
+@pytest.mark.parametrize("op", cs.OPS)
 @pytest.mark.parametrize("size", [32, 7])
 def test_result_equals_torch(consumer, route, device, op, size):
     shim_or_fail(consumer, op, device)
-    tensors = fo.inputs(torch, op, size, device)
+    tensors = cs.inputs(torch, op, size, device)
     got = consumer.call(op, route, *tensors)
     if op.endswith("_out"):
         assert got is None
         got = tensors[0]
-    want = fo.reference(torch, op, tensors)
+    want = cs.reference(torch, op, tensors)
     assert got.device == want.device and got.dtype == want.dtype
     assert got.shape == want.shape
     assert torch.equal(got, want)
@@ -85,7 +85,7 @@ def test_result_equals_torch(consumer, route, device, op, size):
 @pytest.mark.parametrize("device", DEVICES)
 def test_inputs_unchanged_and_out_aliased(consumer, device):
     shim_or_fail(consumer, "mm_out", device)
-    out, a, b = fo.inputs(torch, "mm_out", 16, device)
+    out, a, b = cs.inputs(torch, "mm_out", 16, device)
     a0, b0, ptr = a.clone(), b.clone(), out.data_ptr()
     assert consumer.call("mm_out", "borrow", out, a, b) is None
     assert out.data_ptr() == ptr  # written in place, not replaced
@@ -106,10 +106,10 @@ def test_subclass_parameter_and_view_inputs(consumer, route, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("op", fo.OPS)
+@pytest.mark.parametrize("op", cs.OPS)
 def test_dispatch_mode_probe(consumer, device, op):
     shim_or_fail(consumer, op, device)
-    seen = fo.dispatch_probe(torch, consumer, op, "borrow", device)
+    seen = cs.dispatch_probe(torch, consumer, op, "borrow", device)
     if op == "amax":  # the device-generic c_shim_aten.h shim calls at::amax: the dispatcher
         assert seen == [OWN_OVERLOAD[op]], seen
     elif op in DIRECT and device == "cpu":  # checked on torch 2.15's CPU kernels
@@ -161,11 +161,11 @@ OWN_BACKWARD = {"add": "AddBackward0", "amax": "AmaxBackward0", "median": "Media
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("op", fo.OPS)
+@pytest.mark.parametrize("op", cs.OPS)
 def test_autograd_not_recorded_by_device_shims(consumer, device, op):
     shim_or_fail(consumer, op, device)
-    tensors = fo.inputs(torch, op, 8, device, requires_grad=True)
-    res = fo.result(op, tensors, consumer.call(op, "borrow", *tensors))
+    tensors = cs.inputs(torch, op, 8, device, requires_grad=True)
+    res = cs.result(op, tensors, consumer.call(op, "borrow", *tensors))
     inputs = tensors[1:] if op.endswith("_out") else tensors
     assert all(t.requires_grad for t in inputs)
     name = None if res.grad_fn is None else type(res.grad_fn).__name__
@@ -226,7 +226,7 @@ def test_owned_handles_released_on_every_path(consumer):
 
 def test_loops_report_positive_ns_and_refuse_bad_input(consumer, route):
     shim_or_fail(consumer, "mm_out", "cpu")
-    ts = fo.inputs(torch, "mm_out", 8, "cpu")
+    ts = cs.inputs(torch, "mm_out", 8, "cpu")
     assert consumer.handles_loop(route, 100, *ts) > 0
     assert consumer.op_loop("mm_out", 5, *ts) > 0
     # the owned prototype (torch < 2.14) keeps its own message; a torch before 2.13
@@ -265,13 +265,13 @@ def test_nested_tensor_refused_by_the_borrow(consumer):
 def test_prototypes_for_older_torch(consumer):
     """2.14's owned shim and torch_tensor_to_pyobject built for this torch (what a torch
     without them, e.g. 2.11, runs): the same results, their own error messages."""
-    proto = fo.Consumer(torch, prototypes=True)
+    proto = cs.Consumer(torch, prototypes=True)
     try:
         _check_prototypes(proto)
     finally:  # the extension holds one set of addresses: put torch's own back
-        fo.Consumer(torch)
+        cs.Consumer(torch)
     shim_or_fail(consumer, "mm_out", "cpu")
-    out, a, b = fo.inputs(torch, "mm_out", 5, "cpu")
+    out, a, b = cs.inputs(torch, "mm_out", 5, "cpu")
     consumer.call("mm_out", "owned", out, a, b)
     assert torch.equal(out, a @ b)
 
@@ -279,10 +279,10 @@ def test_prototypes_for_older_torch(consumer):
 def _check_prototypes(proto):
     assert proto.to_pyobject.startswith("2.14's torch_tensor_to_pyobject, built for torch")
     assert proto.labels["owned"].startswith("owned (2.14's implementation")
-    for op in [op for op in fo.OPS if proto.shims[op]["cpu"]]:
+    for op in [op for op in cs.OPS if proto.shims[op]["cpu"]]:
         for route in ("owned", "borrow"):
-            tensors = fo.inputs(torch, op, 9, "cpu")
-            got = fo.result(op, tensors, proto.call(op, route, *tensors))
-            assert torch.equal(got, fo.reference(torch, op, tensors))
+            tensors = cs.inputs(torch, op, 9, "cpu")
+            got = cs.result(op, tensors, proto.call(op, route, *tensors))
+            assert torch.equal(got, cs.reference(torch, op, tensors))
     with pytest.raises(RuntimeError, match="expected torch.Tensor, got object"):
         proto.call("mm_out", "owned", torch.zeros(2, 2), torch.zeros(2, 2), object())
