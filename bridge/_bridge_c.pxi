@@ -66,6 +66,7 @@ cdef extern from "_bridge_view.h":
     const char* bridge_compiler
     PyObject* bridge_privateuse1_final
     const Installed* bridge_installed_state() noexcept nogil
+    bint bridge_ready(const Installed* st, int path) noexcept nogil
     void bridge_publish(Installed* st) noexcept nogil
     int bridge_active_path() noexcept nogil
     void bridge_set_active(int path) noexcept nogil

@@ -165,11 +165,10 @@ def _install_tables(dict dtypes, dict refused, dict device_names, dict layout_na
 
 
 cdef dict _installed_paths(const Installed* st):
-    # The pointer trick only with shim_ext's check: without it, nothing could tell a
-    # tensor whose getters run Python, which may free what the address points at.
-    return {"owned": st.getters_ok and st.owned_fn != NULL,
-            "borrow": st.getters_ok and st.borrow_fn != NULL,
-            "fallback": st.getters_ok and st.fallback_ok and st.custom_metadata != NULL}
+    # What every view function asks (_bridge_view.h's bridge_ready): the pointer trick
+    # only with shim_ext's check, since without it nothing could tell a tensor whose
+    # getters run Python, which may free what the address points at.
+    return {name: bool(bridge_ready(st, code)) for code, name in enumerate(PATHS)}
 
 
 def _installed():
