@@ -37,6 +37,7 @@ cdef extern from "_bridge_view.h":
         NCODES "BRIDGE_NCODES"
         NDEVICES "BRIDGE_NDEVICES"
         BRIDGE_FREE_THREADED
+        BRIDGE_EAGER_VALUES
 
     ctypedef struct Installed "bridge_installed":
         torch_borrow_getters g

@@ -21,6 +21,13 @@
 #define BRIDGE_FREE_THREADED 0
 #endif
 
+/* A measurement build only (bench/callgrind.py builds it; never the package): every view
+   makes its six most-read values when it is made, as a view type with member slots would
+   have to, so that what that costs `view_borrow(t)` is counted, not argued. */
+#ifndef BRIDGE_EAGER_VALUES
+#define BRIDGE_EAGER_VALUES 0
+#endif
+
 #if defined(__clang__)
 static const char* bridge_compiler = "clang " __clang_version__;
 #elif defined(__GNUC__)

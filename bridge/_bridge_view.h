@@ -30,8 +30,14 @@
 static PyTypeObject bridge_view_type;
 
 /* The attribute getters stay out of line: the fast path is then a chain of compares
-   that jumps to one of them, with no frame of its own. */
+   that jumps to one of them, with no frame of its own. The measurement build
+   (BRIDGE_EAGER_VALUES) inlines them into the view's making instead, as a view type
+   that makes its values there would. */
+#if BRIDGE_EAGER_VALUES
+#define BRIDGE_NOINLINE static inline
+#else
 #define BRIDGE_NOINLINE static __attribute__((noinline))
+#endif
 
 /* Views freed on this interpreter, for reuse: no freelist without a GIL (a shared list
    would be a write every thread makes). */
@@ -123,6 +129,10 @@ static int bridge_view_clear(PyObject* self) {
   return 0;
 }
 
+#if BRIDGE_EAGER_VALUES
+static inline int bridge_view_make_six(PyObject* v);
+#endif
+
 /* The filled view: what it keeps, counted on this thread, then tracked. */
 BRIDGE_INLINE PyObject* bridge_view_finish(bridge_view* v, PyObject* obj, int path,
                                            const bridge_installed* st) {
@@ -133,6 +143,12 @@ BRIDGE_INLINE PyObject* bridge_view_finish(bridge_view* v, PyObject* obj, int pa
   v->st = st;
   bridge_count(path); /* this thread's own counter: no shared write */
   PyObject_GC_Track((PyObject*)v);
+#if BRIDGE_EAGER_VALUES
+  if (bridge_view_make_six((PyObject*)v) != 0) {
+    Py_DECREF(v);
+    return NULL;
+  }
+#endif
   return (PyObject*)v;
 }
 
@@ -382,6 +398,31 @@ static PyObject* bridge_get_obj(PyObject* self, void* c) {
   Py_INCREF(obj);
   return obj;
 }
+
+#if BRIDGE_EAGER_VALUES
+/* The measurement build's fill (BRIDGE_EAGER_VALUES): each of the six values made as its
+   getter makes it (the tuples checked or made, the ptr int kept or made: each kept by the
+   view, as the getters keep them), then released, where a view type with member slots
+   would store it and release it when the view is freed. A lower bound of that type's
+   cost: the six stores are not made, and the compiler may fold a reference taken and
+   released here. */
+#define BRIDGE_MAKE(getter)               \
+  do {                                    \
+    PyObject* value = getter(v, NULL);    \
+    if (value == NULL) return -1;         \
+    Py_DECREF(value);                     \
+  } while (0)
+static inline int bridge_view_make_six(PyObject* v) {
+  BRIDGE_MAKE(bridge_get_ptr);
+  BRIDGE_MAKE(bridge_get_shape);
+  BRIDGE_MAKE(bridge_get_strides);
+  BRIDGE_MAKE(bridge_get_dtype);
+  BRIDGE_MAKE(bridge_get_device_type);
+  BRIDGE_MAKE(bridge_get_device_index);
+  return 0;
+}
+#undef BRIDGE_MAKE
+#endif
 
 /* The interned names of the six attributes a reader asks for most, in that order. */
 static PyObject *bridge_s_ptr, *bridge_s_shape, *bridge_s_strides, *bridge_s_dtype,

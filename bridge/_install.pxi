@@ -10,6 +10,10 @@ COMPILER = bridge_compiler.decode()
 PYOBJECT_SIZE = sizeof(PyObject)
 #: Whether this module was compiled for a free-threaded CPython (Py_GIL_DISABLED).
 FREE_THREADED = bool(BRIDGE_FREE_THREADED)
+#: Whether this is the measurement build whose views make their six most-read values
+#: when made (BRIDGE_EAGER_VALUES, ``_bridge_state.h``): bench/callgrind.py's, never
+#: the package's.
+EAGER_VALUES = bool(BRIDGE_EAGER_VALUES)
 
 
 cdef tuple _getter_names():
