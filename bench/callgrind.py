@@ -167,6 +167,8 @@ def child(args) -> int:
     peers = peers_native.NativePeers(torch, bridge)
     if args.launcher_only:
         return child_launcher(args, torch, bridge, peers)
+    if args.eager_child:
+        return child_eager(args, torch, bridge, peers)
     t = torch.randn(32, 32, dtype=torch.float32)
     paths = [p for p, info in bridge.available_paths().items()
              if info.available and p in args.paths]
@@ -277,6 +279,59 @@ def child_launcher(args, torch, bridge, peers) -> int:
          "n2": args.n2, "python": sys.version.split()[0], "torch": torch.__version__,
          "configs": [], "statements": []}))
     return 0
+
+
+#: what the measurement build (``bench/native/eager_bridge_build.py``) is counted on:
+#: ``t.data_ptr()`` and ``view_borrow(t)`` of ``STATEMENTS``, and the dims series'
+#: ``view_borrow`` of a tensor of each number of dimensions
+EAGER_STATEMENTS = ("data_ptr", "view_borrow")
+
+
+def child_eager(args, torch, bridge, peers) -> int:
+    """``--eager-child``: ``EAGER_STATEMENTS`` and the dims series' ``view_borrow`` with the
+    bridge built to make each view's six values when made (``BRIDGE_EAGER_VALUES``), first
+    on ``sys.path``; refuses to count any other build."""
+    import timeit
+
+    from bench import launcher_workload
+    from bridge import _bridge as core
+
+    if not getattr(core, "EAGER_VALUES", False):
+        print(f"callgrind child: {core.__file__} is not the BRIDGE_EAGER_VALUES build",
+              file=sys.stderr)
+        return 2
+    if peers.callgrind("start") != 1:
+        print("callgrind child: not under valgrind", file=sys.stderr)
+        return 2
+    peers.callgrind("zero")
+    labels = []
+    t = torch.randn(32, 32, dtype=torch.float32)
+    ns = {"t": t, "view_borrow": bridge.view_borrow}
+    count_statements(args, peers, labels, {name: timeit.Timer(STATEMENTS[name], globals=ns)
+                                           for name in EAGER_STATEMENTS})
+    workload_ns = launcher_workload.namespace(torch, bridge, ks=(), shapes=())
+    dims = {name: stmt for name, (stmt, _) in
+            launcher_workload.statements(ks=(), shapes=()).items()
+            if name.startswith("dims_view_borrow_")}
+    count_statements(args, peers, labels, {name: timeit.Timer(stmt, globals=workload_ns)
+                                           for name, stmt in dims.items()})
+    pathlib.Path(args.plan).write_text(json.dumps(
+        {"labels": labels, "statements": list(EAGER_STATEMENTS) + list(dims),
+         "n1": args.n1, "n2": args.n2, "python": sys.version.split()[0],
+         "torch": torch.__version__, "bridge": core.__file__}))
+    return 0
+
+
+def eager_totals(folder: pathlib.Path) -> dict:
+    """``{"eager:<statement>": instructions per call}`` of the measurement build's process
+    (``child_eager``) whose dumps and plan are in ``folder``; empty where there are none."""
+    plan_file = folder / "plan.json"
+    if not plan_file.exists():
+        return {}
+    plan = json.loads(plan_file.read_text())
+    dumps = read_dumps(folder, "callgrind.out")
+    return {f"eager:{name}": total_per_call(dumps, f"py:{name}|", plan["n1"], plan["n2"])
+            for name in plan["statements"]}
 
 
 # --- the parent: runs valgrind, reads the dumps, writes the report --------------------------
@@ -520,6 +575,7 @@ def totals(plan: dict, dumps: dict) -> dict:
         out[f"py:{name}"] = counts(dumps, f"py:{name}|", n1, n2)[0]
     out.update(launch_totals(plan, dumps))
     out.update(bridge_own(plan, dumps))
+    out.update(plan.get("eager", {}))
     return out
 
 
@@ -740,8 +796,8 @@ def launch_why(short: list[dict], per_call: dict, g2_target: float | None = None
         "address's int and the three other values then go into every `view_borrow(t)`, "
         f"which G2 bounds at {target:.2f}x `t.data_ptr()`: on this Python {g2_num:.0f} "
         f"instructions against {g2_den:.0f}, a margin of {margin:+.0f} instructions for "
-        "all of that. So the way found here to meet these rows makes `view_borrow(t)` "
-        "dearer.")
+        "all of that.")
+    lines[-1] += eager_why(per_call, d, borrow, g2_num, target)
     own, six = per_call.get("own:view_six"), per_call.get("py:view_six")
     if own is not None and six is not None:
         over = [r for r in short if r["shed"] > own]
@@ -767,6 +823,31 @@ def launch_why(short: list[dict], per_call: dict, g2_target: float | None = None
                 "loads its value, takes a reference and returns, and `tp_getattro` still "
                 "tells the six names apart.")
     return lines
+
+
+def eager_why(per_call: dict, d: int, borrow: float, g2_num: float, target: float) -> str:
+    """What the measurement build (``child_eager``) counted, against G2 (``target`` times
+    ``t.data_ptr()``, both from that build's own process) and against this build
+    (``g2_num``: its ``view_borrow(t)``; ``borrow``: its ``view_borrow`` of a
+    ``d``-dimensional tensor), and what follows; without those counts, the reasoning's
+    conclusion alone."""
+    eager, den = per_call.get("eager:view_borrow"), per_call.get("eager:data_ptr")
+    eager_d = per_call.get(f"eager:dims_view_borrow_{d}")
+    if None in (eager, den, eager_d):
+        return " So the way found here to meet these rows makes `view_borrow(t)` dearer."
+    ratio = eager / den
+    text = (" Counted: with the bridge built to make the six values when each view is made "
+            "(`BRIDGE_EAGER_VALUES`, `bench/native/eager_bridge_build.py`, in a process of "
+            "its own; a lower bound of a view type with member slots, whose six stores it "
+            f"does not make), `view_borrow(t)` takes {eager:.0f} instructions against "
+            f"{den:.0f} for `t.data_ptr()` in that process, {ratio:.3f}x "
+            f"({eager - g2_num:+.0f} over this build's), and `view_borrow` of a "
+            f"{d}-dimensional tensor {eager_d:.0f} ({eager_d - borrow:+.0f}).")
+    if ratio > target:
+        return text + (f" That is over G2's {target:.2f}x: met this way, these rows would "
+                       "break G2, and the anchor stays as it is.")
+    return text + (f" That is within G2's {target:.2f}x: a view type with member slots "
+                   "could meet these rows; its six stores are still to be counted.")
 
 
 # --- a view's parts, before and after ---------------------------------------------------------
@@ -963,7 +1044,12 @@ def main(argv=None) -> int:
                         help="fresh processes counting the launch statements, each under its "
                              "own PYTHONHASHSEED (0, 1, ...; the first is the main run): "
                              "the spread of each launch ratio (default 3)")
+    parser.add_argument("--eager", action=argparse.BooleanOptionalAction, default=True,
+                        help="also build the bridge with BRIDGE_EAGER_VALUES (views make their "
+                             "six most-read values when made) and count view_borrow(t) with "
+                             "it in a process of its own (default: on; needs Cython)")
     parser.add_argument("--launcher-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--eager-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--plan", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -993,12 +1079,15 @@ def main(argv=None) -> int:
         for seed in range(1, args.processes):
             if run_valgrind(args, work / f"launcher-{seed}", seed, launcher_only=True) != 0:
                 return 1
+        if args.eager and run_eager(args, work / "eager") != 0:
+            return 1
     plan_file = work / "plan.json"
     if not plan_file.exists():
         print(f"{plan_file} is missing: not a folder that --keep left", file=sys.stderr)
         return 1
     plan = json.loads(plan_file.read_text())
     plan["configs"] = [tuple(c) for c in plan["configs"]]
+    plan["eager"] = eager_totals(work / "eager")
     dumps = read_dumps(work, "callgrind.out")
     missing = [l for l in plan["labels"] if l not in dumps]
     if missing:
@@ -1033,10 +1122,29 @@ def main(argv=None) -> int:
     return 0
 
 
-def run_valgrind(args, work: pathlib.Path, seed: int = 0, launcher_only: bool = False) -> int:
+def run_eager(args, work: pathlib.Path) -> int:
+    """Build the measurement bridge (``bench/native/eager_bridge_build.py``) into
+    ``work`` and count ``child_eager``'s statements with it, first on the child's
+    ``PYTHONPATH``; its dumps and plan land in ``work``."""
+    from bench.native import eager_bridge_build
+
+    print("building the bridge with BRIDGE_EAGER_VALUES (views make their six values when "
+          "made)...", flush=True)
+    try:
+        first = eager_bridge_build.build(work / "build")
+    except Exception as exc:  # Cython, setuptools and the compiler raise their own
+        print(f"building the BRIDGE_EAGER_VALUES bridge failed: {type(exc).__name__}: {exc} "
+              "(--no-eager leaves it out)", file=sys.stderr)
+        return 1
+    return run_valgrind(args, work, eager_first=first)
+
+
+def run_valgrind(args, work: pathlib.Path, seed: int = 0, launcher_only: bool = False,
+                 eager_first: pathlib.Path | None = None) -> int:
     """One valgrind process running ``--child`` (with ``--launcher-only``: the launch
-    statements alone) under string hash seed ``seed``; its dumps and plan land in
-    ``work``."""
+    statements alone; with ``eager_first``, the folder of the measurement build, put first
+    on its ``PYTHONPATH``: ``child_eager``) under string hash seed ``seed``; its dumps and
+    plan land in ``work``."""
     work.mkdir(parents=True, exist_ok=True)
     for old in work.glob("callgrind.out*"):
         old.unlink()
@@ -1048,8 +1156,12 @@ def run_valgrind(args, work: pathlib.Path, seed: int = 0, launcher_only: bool = 
            f"--callgrind-out-file={work / 'callgrind.out'}",
            args.python, "-P", str(pathlib.Path(__file__).resolve()), "--child",
            "--plan", str(plan_file), "--n1", str(args.n1), "--n2", str(args.n2),
-           "--paths", *args.paths, *(["--launcher-only"] if launcher_only else [])]
-    if launcher_only:
+           "--paths", *args.paths, *(["--launcher-only"] if launcher_only else []),
+           *(["--eager-child"] if eager_first else [])]
+    if eager_first:
+        print("counting view_borrow(t) with that build in a fresh process under callgrind...",
+              flush=True)
+    elif launcher_only:
         print(f"running the launch statements in a fresh process (PYTHONHASHSEED={seed}) under "
               "callgrind...", flush=True)
     else:
@@ -1060,6 +1172,9 @@ def run_valgrind(args, work: pathlib.Path, seed: int = 0, launcher_only: bool = 
     # name look-ups) differ with it, and with them the Python-level statements' counts by
     # a few instructions; the launches are counted under several, their spread reported.
     env = dict(os.environ, PYTHONHASHSEED=str(seed))
+    if eager_first:
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(eager_first)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0 or not plan_file.exists():
         sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])

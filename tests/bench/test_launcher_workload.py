@@ -164,6 +164,65 @@ def test_the_reasons_for_a_miss_state_the_specialised_load_and_g2s_margin_at_its
     assert callgrind.launch_why(short[2:], per_call, 1.05) == []  # only mixed shapes: no ndim
 
 
+def test_the_reasons_for_a_miss_state_the_eager_builds_counts_against_g2():
+    """launch_why with the measurement build's counts (eager:*): its view_borrow(t) against
+    t.data_ptr() of its own process, the difference to this build's, and the verdict on
+    G2 either way; without them, the conclusion alone."""
+    from bench import callgrind
+
+    per_call = {"py:launch_bare_1": 1000.0, "py:dims_view_borrow_0": 790.0,
+                "py:view_attr": 200.0, "py:slot_attr": 150.0,
+                "py:view_borrow": 820.0, "py:data_ptr": 800.0,
+                "eager:view_borrow": 910.0, "eager:data_ptr": 802.0,
+                "eager:dims_view_borrow_0": 880.0}
+    short = [{"shape": "d0", "anchor": "get_device", "k": 1, "view": 2650.0, "shed": 140.0}]
+    text = "\n".join(callgrind.launch_why(short, per_call, 1.05))
+    assert "`view_borrow(t)` takes 910 instructions against 802 for `t.data_ptr()` in that " \
+           "process, 1.135x (+90 over this build's), and `view_borrow` of a " \
+           "0-dimensional tensor 880 (+90)." in text
+    assert "over G2's 1.05x: met this way, these rows would break G2" in text
+    assert "dearer" not in text
+    per_call["eager:view_borrow"] = 830.0
+    assert "within G2's 1.05x" in "\n".join(callgrind.launch_why(short, per_call, 1.05))
+    del per_call["eager:dims_view_borrow_0"]
+    text = "\n".join(callgrind.launch_why(short, per_call, 1.05))
+    assert "Counted" not in text and "makes `view_borrow(t)` dearer." in text
+
+
+def test_the_eager_measurement_build_makes_correct_views(tmp_path):
+    """bench/native/eager_bridge_build.py: the BRIDGE_EAGER_VALUES build compiles, is the
+    one a child with it first on PYTHONPATH imports (EAGER_VALUES; the package's own is
+    not), and its views read what torch's accessors say, a refusal still raised."""
+    import os
+    import subprocess
+    import sys
+
+    from bench.native import eager_bridge_build
+    from bridge import _bridge
+
+    assert _bridge.EAGER_VALUES is False
+    first = eager_bridge_build.build(tmp_path)
+    code = (
+        "import torch, bridge\n"
+        "from bridge import _bridge\n"
+        "assert _bridge.EAGER_VALUES is True, _bridge.__file__\n"
+        "t = torch.arange(24.0).reshape(4, 6)[1:, ::2]\n"
+        "for view in (bridge.view, bridge.view_borrow):\n"
+        "    v = view(t)\n"
+        "    assert (v.ptr, v.shape, v.strides, v.dtype, v.device_type, v.device_index) == "
+        "(t.data_ptr(), tuple(t.shape), t.stride(), t.dtype, t.device.type, -1)\n"
+        "    assert view(torch.tensor(2.0)).shape == ()\n"
+        "try:\n"
+        "    bridge.view(torch.ones(2, 2).to_sparse())\n"
+        "except BufferError as exc:\n"
+        "    print('refused:', exc)\n")
+    env = dict(os.environ, PYTHONPATH=str(first))
+    proc = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "refused: a tensor with layout sparse_coo" in proc.stdout
+
+
 def test_the_reasons_for_a_miss_state_the_bridges_own_share_of_the_six_reads():
     """launch_why: the rows with more to shed than the bridge's own instructions in the six
     reads cannot be met by trimming the bridge; the others need its share cut to own - shed."""
